@@ -1,0 +1,2 @@
+//! latprobe probe engine: hardware-free scheduling, capture matching, tick extension and batching.
+#![no_std]

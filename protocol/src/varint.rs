@@ -1,0 +1,90 @@
+//! LEB128 varints and zigzag, the building blocks of the packed batch data.
+
+/// Longest LEB128 encoding of a `u64`.
+pub(crate) const MAX_LEN: usize = 10;
+
+/// Write `v` as LEB128 at the start of `out`; returns the bytes used, or
+/// `None` when `out` is too short (nothing meaningful is left written).
+pub(crate) fn write(mut v: u64, out: &mut [u8]) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        let slot = out.get_mut(i)?;
+        i += 1;
+        if v == 0 {
+            *slot = byte;
+            return Some(i);
+        }
+        *slot = byte | 0x80;
+    }
+}
+
+/// Read a LEB128 `u64` from the start of `input`; returns it and the bytes
+/// used, or `None` for a truncated or over-long encoding.
+pub(crate) fn read(input: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &b) in input.iter().enumerate().take(MAX_LEN) {
+        let part = u64::from(b & 0x7f);
+        if i == MAX_LEN - 1 && part > 1 {
+            return None; // would overflow 64 bits
+        }
+        v |= part << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Bytes `v` takes as LEB128.
+#[cfg(test)]
+pub(crate) const fn len(v: u64) -> usize {
+    let bits = 64 - v.leading_zeros() as usize;
+    if bits == 0 {
+        1
+    } else {
+        bits.div_ceil(7)
+    }
+}
+
+pub(crate) const fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+pub(crate) const fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn round_trip(v: u64) {
+            let mut buf = [0u8; MAX_LEN];
+            let n = write(v, &mut buf).unwrap();
+            prop_assert_eq!(n, len(v));
+            prop_assert_eq!(read(&buf[..n]), Some((v, n)));
+            // Any shorter prefix is a truncation, never a wrong value.
+            prop_assert_eq!(read(&buf[..n - 1]), None);
+        }
+
+        #[test]
+        fn zigzag_round_trip(v: i64) {
+            prop_assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+
+    #[test]
+    fn rejects_overlong() {
+        assert_eq!(read(&[0xff; 11]), None);
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Some((u64::MAX, 10)));
+        assert_eq!(write(300, &mut [0u8; 1]), None);
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+    }
+}

@@ -1,0 +1,1 @@
+//! Shared helpers for latprobe's end-to-end tests.
