@@ -172,7 +172,7 @@ pub fn decode_message<'a, T: Deserialize<'a>>(frame: &'a [u8]) -> Result<T, Mess
         return Err(MessageError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: version });
     }
     match postcard::take_from_bytes(body) {
-        Ok((msg, rest)) if rest.is_empty() => Ok(msg),
+        Ok((msg, [])) => Ok(msg),
         _ => Err(MessageError::Malformed),
     }
 }
