@@ -2,14 +2,10 @@
 
 use std::time::Duration;
 
-/// Units accepted after the number, longest spellings first so that `ms` is not read as `m` + `s`.
-const UNITS: &[(&str, u128)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-];
+/// Units accepted after the number. Matched whole and case-sensitively: `MS`
+/// or `m` would be guesses (mega? minutes?), and a guessed period is a wrong run.
+const UNITS: &[(&str, u128)] =
+    &[("ns", 1), ("us", 1_000), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)];
 
 /// Parses `<number><unit>` where the number may have a fraction (`1.5ms`) and
 /// the unit is one of `ns`, `us` (or `µs`), `ms`, `s`.
@@ -51,11 +47,7 @@ fn scaled_nanos(number: &str, scale: u128) -> Option<u128> {
     if frac_part.contains('.') {
         return None;
     }
-    let int: u128 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().ok()?
-    };
+    let int: u128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
     let mut nanos = int.checked_mul(scale)?;
     let mut place = scale;
     for digit in frac_part.chars() {

@@ -145,10 +145,7 @@ fn main() -> ExitCode {
 /// the same single `Error:` line as every other error.
 fn clap_exit(err: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(
-        err.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-    ) {
+    if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = err.print();
         return ExitCode::SUCCESS;
     }
@@ -157,11 +154,8 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let rendered = err.render().to_string();
-    let first_paragraph: Vec<&str> = rendered
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
+    let first_paragraph: Vec<&str> =
+        rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
     let text = first_paragraph.join(" ");
     let text = text.strip_prefix("error: ").unwrap_or(&text);
     eprintln!("Error: {text} (see --help)");
@@ -195,12 +189,7 @@ fn run(cli: Cli) -> Result<()> {
             session.finish(ended, &format!("echoed {echoed} bytes"));
             Ok(())
         }
-        Cmd::Periodic {
-            line,
-            period,
-            byte,
-            rt,
-        } => {
+        Cmd::Periodic { line, period, byte, rt } => {
             let period_ns = u64::try_from(period.as_nanos())
                 .map_err(|_| UsageError("--period is too long".to_string()))?;
             let run_info = meta::RunInfo {
@@ -263,11 +252,7 @@ impl Session {
             let meta = meta::collect(Some(run_info), report.clone());
             write_metadata(&meta, dest)?;
         }
-        Ok(Session {
-            tty,
-            _rt_guard: guard,
-            rt: report,
-        })
+        Ok(Session { tty, _rt_guard: guard, rt: report })
     }
 
     fn rt_summary(&self) -> String {
@@ -283,16 +268,8 @@ impl Session {
             [one] => format!("CPU {one}"),
             all => format!("{} CPUs", all.len()),
         };
-        let mlock = if a.mlockall {
-            "memory locked"
-        } else {
-            "memory not locked"
-        };
-        let dma = if a.cpu_dma_latency {
-            "cpu_dma_latency 0"
-        } else {
-            "cpu_dma_latency not held"
-        };
+        let mlock = if a.mlockall { "memory locked" } else { "memory not locked" };
+        let dma = if a.cpu_dma_latency { "cpu_dma_latency 0" } else { "cpu_dma_latency not held" };
         format!("{policy}, {cpus}, {mlock}, {dma}")
     }
 
@@ -301,10 +278,9 @@ impl Session {
         let device = self.tty.path().display().to_string();
         drop(self.tty);
         match ended {
-            Ended::Signal => eprintln!(
-                "latprobe-responder: {summary} (stopped by {})",
-                signals::stop_signal_name()
-            ),
+            Ended::Signal => {
+                eprintln!("latprobe-responder: {summary} (stopped by {})", signals::stop_signal_name())
+            }
             Ended::HangUp => {
                 eprintln!("latprobe-responder: {device} hung up; {summary}")
             }
@@ -342,9 +318,7 @@ fn echo(tty: &Tty) -> Result<(Ended, u64)> {
         };
         match tty.write_all(&buf[..n]) {
             Ok(()) => echoed += n as u64,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                return Ok((Ended::Signal, echoed))
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok((Ended::Signal, echoed)),
             Err(e) if is_hangup(&e) => return Ok((Ended::HangUp, echoed)),
             Err(e) => bail!("writing {} failed: {e}", tty.path().display()),
         }
@@ -377,9 +351,7 @@ fn periodic(tty: &Tty, period_ns: u64, byte: u8) -> Result<(Ended, PeriodicStats
         }
         match tty.write_all(&[byte]) {
             Ok(()) => stats.written += 1,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                return Ok((Ended::Signal, stats))
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok((Ended::Signal, stats)),
             Err(e) if is_hangup(&e) => return Ok((Ended::HangUp, stats)),
             Err(e) => bail!("writing {} failed: {e}", tty.path().display()),
         }
@@ -394,10 +366,7 @@ fn periodic(tty: &Tty, period_ns: u64, byte: u8) -> Result<(Ended, PeriodicStats
 }
 
 fn monotonic_ns() -> Result<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = zeroed_timespec();
     // SAFETY: `ts` is valid for writes.
     if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
         bail!("clock_gettime failed: {}", io::Error::last_os_error());
@@ -406,19 +375,22 @@ fn monotonic_ns() -> Result<u64> {
     Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// Built field by field because 32-bit musl with 64-bit time pads timespec
+/// with a private field, so a struct literal would not build for those boards.
+fn zeroed_timespec() -> libc::timespec {
+    // SAFETY: timespec is plain C data; all-zero bytes are a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
 fn sleep_until(deadline_ns: u64) -> io::Result<()> {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
+    let mut ts = zeroed_timespec();
+    // time_t is 32 bits on older 32-bit ARM ABIs; a monotonic clock does not
+    // reach 2^31 s (68 years of uptime).
+    ts.tv_sec = (deadline_ns / 1_000_000_000) as libc::time_t;
+    ts.tv_nsec = (deadline_ns % 1_000_000_000) as _;
     // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
     let rc = unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
+        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
     };
     // clock_nanosleep returns the error number rather than setting errno.
     if rc != 0 {

@@ -157,9 +157,8 @@ pub fn write(meta: &Metadata, dest: &Path) -> Result<()> {
     tmp.push(".tmp");
     fs::write(&tmp, json.as_bytes())
         .and_then(|()| fs::rename(&tmp, dest))
-        .map_err(|e| {
+        .inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
-            e
         })
         .with_context(|| format!("cannot write metadata to {}", dest.display()))
 }
@@ -178,9 +177,7 @@ fn uname() -> Option<Uname> {
     let field = |chars: &[libc::c_char]| {
         // SAFETY: uname NUL-terminates each field within its array, and the
         // zeroed initialisation guarantees a NUL even if it did not.
-        unsafe { CStr::from_ptr(chars.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(chars.as_ptr()) }.to_string_lossy().into_owned()
     };
     Some(Uname {
         sysname: field(&u.sysname),
@@ -241,10 +238,7 @@ fn kernel_config(uname: Option<&Uname>) -> Option<(String, String)> {
             .ok()
             .filter(|o| o.status.success());
         if let Some(out) = out {
-            return Some((
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-                "/proc/config.gz".to_string(),
-            ));
+            return Some((String::from_utf8_lossy(&out.stdout).into_owned(), "/proc/config.gz".to_string()));
         }
     }
     let boot = format!("/boot/config-{}", uname?.release);
@@ -290,10 +284,7 @@ fn model_from_config(config: &BTreeMap<String, String>) -> Option<String> {
 /// newer kernels may spell RT with dynamic as `PREEMPT_{RT,(full)}`.
 /// No PREEMPT word means none or voluntary, which uname cannot tell apart.
 pub fn model_from_uname_version(version: &str) -> Option<String> {
-    let words: Vec<&str> = version
-        .split_whitespace()
-        .filter(|w| w.starts_with("PREEMPT"))
-        .collect();
+    let words: Vec<&str> = version.split_whitespace().filter(|w| w.starts_with("PREEMPT")).collect();
     if words.iter().any(|w| w.starts_with("PREEMPT_RT") || w.contains("{RT")) {
         return Some("PREEMPT_RT".to_string());
     }
@@ -307,9 +298,7 @@ fn dynamic_mode(
     cmdline: Option<&KernelCmdline>,
     config: Option<&BTreeMap<String, String>>,
 ) -> (Option<String>, Option<String>) {
-    if let Some(mode) =
-        read_trimmed("/sys/kernel/debug/sched/preempt").and_then(|s| parse_dynamic_mode(&s))
-    {
+    if let Some(mode) = read_trimmed("/sys/kernel/debug/sched/preempt").and_then(|s| parse_dynamic_mode(&s)) {
         return (Some(mode), Some("/sys/kernel/debug/sched/preempt".to_string()));
     }
     if let Some(mode) = cmdline.and_then(|c| c.preempt.clone()) {
@@ -344,10 +333,7 @@ pub fn parse_dynamic_mode(text: &str) -> Option<String> {
 /// stops at `--`, after which the words belong to init, not the kernel; a
 /// repeated parameter keeps its last value, as the kernel does.
 pub fn parse_cmdline(raw: &str) -> KernelCmdline {
-    let mut cmdline = KernelCmdline {
-        raw: raw.to_string(),
-        ..KernelCmdline::default()
-    };
+    let mut cmdline = KernelCmdline { raw: raw.to_string(), ..KernelCmdline::default() };
     for word in raw.split_whitespace() {
         if word == "--" {
             break;
@@ -371,12 +357,7 @@ pub fn parse_cmdline(raw: &str) -> KernelCmdline {
 pub fn parse_loadavg(text: &str) -> Option<LoadAvg> {
     let mut words = text.split_whitespace();
     let mut next = || words.next().and_then(|w| w.parse::<f64>().ok());
-    Some(LoadAvg {
-        one: next()?,
-        five: next()?,
-        fifteen: next()?,
-        raw: text.trim().to_string(),
-    })
+    Some(LoadAvg { one: next()?, five: next()?, fifteen: next()?, raw: text.trim().to_string() })
 }
 
 fn governors() -> Vec<CpuGovernor> {
@@ -386,19 +367,14 @@ fn governors() -> Vec<CpuGovernor> {
     let mut cpus: Vec<usize> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_prefix("cpu"))
-                .and_then(|n| n.parse().ok())
+            e.file_name().to_str().and_then(|n| n.strip_prefix("cpu")).and_then(|n| n.parse().ok())
         })
         .collect();
     cpus.sort_unstable();
     cpus.into_iter()
         .map(|cpu| CpuGovernor {
             cpu,
-            governor: read_trimmed(format!(
-                "/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
-            )),
+            governor: read_trimmed(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")),
         })
         .collect()
 }
@@ -410,22 +386,10 @@ mod tests {
     #[test]
     fn uname_version_models() {
         let m = |v| model_from_uname_version(v);
-        assert_eq!(
-            m("#1 SMP PREEMPT_RT Debian 6.1.69-1 (2023-12-30)").as_deref(),
-            Some("PREEMPT_RT")
-        );
-        assert_eq!(
-            m("#1 SMP PREEMPT_DYNAMIC @0").as_deref(),
-            Some("PREEMPT_DYNAMIC")
-        );
-        assert_eq!(
-            m("#1 SMP PREEMPT Thu Jan 1 00:00:00 UTC 2024").as_deref(),
-            Some("PREEMPT")
-        );
-        assert_eq!(
-            m("#1 SMP PREEMPT_{RT,(full)} Mon").as_deref(),
-            Some("PREEMPT_RT")
-        );
+        assert_eq!(m("#1 SMP PREEMPT_RT Debian 6.1.69-1 (2023-12-30)").as_deref(), Some("PREEMPT_RT"));
+        assert_eq!(m("#1 SMP PREEMPT_DYNAMIC @0").as_deref(), Some("PREEMPT_DYNAMIC"));
+        assert_eq!(m("#1 SMP PREEMPT Thu Jan 1 00:00:00 UTC 2024").as_deref(), Some("PREEMPT"));
+        assert_eq!(m("#1 SMP PREEMPT_{RT,(full)} Mon").as_deref(), Some("PREEMPT_RT"));
         assert_eq!(m("#1 SMP Thu Jan 1 00:00:00 UTC 2024"), None);
     }
 
@@ -460,18 +424,12 @@ mod tests {
         assert_eq!(model_from_config(&cfg).as_deref(), Some("PREEMPT_RT"));
 
         let voluntary = parse_preempt_config("CONFIG_PREEMPT_VOLUNTARY=y\n");
-        assert_eq!(
-            model_from_config(&voluntary).as_deref(),
-            Some("PREEMPT_VOLUNTARY")
-        );
+        assert_eq!(model_from_config(&voluntary).as_deref(), Some("PREEMPT_VOLUNTARY"));
     }
 
     #[test]
     fn dynamic_mode_in_parentheses() {
-        assert_eq!(
-            parse_dynamic_mode("none voluntary (full) lazy\n").as_deref(),
-            Some("full")
-        );
+        assert_eq!(parse_dynamic_mode("none voluntary (full) lazy\n").as_deref(), Some("full"));
         assert_eq!(parse_dynamic_mode("none voluntary full"), None);
     }
 
@@ -486,10 +444,7 @@ mod tests {
     fn collect_never_fails_and_says_linux() {
         let meta = collect(None, RtReport::none());
         assert_eq!(meta.schema_version, 1);
-        assert_eq!(
-            meta.uname.as_ref().map(|u| u.sysname.as_str()),
-            Some("Linux")
-        );
+        assert_eq!(meta.uname.as_ref().map(|u| u.sysname.as_str()), Some("Linux"));
         let json = serde_json::to_value(&meta).expect("serialises");
         assert!(json["rt"]["achieved"].is_null());
     }

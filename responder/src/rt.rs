@@ -53,11 +53,7 @@ pub struct RtReport {
 impl RtReport {
     /// The report of a process that requested nothing.
     pub fn none() -> RtReport {
-        RtReport {
-            requested: RtRequest::default(),
-            achieved: None,
-            warnings: Vec::new(),
-        }
+        RtReport { requested: RtRequest::default(), achieved: None, warnings: Vec::new() }
     }
 }
 
@@ -73,12 +69,7 @@ pub struct RtGuard {
 /// only a CPU that does not exist at all is an error, since pinning to it
 /// can never work and the user meant something else.
 pub fn setup(priority: Option<u8>, cpu: Option<usize>) -> Result<(RtGuard, RtReport)> {
-    let requested = RtRequest {
-        priority,
-        cpu,
-        mlockall: true,
-        cpu_dma_latency_us: Some(0),
-    };
+    let requested = RtRequest { priority, cpu, mlockall: true, cpu_dma_latency_us: Some(0) };
     let mut warnings = Vec::new();
 
     // Affinity first, so that everything after (page locking, the RT switch)
@@ -124,9 +115,8 @@ pub fn setup(priority: Option<u8>, cpu: Option<usize>) -> Result<(RtGuard, RtRep
                 io::ErrorKind::PermissionDenied => "not permitted (needs root)".to_string(),
                 _ => format!("failed: {}", os_message(&e)),
             };
-            warnings.push(format!(
-                "/dev/cpu_dma_latency {why}; deep CPU idle states may add wake-up latency"
-            ));
+            warnings
+                .push(format!("/dev/cpu_dma_latency {why}; deep CPU idle states may add wake-up latency"));
             None
         }
     };
@@ -138,9 +128,7 @@ pub fn setup(priority: Option<u8>, cpu: Option<usize>) -> Result<(RtGuard, RtRep
             Ok(()) => Some(true),
             Err(e) => {
                 let why = match e.raw_os_error() {
-                    Some(libc::EPERM) => {
-                        "not permitted (needs CAP_SYS_NICE or an rtprio limit)".to_string()
-                    }
+                    Some(libc::EPERM) => "not permitted (needs CAP_SYS_NICE or an rtprio limit)".to_string(),
                     _ => format!("failed: {}", os_message(&e)),
                 };
                 warnings.push(format!("SCHED_FIFO {prio} {why}; running at normal priority"));
@@ -159,38 +147,20 @@ pub fn setup(priority: Option<u8>, cpu: Option<usize>) -> Result<(RtGuard, RtRep
         mlockall: mlocked,
         cpu_dma_latency: dma.is_some(),
     };
-    let report = RtReport {
-        requested,
-        achieved: Some(achieved),
-        warnings,
-    };
-    Ok((
-        RtGuard {
-            _cpu_dma_latency: dma,
-        },
-        report,
-    ))
+    let report = RtReport { requested, achieved: Some(achieved), warnings };
+    Ok((RtGuard { _cpu_dma_latency: dma }, report))
 }
 
 fn check_cpu_exists(cpu: usize) -> Result<()> {
     // SAFETY: sysconf has no memory effects.
     let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
     let setsize = libc::CPU_SETSIZE as usize;
-    let limit = if configured > 0 {
-        (configured as usize).min(setsize)
-    } else {
-        setsize
-    };
+    let limit = if configured > 0 { (configured as usize).min(setsize) } else { setsize };
     if cpu >= limit {
-        let range = if limit == 1 {
-            "CPU 0".to_string()
-        } else {
-            format!("CPUs 0-{}", limit - 1)
-        };
-        return Err(UsageError(format!(
-            "--cpu {cpu} does not exist: this board has {range} (check --cpu)"
-        ))
-        .into());
+        let range = if limit == 1 { "CPU 0".to_string() } else { format!("CPUs 0-{}", limit - 1) };
+        return Err(
+            UsageError(format!("--cpu {cpu} does not exist: this board has {range} (check --cpu)")).into()
+        );
     }
     Ok(())
 }
@@ -212,8 +182,7 @@ fn current_affinity() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is valid for writes of the size passed.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -232,9 +201,7 @@ fn lock_memory() -> io::Result<()> {
 }
 
 fn hold_cpu_dma_latency() -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .open("/dev/cpu_dma_latency")?;
+    let mut file = OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
     // The kernel takes a raw native-endian s32 here (it also parses ASCII,
     // but the binary form is the documented one).
     file.write_all(&0i32.to_ne_bytes())?;
@@ -242,9 +209,8 @@ fn hold_cpu_dma_latency() -> io::Result<File> {
 }
 
 fn set_fifo(priority: u8) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: i32::from(priority),
-    };
+    let mut param = zeroed_sched_param();
+    param.sched_priority = i32::from(priority);
     // SAFETY: `param` is a valid sched_param; pid 0 means the calling thread.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         return Err(io::Error::last_os_error());
@@ -255,7 +221,7 @@ fn set_fifo(priority: u8) -> io::Result<()> {
 fn current_policy() -> (String, i32) {
     // SAFETY: pid 0 means the calling thread; no memory is passed.
     let policy = unsafe { libc::sched_getscheduler(0) };
-    let mut param = libc::sched_param { sched_priority: 0 };
+    let mut param = zeroed_sched_param();
     // SAFETY: `param` is valid for writes.
     let rc = unsafe { libc::sched_getparam(0, &mut param) };
     let name = match policy & !libc::SCHED_RESET_ON_FORK {
@@ -267,4 +233,11 @@ fn current_policy() -> (String, i32) {
         _ => "unknown",
     };
     (name.to_string(), if rc == 0 { param.sched_priority } else { -1 })
+}
+
+/// Built field by field because musl's `sched_param` has extra private
+/// fields, so a struct literal that builds for glibc fails for musl boards.
+fn zeroed_sched_param() -> libc::sched_param {
+    // SAFETY: sched_param is plain C data; all-zero bytes are a valid value.
+    unsafe { std::mem::zeroed() }
 }

@@ -78,10 +78,7 @@ impl Tty {
     pub fn open_raw(path: &Path, baud: u32) -> Result<Tty> {
         let shown = path.display();
         let speed = baud_constant(baud).ok_or_else(|| {
-            UsageError(format!(
-                "--baud {baud} is not a standard rate (use one of {})",
-                supported_bauds()
-            ))
+            UsageError(format!("--baud {baud} is not a standard rate (use one of {})", supported_bauds()))
         })?;
         // O_NONBLOCK for the open only: a real serial port without CLOCAL set
         // yet would otherwise block in open() waiting for carrier detect.
@@ -133,22 +130,15 @@ impl Tty {
             let e = io::Error::last_os_error();
             return Err(UsageError(format!("cannot set --baud {baud}: {}", os_message(&e))).into());
         }
-        let tty = Tty {
-            fd,
-            path: path.to_path_buf(),
-            original,
-        };
+        let tty = Tty { fd, path: path.to_path_buf(), original };
         set_attr(raw, &raw_mode).map_err(|e| {
-            UsageError(format!(
-                "cannot put {shown} in raw mode: {} (check --device)",
-                os_message(&e)
-            ))
+            UsageError(format!("cannot put {shown} in raw mode: {} (check --device)", os_message(&e)))
         })?;
 
         // tcsetattr succeeds if it applied *any* of the request, so read back
         // what the driver actually took.
-        let applied = get_attr(raw)
-            .map_err(|e| anyhow::anyhow!("cannot read back the settings of {shown}: {e}"))?;
+        let applied =
+            get_attr(raw).map_err(|e| anyhow::anyhow!("cannot read back the settings of {shown}: {e}"))?;
         if applied.c_lflag & (libc::ICANON | libc::ECHO | libc::ISIG) != 0
             || applied.c_iflag & (libc::IXON | libc::ICRNL) != 0
             || applied.c_oflag & libc::OPOST != 0
@@ -158,10 +148,9 @@ impl Tty {
         // SAFETY: `applied` is a valid termios.
         let got = unsafe { libc::cfgetospeed(&applied) };
         if got != speed {
-            return Err(UsageError(format!(
-                "{shown} does not support --baud {baud} (try another rate)"
-            ))
-            .into());
+            return Err(
+                UsageError(format!("{shown} does not support --baud {baud} (try another rate)")).into()
+            );
         }
 
         // Bytes that arrived before we were raw would be echoed late and

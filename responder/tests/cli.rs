@@ -44,14 +44,8 @@ impl Pty {
         let rc = unsafe { libc::ptsname_r(fd, name.as_mut_ptr(), name.len()) };
         assert_eq!(rc, 0, "ptsname_r");
         // SAFETY: ptsname_r NUL-terminated the name within the buffer.
-        let slave = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_str()
-            .expect("pts path is UTF-8")
-            .into();
-        Pty {
-            master: Some(master),
-            slave,
-        }
+        let slave = unsafe { CStr::from_ptr(name.as_ptr()) }.to_str().expect("pts path is UTF-8").into();
+        Pty { master: Some(master), slave }
     }
 
     fn fd(&self) -> i32 {
@@ -103,11 +97,7 @@ impl Pty {
     }
 
     fn readable(&self, timeout: Duration) -> bool {
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfd = libc::pollfd { fd: self.fd(), events: libc::POLLIN, revents: 0 };
         let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: `pfd` is one valid pollfd.
         let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
@@ -133,11 +123,7 @@ impl Responder {
     }
 
     fn spawn_cmd(mut cmd: Command) -> std::io::Result<Responder> {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, ready) = mpsc::channel();
         let stderr = child.stderr.take().expect("stderr piped");
@@ -157,12 +143,7 @@ impl Responder {
             let _ = out.read_to_end(&mut buf);
             buf
         });
-        Ok(Responder {
-            child,
-            lines,
-            ready,
-            stdout: Some(stdout),
-        })
+        Ok(Responder { child, lines, ready, stdout: Some(stdout) })
     }
 
     fn stderr(&self) -> Vec<String> {
@@ -179,10 +160,7 @@ impl Responder {
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 std::thread::sleep(Duration::from_millis(50));
-                panic!(
-                    "responder exited with {status} before ready; stderr: {:?}",
-                    self.stderr()
-                );
+                panic!("responder exited with {status} before ready; stderr: {:?}", self.stderr());
             }
         }
         panic!("responder not ready in 10 s; stderr: {:?}", self.stderr());
@@ -203,10 +181,7 @@ impl Responder {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!(
-                    "responder still running {within:?} later; stderr: {:?}",
-                    self.stderr()
-                );
+                panic!("responder still running {within:?} later; stderr: {:?}", self.stderr());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -214,11 +189,7 @@ impl Responder {
 
     /// Stdout, complete once the process has exited.
     fn stdout(&mut self) -> Vec<u8> {
-        self.stdout
-            .take()
-            .expect("stdout taken once")
-            .join()
-            .expect("stdout thread")
+        self.stdout.take().expect("stdout taken once").join().expect("stdout thread")
     }
 
     fn pid(&self) -> i32 {
@@ -242,10 +213,7 @@ fn command(args: &[&str]) -> Command {
 }
 
 fn run(args: &[&str]) -> (ExitStatus, String, String) {
-    let out = command(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run responder");
+    let out = command(args).stdin(Stdio::null()).output().expect("run responder");
     (
         out.status,
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -255,10 +223,7 @@ fn run(args: &[&str]) -> (ExitStatus, String, String) {
 
 fn json(bytes: &[u8]) -> serde_json::Value {
     serde_json::from_slice(bytes).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}",
-            String::from_utf8_lossy(bytes).chars().take(400).collect::<String>()
-        )
+        panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes).chars().take(400).collect::<String>())
     })
 }
 
@@ -303,10 +268,7 @@ fn echoes_all_256_byte_values_untouched_then_exits_on_sigterm() {
     let status = r.wait_exit(Duration::from_secs(2));
     assert_eq!(status.code(), Some(0), "stderr: {:?}", r.stderr());
     let stderr = r.stderr();
-    assert!(
-        stderr.iter().any(|l| l.contains("echoed 264 bytes")),
-        "summary missing: {stderr:?}"
-    );
+    assert!(stderr.iter().any(|l| l.contains("echoed 264 bytes")), "summary missing: {stderr:?}");
 
     let after = pty.slave_termios();
     assert_eq!(after.c_lflag, before.c_lflag, "termios not restored");
@@ -334,76 +296,40 @@ fn exits_cleanly_when_the_line_hangs_up() {
     assert_eq!(pty.read_until(4, Duration::from_secs(2)), b"ping");
     pty.close_master();
     let status = r.wait_exit(Duration::from_secs(2));
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "signal {:?}, stderr: {:?}",
-        status.signal(),
-        r.stderr()
-    );
+    assert_eq!(status.code(), Some(0), "signal {:?}, stderr: {:?}", status.signal(), r.stderr());
     let stderr = r.stderr();
-    assert!(
-        stderr
-            .iter()
-            .any(|l| l.contains("hung up") && l.contains("echoed 4 bytes")),
-        "{stderr:?}"
-    );
+    assert!(stderr.iter().any(|l| l.contains("hung up") && l.contains("echoed 4 bytes")), "{stderr:?}");
 }
 
 #[test]
 fn periodic_writes_one_byte_per_period() {
     let pty = Pty::new();
-    let mut r = Responder::spawn(&[
-        "periodic",
-        "--device",
-        pty.slave_str(),
-        "--period",
-        "10ms",
-    ]);
+    let mut r = Responder::spawn(&["periodic", "--device", pty.slave_str(), "--period", "10ms"]);
     r.wait_ready();
     let got = pty.collect_for(Duration::from_millis(300));
     // 30 expected; wide bounds for a loaded CI machine, narrow enough to
     // catch a unit error (1 or 300) or a missing sleep (thousands).
-    assert!(
-        (15..=45).contains(&got.len()),
-        "{} bytes in 300 ms at a 10 ms period",
-        got.len()
-    );
+    assert!((15..=45).contains(&got.len()), "{} bytes in 300 ms at a 10 ms period", got.len());
     assert!(got.iter().all(|&b| b == 0x55), "default byte is 0x55: {got:?}");
 
     r.signal(libc::SIGTERM);
     let status = r.wait_exit(Duration::from_secs(2));
     assert_eq!(status.code(), Some(0), "stderr: {:?}", r.stderr());
-    assert!(
-        r.stderr().iter().any(|l| l.contains("wrote ") && l.contains(" bytes")),
-        "{:?}",
-        r.stderr()
-    );
+    assert!(r.stderr().iter().any(|l| l.contains("wrote ") && l.contains(" bytes")), "{:?}", r.stderr());
 }
 
 #[test]
 fn periodic_writes_the_chosen_byte_and_stops_on_hang_up() {
     let mut pty = Pty::new();
-    let mut r = Responder::spawn(&[
-        "periodic",
-        "--device",
-        pty.slave_str(),
-        "--period",
-        "2ms",
-        "--byte",
-        "0xA5",
-    ]);
+    let mut r =
+        Responder::spawn(&["periodic", "--device", pty.slave_str(), "--period", "2ms", "--byte", "0xA5"]);
     r.wait_ready();
     let got = pty.read_until(5, Duration::from_secs(2));
     assert_eq!(got, [0xA5; 5]);
     pty.close_master();
     let status = r.wait_exit(Duration::from_secs(2));
     assert_eq!(status.code(), Some(0), "stderr: {:?}", r.stderr());
-    assert!(
-        r.stderr().iter().any(|l| l.contains("hung up")),
-        "{:?}",
-        r.stderr()
-    );
+    assert!(r.stderr().iter().any(|l| l.contains("hung up")), "{:?}", r.stderr());
 }
 
 #[test]
@@ -468,10 +394,7 @@ fn sched_of(pid: i32) -> (i64, i64) {
     // The command name may hold spaces; fields restart after its ')'.
     let rest = &stat[stat.rfind(')').expect("comm") + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    (
-        fields[40 - 3].parse().expect("rt_priority"),
-        fields[41 - 3].parse().expect("policy"),
-    )
+    (fields[40 - 3].parse().expect("rt_priority"), fields[41 - 3].parse().expect("policy"))
 }
 
 fn affinity_of(pid: i32) -> Vec<u64> {
@@ -516,13 +439,8 @@ fn priority_and_cpu_are_recorded_as_achieved() {
 
     assert_eq!(meta["rt"]["requested"]["priority"], 99);
     assert_eq!(meta["rt"]["requested"]["cpu"], 0);
-    let applied = achieved["priority_applied"]
-        .as_bool()
-        .expect("priority_applied is a bool when requested");
-    let fifo_warnings = stderr
-        .iter()
-        .filter(|l| l.starts_with("warning: SCHED_FIFO 99"))
-        .count();
+    let applied = achieved["priority_applied"].as_bool().expect("priority_applied is a bool when requested");
+    let fifo_warnings = stderr.iter().filter(|l| l.starts_with("warning: SCHED_FIFO 99")).count();
     if applied {
         assert_eq!((policy, rt_priority), (i64::from(libc::SCHED_FIFO), 99));
         assert_eq!(achieved["sched_policy"], "SCHED_FIFO");
@@ -533,12 +451,8 @@ fn priority_and_cpu_are_recorded_as_achieved() {
         assert_eq!(achieved["sched_policy"], "SCHED_OTHER");
         assert_eq!(fifo_warnings, 1, "one warning line: {stderr:?}");
     }
-    let recorded: Vec<u64> = achieved["affinity"]
-        .as_array()
-        .expect("affinity list")
-        .iter()
-        .filter_map(|v| v.as_u64())
-        .collect();
+    let recorded: Vec<u64> =
+        achieved["affinity"].as_array().expect("affinity list").iter().filter_map(|v| v.as_u64()).collect();
     assert_eq!(recorded, affinity, "metadata affinity vs the kernel's");
     if achieved["affinity_applied"] == true {
         assert_eq!(affinity, [0]);
@@ -555,27 +469,15 @@ fn unprivileged_run_warns_once_per_refusal_and_still_echoes() {
     let is_root = unsafe { libc::geteuid() } == 0;
     if is_root {
         // grantpt gave the slave to root, mode 0620; nobody must open it.
-        std::fs::set_permissions(&pty.slave, std::fs::Permissions::from_mode(0o666))
-            .expect("chmod slave");
+        std::fs::set_permissions(&pty.slave, std::fs::Permissions::from_mode(0o666)).expect("chmod slave");
     }
-    let mut cmd = command(&[
-        "uart",
-        "--device",
-        pty.slave_str(),
-        "--priority",
-        "99",
-        "--metadata",
-        "-",
-    ]);
+    let mut cmd = command(&["uart", "--device", pty.slave_str(), "--priority", "99", "--metadata", "-"]);
     // SAFETY: the closure runs between fork and exec and calls only
     // setrlimit, setgroups, setgid and setuid, which are async-signal-safe
     // system calls; it allocates nothing and touches no locks.
     unsafe {
         cmd.pre_exec(move || {
-            let zero = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
+            let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
             for resource in [libc::RLIMIT_RTPRIO, libc::RLIMIT_MEMLOCK] {
                 if libc::setrlimit(resource, &zero) != 0 {
                     return Err(std::io::Error::last_os_error());
@@ -609,12 +511,8 @@ fn unprivileged_run_warns_once_per_refusal_and_still_echoes() {
     assert_eq!(r.wait_exit(Duration::from_secs(2)).code(), Some(0));
 
     let stderr = r.stderr();
-    let count = |needle: &str| {
-        stderr
-            .iter()
-            .filter(|l| l.starts_with("warning: ") && l.contains(needle))
-            .count()
-    };
+    let count =
+        |needle: &str| stderr.iter().filter(|l| l.starts_with("warning: ") && l.contains(needle)).count();
     assert_eq!(count("SCHED_FIFO 99 not permitted"), 1, "{stderr:?}");
     assert_eq!(count("CAP_SYS_NICE"), 1, "names the capability: {stderr:?}");
     assert_eq!(count("mlockall"), 1, "{stderr:?}");
@@ -626,12 +524,7 @@ fn unprivileged_run_warns_once_per_refusal_and_still_echoes() {
     assert_eq!(achieved["sched_policy"], "SCHED_OTHER");
     assert_eq!(achieved["mlockall"], false);
     assert_eq!(achieved["cpu_dma_latency"], false);
-    assert_eq!(
-        meta["rt"]["warnings"].as_array().map(Vec::len),
-        Some(3),
-        "{}",
-        meta["rt"]["warnings"]
-    );
+    assert_eq!(meta["rt"]["warnings"].as_array().map(Vec::len), Some(3), "{}", meta["rt"]["warnings"]);
 }
 
 #[test]
