@@ -1,0 +1,725 @@
+//! The probe engine proper: host link in, stimulus schedule, capture matching,
+//! batching and the output queue. See the crate docs for how a board drives it.
+
+use core::fmt::Write as _;
+
+use latprobe_protocol::{
+    decode_message, encode_message, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, ErrorCode,
+    ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, MessageError, Outcome, ProbeInfo, ProbeMsg, Sample,
+    SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN,
+    PROTOCOL_VERSION,
+};
+
+use crate::rng::Pcg32;
+use crate::ticks::TimerBits;
+use crate::txq::{Class, TxQueue};
+use crate::validate::validate;
+
+/// This firmware's version, as sent in `ProbeInfo::firmware_version`.
+pub const FIRMWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Longest board name sent in the Hello; longer names are cut (at a
+/// character boundary) so the Hello always fits a frame.
+pub const MAX_BOARD_NAME: usize = 32;
+
+/// Default size of the output queue in bytes.
+pub const DEFAULT_TX_QUEUE: usize = 2048;
+
+/// What a board tells the engine about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardInfo {
+    /// Board name, such as `nucleo-f411re`, `qemu` or `virtual`.
+    pub name: &'static str,
+    /// Rate of the measurement timer (the extended tick), in Hz.
+    pub timer_hz: u32,
+    /// Width of the hardware counter.
+    pub timer_bits: TimerBits,
+    /// Modes and properties of the board.
+    pub capabilities: Capabilities,
+    /// Firmware version; [`FIRMWARE_VERSION`] unless a board overrides it.
+    pub firmware_version: &'static str,
+    /// The engine never requests a stimulus less than this many ticks after
+    /// the `now` it was given, so the board has time to program its compare.
+    pub arm_lead_ticks: u32,
+}
+
+impl BoardInfo {
+    /// A board description with the default arm lead of 100 µs of ticks
+    /// (at least one tick).
+    pub const fn new(
+        name: &'static str,
+        timer_hz: u32,
+        timer_bits: TimerBits,
+        capabilities: Capabilities,
+    ) -> Self {
+        let lead = timer_hz / 10_000;
+        Self {
+            name,
+            timer_hz,
+            timer_bits,
+            capabilities,
+            firmware_version: FIRMWARE_VERSION,
+            arm_lead_ticks: if lead == 0 { 1 } else { lead },
+        }
+    }
+
+    /// The same board with another arm lead (at least one tick).
+    #[must_use]
+    pub const fn with_arm_lead(mut self, ticks: u32) -> Self {
+        self.arm_lead_ticks = if ticks == 0 { 1 } else { ticks };
+        self
+    }
+
+    /// Ticks in one second: the heartbeat period.
+    pub const fn heartbeat_ticks(&self) -> u64 {
+        if self.timer_hz == 0 {
+            1
+        } else {
+            self.timer_hz as u64
+        }
+    }
+
+    /// Ticks in 50 ms: a batch is sent at most this long after its first
+    /// item, so the host's live view stays fresh.
+    pub const fn flush_ticks(&self) -> u64 {
+        let t = self.timer_hz as u64 / 20;
+        if t == 0 {
+            1
+        } else {
+            t
+        }
+    }
+}
+
+/// A stimulus the engine wants the board to produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StimulusRequest {
+    /// Unique per request over the engine's life (wrapping): a board that
+    /// sees the same `id` again has already armed it.
+    pub id: u32,
+    /// Sequence number of the sample this stimulus starts.
+    pub seq: u64,
+    /// Extended tick at which the stimulus must happen.
+    pub at: u64,
+    /// What to produce: an edge or a byte (never `Stimulus::None`).
+    pub stimulus: Stimulus,
+}
+
+/// Totals of the current (or last) measurement, as sent in Stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RunTotals {
+    /// Samples (responses and timeouts) or edges taken.
+    pub taken: u64,
+    /// Of those, timeouts.
+    pub timeouts: u64,
+    /// Samples or edges taken but not sent because the output queue was full.
+    pub dropped: u64,
+    /// Frames (batches, heartbeats) that found the output queue full.
+    pub overruns: u32,
+}
+
+/// Engine counters that the wire does not carry (for logs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EngineStats {
+    /// Damaged frames from the host (also in every Heartbeat).
+    pub rx_bad_frames: u32,
+    /// Intact frames from the host that were not a valid message.
+    pub rx_bad_messages: u32,
+    /// Frames from the host with another protocol version.
+    pub rx_version_mismatches: u32,
+    /// Responses with no outstanding stimulus: after the timeout, before the
+    /// stimulus, or spurious. Counted, never matched to the next stimulus.
+    pub late_responses: u64,
+    /// Stimuli reported with none requested.
+    pub spurious_stimuli: u64,
+    /// Control replies lost because even the reserve was full (only if the
+    /// host floods requests without reading).
+    pub control_lost: u32,
+    /// Frames queued for the host.
+    pub tx_frames: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Echo {
+    /// Periodic mode: nothing is sent.
+    Passive,
+    /// The stimulus is requested and not yet reported as produced.
+    Armed(StimulusRequest),
+    /// The stimulus happened at `tick`; waiting for its response.
+    Outstanding { seq: u64, tick: u64 },
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    config: Config,
+    start_tick: u64,
+    /// Sequence number of the next sample or edge.
+    next_seq: u64,
+    rng: Pcg32,
+    echo: Echo,
+    heartbeat_at: u64,
+}
+
+/// The hardware-free probe engine; `Q` is the output queue size in bytes.
+#[derive(Debug)]
+pub struct Engine<const Q: usize = DEFAULT_TX_QUEUE> {
+    board: BoardInfo,
+    rx: FrameDecoder,
+    tx: TxQueue<Q>,
+    config: Option<Config>,
+    run: Option<Run>,
+    samples: SampleBatchBuilder,
+    edges: EdgeBatchBuilder,
+    flush_at: Option<u64>,
+    totals: RunTotals,
+    stats: EngineStats,
+    last_now: u64,
+    /// Earliest tick at which another `Error{BadFrame}` may be sent.
+    bad_frame_report_at: u64,
+    next_request_id: u32,
+}
+
+/// A short error detail formatted without allocation.
+struct Detail {
+    buf: [u8; MAX_ERROR_DETAIL],
+    len: usize,
+}
+
+impl Detail {
+    fn new() -> Self {
+        Self { buf: [0; MAX_ERROR_DETAIL], len: 0 }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s are ever copied in, cut at char boundaries.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl core::fmt::Write for Detail {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let mut n = s.len().min(self.buf.len() - self.len);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    let mut n = s.len().min(max);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    &s[..n]
+}
+
+impl<const Q: usize> Engine<Q> {
+    /// A new engine, idle, with its boot Hello already queued.
+    pub fn new(board: BoardInfo) -> Self {
+        let mut e = Self {
+            board,
+            rx: FrameDecoder::new(),
+            tx: TxQueue::new(),
+            config: None,
+            run: None,
+            samples: SampleBatchBuilder::new(0, MAX_BATCH_COUNT),
+            edges: EdgeBatchBuilder::new(MAX_BATCH_COUNT),
+            flush_at: None,
+            totals: RunTotals::default(),
+            stats: EngineStats::default(),
+            last_now: 0,
+            bad_frame_report_at: 0,
+            next_request_id: 0,
+        };
+        e.send_hello();
+        e
+    }
+
+    // ----- what the board asks -----
+
+    /// The board description given to [`Engine::new`].
+    pub fn board(&self) -> &BoardInfo {
+        &self.board
+    }
+
+    /// The accepted configuration, if any (kept after a run ends, so Start
+    /// runs it again).
+    pub fn config(&self) -> Option<&Config> {
+        self.config.as_ref()
+    }
+
+    /// Whether a measurement runs.
+    pub fn is_running(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Totals of the running or last measurement.
+    pub fn totals(&self) -> RunTotals {
+        self.totals
+    }
+
+    /// Counters the wire does not carry.
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// The stimulus to produce, while one is wanted and not yet reported by
+    /// [`Engine::on_stimulus`]. `None` means: nothing (cancel anything armed).
+    pub fn stimulus_request(&self) -> Option<StimulusRequest> {
+        match self.run.as_ref()?.echo {
+            Echo::Armed(req) => Some(req),
+            _ => None,
+        }
+    }
+
+    /// The earliest extended tick at which the board must call
+    /// [`Engine::poll`] (a timeout, a batch flush, a heartbeat, a stall
+    /// check) or produce the requested stimulus. `None`: nothing is pending
+    /// (idle). A stimulus time already in the past (at or before the last
+    /// `now` given) is left out, so a board never spins on it.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let mut d = self.flush_at;
+        let mut earliest = |t: u64| d = Some(d.map_or(t, |d: u64| d.min(t)));
+        if let Some(run) = &self.run {
+            earliest(run.heartbeat_at);
+            match run.echo {
+                Echo::Passive => {}
+                Echo::Armed(req) => {
+                    if req.at > self.last_now {
+                        earliest(req.at);
+                    }
+                    earliest(req.at.saturating_add(self.stall_ticks(&run.config)).saturating_add(1));
+                }
+                Echo::Outstanding { tick, .. } => {
+                    earliest(tick.saturating_add(u64::from(run.config.timeout_ticks)).saturating_add(1));
+                }
+            }
+        }
+        d
+    }
+
+    // ----- output to the host -----
+
+    /// The next bytes to send to the host, contiguous in memory (a DMA can
+    /// take them as they are). Empty when nothing waits. Call
+    /// [`Engine::tx_done`] with how many were sent.
+    pub fn tx_chunk(&self) -> &[u8] {
+        self.tx.chunk()
+    }
+
+    /// `n` bytes from the front of [`Engine::tx_chunk`] were sent.
+    pub fn tx_done(&mut self, n: usize) {
+        self.tx.consume(n);
+    }
+
+    /// Copy up to `out.len()` waiting bytes into `out`, marking them sent;
+    /// returns how many. For blocking writers.
+    pub fn read_tx(&mut self, out: &mut [u8]) -> usize {
+        self.tx.read(out)
+    }
+
+    /// Bytes waiting to be sent.
+    pub fn tx_pending(&self) -> usize {
+        self.tx.len()
+    }
+
+    // ----- events from the board -----
+
+    /// Bytes received from the host, in any chunking. Damaged frames are
+    /// counted; nothing here panics on any input.
+    pub fn on_host_bytes(&mut self, bytes: &[u8], now: u64) {
+        self.saw(now);
+        let mut input = bytes;
+        loop {
+            let (msg, rest) = match self.rx.feed(input) {
+                Feed::NeedMore => break,
+                Feed::Frame { frame, rest } => (Some(decode_message::<HostMsg>(frame)), rest),
+                Feed::Bad { rest, .. } => (None, rest),
+            };
+            input = rest;
+            match msg {
+                Some(Ok(msg)) => self.handle(msg, now),
+                Some(Err(MessageError::VersionMismatch { theirs, .. })) => {
+                    self.stats.rx_version_mismatches = self.stats.rx_version_mismatches.saturating_add(1);
+                    let mut d = Detail::new();
+                    let _ = write!(d, "probe speaks v{PROTOCOL_VERSION}, frame was v{theirs}");
+                    self.send_error_detail(ErrorCode::VersionMismatch, &d);
+                }
+                Some(Err(MessageError::Malformed)) => {
+                    self.stats.rx_bad_messages = self.stats.rx_bad_messages.saturating_add(1);
+                    self.send_error(ErrorCode::BadMessage, "intact frame, not a HostMsg");
+                }
+                None => {
+                    self.stats.rx_bad_frames = self.stats.rx_bad_frames.saturating_add(1);
+                    // One report per heartbeat period at most: line noise
+                    // must not flood the queue with errors.
+                    if now >= self.bad_frame_report_at {
+                        self.bad_frame_report_at = now.saturating_add(self.board.heartbeat_ticks());
+                        self.send_error(ErrorCode::BadFrame, "damaged frame from host dropped");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The requested stimulus happened at extended tick `tick` (equal to the
+    /// request's `at` for a hardware compare, later for a software-timed
+    /// board). Ignored (counted) if none was requested.
+    pub fn on_stimulus(&mut self, tick: u64, now: u64) {
+        self.saw(now);
+        match self.run.as_mut().map(|r| (r.echo, r)) {
+            Some((Echo::Armed(req), run)) => {
+                debug!("stimulus {} at {}", req.seq, tick);
+                run.echo = Echo::Outstanding { seq: req.seq, tick };
+            }
+            _ => self.stats.spurious_stimuli += 1,
+        }
+    }
+
+    /// A capture on the response line at extended tick `tick`: a response
+    /// in the echo modes, an edge (or byte) in periodic mode. Deliver every
+    /// capture latched at or before `now` before calling [`Engine::poll`]
+    /// with that `now`, in the order they were latched.
+    pub fn on_capture(&mut self, tick: u64, now: u64) {
+        self.saw(now);
+        let Some(run) = self.run.as_mut() else {
+            self.stats.late_responses += 1;
+            return;
+        };
+        match run.echo {
+            Echo::Passive => {
+                let e = EdgeStamp { seq: run.next_seq, tick };
+                run.next_seq += 1;
+                self.totals.taken += 1;
+                self.record_edge(&e, now);
+                self.check_count(now);
+            }
+            Echo::Outstanding { seq, tick: stim } if tick >= stim => {
+                let timeout = u64::from(run.config.timeout_ticks);
+                let latency = tick - stim;
+                if latency <= timeout {
+                    // latency <= timeout_ticks, a u32: the cast is lossless.
+                    self.complete(seq, stim, Outcome::Response(latency as u32), tick, now);
+                } else {
+                    // The poll that should have timed it out has not run
+                    // yet: it is a timeout, and this answer is late.
+                    self.stats.late_responses += 1;
+                    self.complete(seq, stim, Outcome::Timeout, stim + timeout, now);
+                }
+            }
+            _ => self.stats.late_responses += 1,
+        }
+    }
+
+    /// Do whatever is due at extended tick `now`: timeouts, batch flushes,
+    /// heartbeats. Call it when [`Engine::next_deadline`] is reached and
+    /// after delivering a group of events.
+    pub fn poll(&mut self, now: u64) {
+        self.saw(now);
+        if let Some((echo, config)) = self.run.as_ref().map(|r| (r.echo, r.config)) {
+            match echo {
+                Echo::Outstanding { seq, tick } => {
+                    let timeout = u64::from(config.timeout_ticks);
+                    if now > tick.saturating_add(timeout) {
+                        self.complete(seq, tick, Outcome::Timeout, tick + timeout, now);
+                    }
+                }
+                Echo::Armed(req) => {
+                    if now > req.at.saturating_add(self.stall_ticks(&config)) {
+                        warn!("stimulus {} requested at {} never reported", req.seq, req.at);
+                        self.send_error(ErrorCode::Internal, "board never produced the stimulus");
+                        self.finish(StopReason::Fault, now);
+                    }
+                }
+                Echo::Passive => {}
+            }
+        }
+        if self.flush_at.is_some_and(|t| t <= now) {
+            self.flush();
+        }
+        if let Some(run) = self.run.as_mut() {
+            if run.heartbeat_at <= now {
+                let period = self.board.heartbeat_ticks();
+                run.heartbeat_at = run.heartbeat_at.saturating_add(period);
+                if run.heartbeat_at <= now {
+                    // Far behind: one heartbeat now, not a burst of them.
+                    run.heartbeat_at = now.saturating_add(period);
+                }
+                self.send_heartbeat(now, 0);
+            }
+        }
+    }
+
+    // ----- internals -----
+
+    fn saw(&mut self, now: u64) {
+        self.last_now = self.last_now.max(now);
+    }
+
+    fn stall_ticks(&self, config: &Config) -> u64 {
+        u64::from(config.interval_ticks) + self.board.heartbeat_ticks()
+    }
+
+    fn handle(&mut self, msg: HostMsg, now: u64) {
+        match msg {
+            HostMsg::Hello { .. } => self.send_hello(),
+            HostMsg::Ping { nonce } => self.send_heartbeat(now, nonce),
+            HostMsg::Configure(config) => {
+                if self.run.is_some() {
+                    self.send_error(ErrorCode::Busy, "stop the running measurement first");
+                    return;
+                }
+                match validate(&config, self.board.capabilities) {
+                    Ok(()) => {
+                        self.config = Some(config);
+                        self.send(&ProbeMsg::Configured(config), Class::Control);
+                    }
+                    Err((code, detail)) => {
+                        // A refused Configure leaves nothing to Start, so an
+                        // old configuration is never run by mistake.
+                        self.config = None;
+                        self.send_error(code, detail);
+                    }
+                }
+            }
+            HostMsg::Start => {
+                if self.run.is_some() {
+                    self.send_error(ErrorCode::Busy, "already running");
+                } else if let Some(config) = self.config {
+                    self.start(config, now);
+                } else {
+                    self.send_error(ErrorCode::NotConfigured, "send a valid Configure first");
+                }
+            }
+            HostMsg::Stop => {
+                if self.run.is_some() {
+                    self.finish(StopReason::HostStop, now);
+                } else {
+                    self.send_error(ErrorCode::NotRunning, "nothing to stop");
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, config: Config, now: u64) {
+        self.totals = RunTotals::default();
+        self.samples = SampleBatchBuilder::new(config.interval_ticks, MAX_BATCH_COUNT);
+        self.edges.clear();
+        self.flush_at = None;
+        let start_tick = now.saturating_add(u64::from(self.board.arm_lead_ticks));
+        let echo = config.mode.is_echo();
+        self.run = Some(Run {
+            config,
+            start_tick,
+            next_seq: 0,
+            rng: Pcg32::new(config.seed),
+            echo: Echo::Passive,
+            heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
+        });
+        info!("start at {}", start_tick);
+        self.send(&ProbeMsg::Started { start_tick, first_seq: 0 }, Class::Control);
+        if echo {
+            self.schedule(None, now);
+        }
+    }
+
+    /// Request the next stimulus: its slot plus dither, but never before
+    /// `end + guard` (the previous sample's response or timeout) nor sooner
+    /// than the arm lead after `now`. A late schedule is pushed, not
+    /// compressed: the sample carries the stimulus's actual tick.
+    fn schedule(&mut self, end: Option<u64>, now: u64) {
+        let lead = u64::from(self.board.arm_lead_ticks);
+        let id = self.next_request_id;
+        let Some(run) = self.run.as_mut() else { return };
+        let c = run.config;
+        let seq = run.next_seq;
+        let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
+        let slot = run.start_tick.saturating_add(seq.saturating_mul(u64::from(c.interval_ticks)));
+        let mut at = slot.saturating_add(dither).max(now.saturating_add(lead));
+        if let Some(end) = end {
+            at = at.max(end.saturating_add(u64::from(c.guard_ticks)));
+        }
+        run.echo = Echo::Armed(StimulusRequest { id, seq, at, stimulus: c.stimulus });
+        self.next_request_id = id.wrapping_add(1);
+    }
+
+    /// An echo sample ended at `end` (its response, or stimulus + timeout).
+    fn complete(&mut self, seq: u64, stimulus_tick: u64, outcome: Outcome, end: u64, now: u64) {
+        let Some(run) = self.run.as_mut() else { return };
+        run.next_seq = seq + 1;
+        run.echo = Echo::Passive;
+        self.totals.taken += 1;
+        if outcome == Outcome::Timeout {
+            self.totals.timeouts += 1;
+        }
+        self.record_sample(&Sample { seq, stimulus_tick, outcome }, now);
+        if !self.check_count(now) {
+            self.schedule(Some(end), now);
+        }
+    }
+
+    /// Stop with `CountReached` if the configured count is taken.
+    fn check_count(&mut self, now: u64) -> bool {
+        let done = self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n));
+        if done {
+            self.finish(StopReason::CountReached, now);
+        }
+        done
+    }
+
+    fn record_sample(&mut self, s: &Sample, now: u64) {
+        if self.samples.push(s).is_err() {
+            // Full, or a tick the batch cannot code (a board reporting time
+            // backwards): send what is there; an empty batch takes anything.
+            self.flush();
+            if self.samples.push(s).is_err() {
+                self.totals.dropped += 1;
+                return;
+            }
+        }
+        if self.samples.len() == 1 {
+            self.flush_at = Some(now.saturating_add(self.board.flush_ticks()));
+        }
+        if self.samples.is_full() {
+            self.flush();
+        }
+    }
+
+    fn record_edge(&mut self, e: &EdgeStamp, now: u64) {
+        if self.edges.push(e).is_err() {
+            self.flush();
+            if self.edges.push(e).is_err() {
+                self.totals.dropped += 1;
+                return;
+            }
+        }
+        if self.edges.len() == 1 {
+            self.flush_at = Some(now.saturating_add(self.board.flush_ticks()));
+        }
+        if self.edges.is_full() {
+            self.flush();
+        }
+    }
+
+    /// Send the pending batch, if any; a batch that does not fit is dropped
+    /// and counted (the host sees the gap in sequence numbers).
+    fn flush(&mut self) {
+        self.flush_at = None;
+        if !self.samples.is_empty() {
+            let n = u64::from(self.samples.len());
+            let ok = Self::enqueue(
+                &mut self.tx,
+                &mut self.stats,
+                &ProbeMsg::SampleBatch(self.samples.batch()),
+                Class::Data,
+            );
+            self.samples.clear();
+            if !ok {
+                self.count_overrun(n);
+            }
+        }
+        if !self.edges.is_empty() {
+            let n = u64::from(self.edges.len());
+            let ok = Self::enqueue(
+                &mut self.tx,
+                &mut self.stats,
+                &ProbeMsg::EdgeBatch(self.edges.batch()),
+                Class::Data,
+            );
+            self.edges.clear();
+            if !ok {
+                self.count_overrun(n);
+            }
+        }
+    }
+
+    fn count_overrun(&mut self, dropped: u64) {
+        self.totals.dropped += dropped;
+        self.totals.overruns = self.totals.overruns.saturating_add(1);
+        debug!("output queue full, {} dropped", dropped);
+    }
+
+    fn finish(&mut self, reason: StopReason, now: u64) {
+        self.flush();
+        self.run = None;
+        let t = self.totals;
+        info!("stopped: {} taken, {} dropped", t.taken, t.dropped);
+        self.send(
+            &ProbeMsg::Stopped(Stopped {
+                reason,
+                end_tick: now,
+                taken: t.taken,
+                timeouts: t.timeouts,
+                dropped: t.dropped,
+                overruns: t.overruns,
+            }),
+            Class::Control,
+        );
+    }
+
+    fn send_hello(&mut self) {
+        let info = ProbeInfo {
+            protocol_version: PROTOCOL_VERSION,
+            firmware_version: truncate(self.board.firmware_version, MAX_BOARD_NAME),
+            board: truncate(self.board.name, MAX_BOARD_NAME),
+            timer_hz: self.board.timer_hz,
+            timer_bits: self.board.timer_bits.bits(),
+            capabilities: self.board.capabilities,
+            max_batch: MAX_BATCH_COUNT,
+        };
+        self.send(&ProbeMsg::Hello(info), Class::Control);
+    }
+
+    fn send_heartbeat(&mut self, now: u64, nonce: u32) {
+        let hb = Heartbeat {
+            tick: now,
+            nonce,
+            running: self.run.is_some(),
+            taken: self.totals.taken,
+            dropped: self.totals.dropped,
+            overruns: self.totals.overruns,
+            rx_bad_frames: self.stats.rx_bad_frames,
+        };
+        if !Self::enqueue(&mut self.tx, &mut self.stats, &ProbeMsg::Heartbeat(hb), Class::Data) {
+            self.count_overrun(0);
+        }
+    }
+
+    fn send_error(&mut self, code: ErrorCode, detail: &str) {
+        warn!("error reply {}", code);
+        let detail = truncate(detail, MAX_ERROR_DETAIL);
+        self.send(&ProbeMsg::Error(ErrorReport { code, detail }), Class::Control);
+    }
+
+    fn send_error_detail(&mut self, code: ErrorCode, detail: &Detail) {
+        self.send(&ProbeMsg::Error(ErrorReport { code, detail: detail.as_str() }), Class::Control);
+    }
+
+    fn send(&mut self, msg: &ProbeMsg<'_>, class: Class) {
+        if !Self::enqueue(&mut self.tx, &mut self.stats, msg, class) {
+            self.stats.control_lost = self.stats.control_lost.saturating_add(1);
+            self.totals.overruns = self.totals.overruns.saturating_add(1);
+        }
+    }
+
+    fn enqueue(tx: &mut TxQueue<Q>, stats: &mut EngineStats, msg: &ProbeMsg<'_>, class: Class) -> bool {
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        // Every message the engine builds fits a frame (batches are bounded
+        // by their builders, strings are truncated); a failure is a loss.
+        let Ok(n) = encode_message(msg, &mut frame) else { return false };
+        let ok = tx.push(&frame[..n], class);
+        if ok {
+            stats.tx_frames += 1;
+        }
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests;

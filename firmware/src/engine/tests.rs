@@ -1,0 +1,822 @@
+//! Engine unit tests with a fake timer: the test is the board, the clock is a
+//! plain `u64`, and a host-side decoder reads every byte the engine queues.
+
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+use latprobe_protocol::framing::{encode_raw, CRC};
+use latprobe_protocol::{
+    decode_message, encode_message, Capabilities, Config, Edge, EdgeStamp, ErrorCode, Feed, FrameDecoder,
+    Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, Sample, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT,
+    PROTOCOL_VERSION,
+};
+
+use super::*;
+use crate::ticks::{TickExtender, TimerBits};
+use crate::txq::CONTROL_RESERVE;
+
+const HZ: u32 = 1_000_000;
+const LEAD: u32 = 10;
+
+const ALL: Capabilities = Capabilities(
+    Capabilities::GPIO_ECHO.0
+        | Capabilities::UART_ECHO.0
+        | Capabilities::PERIODIC.0
+        | Capabilities::LOOPBACK.0,
+);
+
+/// A probe message with its borrowed parts copied out.
+#[derive(Debug, Clone, PartialEq)]
+enum Got {
+    Hello { board: String, firmware: String, timer_hz: u32, bits: u8, caps: Capabilities, version: u8 },
+    Configured(Config),
+    Started { start_tick: u64, first_seq: u64 },
+    Samples(Vec<Sample>),
+    Edges(Vec<EdgeStamp>),
+    Heartbeat(Heartbeat),
+    Stopped(Stopped),
+    Error(ErrorCode, String),
+}
+
+fn own(msg: ProbeMsg<'_>) -> Got {
+    match msg {
+        ProbeMsg::Hello(i) => Got::Hello {
+            board: i.board.to_string(),
+            firmware: i.firmware_version.to_string(),
+            timer_hz: i.timer_hz,
+            bits: i.timer_bits,
+            caps: i.capabilities,
+            version: i.protocol_version,
+        },
+        ProbeMsg::Configured(c) => Got::Configured(c),
+        ProbeMsg::Started { start_tick, first_seq } => Got::Started { start_tick, first_seq },
+        ProbeMsg::SampleBatch(b) => Got::Samples(b.iter().map(|s| s.unwrap()).collect()),
+        ProbeMsg::EdgeBatch(b) => Got::Edges(b.iter().map(|s| s.unwrap()).collect()),
+        ProbeMsg::Heartbeat(h) => Got::Heartbeat(h),
+        ProbeMsg::Stopped(s) => Got::Stopped(s),
+        ProbeMsg::Error(e) => Got::Error(e.code, e.detail.to_string()),
+    }
+}
+
+fn board() -> BoardInfo {
+    BoardInfo::new("test-board", HZ, TimerBits::B32, ALL).with_arm_lead(LEAD)
+}
+
+/// The test as a board: a clock, the engine, and the host's end of the link.
+struct Bench<const Q: usize = DEFAULT_TX_QUEUE> {
+    e: Engine<Q>,
+    now: u64,
+    rx: FrameDecoder,
+}
+
+impl<const Q: usize> Bench<Q> {
+    fn with(board: BoardInfo) -> Self {
+        let mut b = Self { e: Engine::new(board), now: 1000, rx: FrameDecoder::new() };
+        let boot = b.drain();
+        assert!(matches!(boot.as_slice(), [Got::Hello { .. }]), "boot: {boot:?}");
+        b
+    }
+
+    fn send(&mut self, msg: &HostMsg) {
+        let mut buf = [0u8; 256];
+        let n = encode_message(msg, &mut buf).unwrap();
+        self.e.on_host_bytes(&buf[..n], self.now);
+    }
+
+    /// Read everything queued, through the real decoder.
+    fn drain(&mut self) -> Vec<Got> {
+        let mut bytes = Vec::new();
+        loop {
+            let c = self.e.tx_chunk();
+            if c.is_empty() {
+                break;
+            }
+            bytes.extend_from_slice(c);
+            let n = c.len();
+            self.e.tx_done(n);
+        }
+        self.decode(&bytes)
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> Vec<Got> {
+        let mut out = Vec::new();
+        let mut input = bytes;
+        loop {
+            match self.rx.feed(input) {
+                Feed::NeedMore => break,
+                Feed::Frame { frame, rest } => {
+                    out.push(own(decode_message::<ProbeMsg>(frame).unwrap()));
+                    input = rest;
+                }
+                Feed::Bad { error, .. } => panic!("engine sent a bad frame: {error:?}"),
+            }
+        }
+        out
+    }
+
+    fn ask(&mut self, msg: &HostMsg) -> Vec<Got> {
+        self.send(msg);
+        self.drain()
+    }
+
+    fn configure(&mut self, c: Config) {
+        assert_eq!(self.ask(&HostMsg::Configure(c)), [Got::Configured(c)]);
+    }
+
+    fn start(&mut self) -> u64 {
+        match self.ask(&HostMsg::Start).as_slice() {
+            [Got::Started { start_tick, first_seq: 0 }] => *start_tick,
+            other => panic!("start: {other:?}"),
+        }
+    }
+
+    fn poll_at(&mut self, t: u64) {
+        self.now = t;
+        self.e.poll(t);
+    }
+
+    /// Produce the requested stimulus exactly at its tick (hardware
+    /// compare), or now if that has passed; returns its tick.
+    fn fire(&mut self) -> u64 {
+        let req = self.e.stimulus_request().expect("a stimulus is requested");
+        // A request already in the past is produced at once, in software.
+        self.now = self.now.max(req.at);
+        self.e.on_stimulus(self.now, self.now);
+        self.e.poll(self.now);
+        self.now
+    }
+
+    fn respond(&mut self, tick: u64) {
+        self.now = self.now.max(tick);
+        self.e.on_capture(tick, self.now);
+        self.e.poll(self.now);
+    }
+}
+
+fn bench() -> Bench {
+    Bench::with(board())
+}
+
+fn echo(count: Option<u64>) -> Config {
+    Config {
+        mode: Mode::GpioEcho,
+        interval_ticks: 1000,
+        dither_ticks: 100,
+        timeout_ticks: 500,
+        guard_ticks: 100,
+        count,
+        seed: 7,
+        stimulus: Stimulus::Edge(Edge::Rising),
+    }
+}
+
+fn samples(got: &[Got]) -> Vec<Sample> {
+    got.iter()
+        .filter_map(|g| if let Got::Samples(s) = g { Some(s.clone()) } else { None })
+        .flatten()
+        .collect()
+}
+
+fn stopped(got: &[Got]) -> Stopped {
+    match got.last() {
+        Some(Got::Stopped(s)) => *s,
+        other => panic!("expected Stopped last, got {other:?}"),
+    }
+}
+
+// ----- link, handshake, validation -----
+
+#[test]
+fn boot_and_hello_describe_the_board() {
+    let mut e = Engine::<DEFAULT_TX_QUEUE>::new(BoardInfo::new(
+        "a-board-name-much-longer-than-thirty-two-bytes",
+        100_000_000,
+        TimerBits::B16,
+        ALL,
+    ));
+    let mut b = Bench { e: Engine::new(board()), now: 0, rx: FrameDecoder::new() };
+    core::mem::swap(&mut b.e, &mut e);
+    let expect = Got::Hello {
+        board: "a-board-name-much-longer-than-th".to_string(),
+        firmware: env!("CARGO_PKG_VERSION").to_string(),
+        timer_hz: 100_000_000,
+        bits: 16,
+        caps: ALL,
+        version: PROTOCOL_VERSION,
+    };
+    assert_eq!(b.drain(), core::slice::from_ref(&expect));
+    assert_eq!(b.ask(&HostMsg::Hello { protocol_version: PROTOCOL_VERSION }), [expect]);
+}
+
+#[test]
+fn ping_answers_with_its_nonce() {
+    let mut b = bench();
+    b.now = 4242;
+    let got = b.ask(&HostMsg::Ping { nonce: 0xdead_beef });
+    let [Got::Heartbeat(h)] = got.as_slice() else { panic!("{got:?}") };
+    assert_eq!((h.nonce, h.tick, h.running, h.taken), (0xdead_beef, 4242, false, 0));
+}
+
+#[test]
+fn every_configure_refusal_reaches_the_host() {
+    use ErrorCode::*;
+    let g = echo(Some(5));
+    let cases = [
+        (Config { mode: Mode::Periodic, ..g }, BadStimulus),
+        (Config { stimulus: Stimulus::Byte(1), ..g }, BadStimulus),
+        (Config { mode: Mode::UartEcho, ..g }, BadStimulus),
+        (Config { stimulus: Stimulus::None, mode: Mode::Loopback, ..g }, BadStimulus),
+        (Config { count: Some(0), ..g }, ZeroCount),
+        (Config { interval_ticks: 0, ..g }, ZeroInterval),
+        (Config { timeout_ticks: 0, ..g }, BadTimeout),
+        (Config { timeout_ticks: 1000, ..g }, BadTimeout),
+        (Config { dither_ticks: 401, ..g }, BadDither),
+        (Config { guard_ticks: 401, ..g }, BadDither),
+    ];
+    let mut b = bench();
+    for (c, code) in cases {
+        let got = b.ask(&HostMsg::Configure(c));
+        assert!(matches!(got.as_slice(), [Got::Error(c, _)] if *c == code), "{code:?}: {got:?}");
+    }
+    // A board without the mode.
+    let mut u = Bench::<DEFAULT_TX_QUEUE>::with(BoardInfo::new(
+        "uart-only",
+        HZ,
+        TimerBits::B16,
+        Capabilities::UART_ECHO,
+    ));
+    let got = u.ask(&HostMsg::Configure(g));
+    assert!(matches!(got.as_slice(), [Got::Error(UnsupportedMode, _)]), "{got:?}");
+    // Periodic: interval 0 is fine.
+    let p = Config { mode: Mode::Periodic, interval_ticks: 0, stimulus: Stimulus::None, ..g };
+    b.configure(p);
+}
+
+#[test]
+fn state_errors_busy_not_configured_not_running() {
+    use ErrorCode::*;
+    let mut b = bench();
+    assert!(matches!(b.ask(&HostMsg::Start).as_slice(), [Got::Error(NotConfigured, _)]));
+    assert!(matches!(b.ask(&HostMsg::Stop).as_slice(), [Got::Error(NotRunning, _)]));
+    b.configure(echo(None));
+    // A refused Configure forgets the accepted one.
+    let bad = Config { count: Some(0), ..echo(None) };
+    assert!(matches!(b.ask(&HostMsg::Configure(bad)).as_slice(), [Got::Error(ZeroCount, _)]));
+    assert!(matches!(b.ask(&HostMsg::Start).as_slice(), [Got::Error(NotConfigured, _)]));
+    b.configure(echo(None));
+    b.start();
+    assert!(matches!(b.ask(&HostMsg::Start).as_slice(), [Got::Error(Busy, _)]));
+    assert!(matches!(b.ask(&HostMsg::Configure(echo(None))).as_slice(), [Got::Error(Busy, _)]));
+    assert!(b.e.is_running());
+    let got = b.ask(&HostMsg::Stop);
+    assert_eq!(stopped(&got).reason, StopReason::HostStop);
+    // The config survives the run: Start repeats it, from seq 0.
+    b.start();
+}
+
+#[test]
+fn version_mismatch_and_malformed_frames_are_answered() {
+    let mut b = bench();
+    // An intact frame (good CRC) of protocol version 2: a Ping.
+    let mut raw = std::vec![PROTOCOL_VERSION + 1, 4, 1];
+    raw.extend_from_slice(&CRC.checksum(&raw).to_le_bytes());
+    let mut frame = [0u8; 64];
+    let n = encode_raw(&raw, &mut frame).unwrap();
+    b.e.on_host_bytes(&frame[..n], b.now);
+    let got = b.drain();
+    assert!(
+        matches!(got.as_slice(), [Got::Error(ErrorCode::VersionMismatch, d)] if d.contains("v2")),
+        "{got:?}"
+    );
+    // Right version, body not a HostMsg (variant 9 does not exist).
+    let mut raw = std::vec![PROTOCOL_VERSION, 9];
+    raw.extend_from_slice(&CRC.checksum(&raw).to_le_bytes());
+    let n = encode_raw(&raw, &mut frame).unwrap();
+    b.e.on_host_bytes(&frame[..n], b.now);
+    assert!(matches!(b.drain().as_slice(), [Got::Error(ErrorCode::BadMessage, _)]));
+    assert_eq!(b.e.stats().rx_version_mismatches, 1);
+    assert_eq!(b.e.stats().rx_bad_messages, 1);
+}
+
+#[test]
+fn garbage_on_the_link_is_counted_never_fatal() {
+    let mut b = bench();
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut errors = 0;
+    for round in 0..2000u64 {
+        let len = (next() % 300) as usize;
+        let junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        b.now += 1000; // 1 ms per chunk: 2 s in all
+        b.e.on_host_bytes(&junk, b.now);
+        for g in b.drain() {
+            match g {
+                Got::Error(ErrorCode::BadFrame, _) => errors += 1,
+                // Random bytes can form an intact frame only with a 2^-32
+                // CRC chance; anything else decoded is a reply to one.
+                other => panic!("round {round}: unexpected {other:?}"),
+            }
+        }
+    }
+    // Rate-limited: one report per second of ticks, 2 s elapsed.
+    assert!((1..=3).contains(&errors), "{errors} BadFrame errors");
+    // The link recovers at the next frame boundary.
+    b.e.on_host_bytes(&[0x00], b.now);
+    let bad = b.e.stats().rx_bad_frames;
+    assert!(bad > 1000, "only {bad} bad frames counted");
+    b.drain();
+    let got = b.ask(&HostMsg::Ping { nonce: 5 });
+    let [Got::Heartbeat(h)] = got.as_slice() else { panic!("{got:?}") };
+    assert_eq!((h.nonce, h.rx_bad_frames), (5, bad));
+}
+
+#[test]
+fn host_frames_in_any_chunking() {
+    let mut b = bench();
+    let mut buf = [0u8; 256];
+    let mut stream = Vec::new();
+    for nonce in 0..50u32 {
+        let n = encode_message(&HostMsg::Ping { nonce }, &mut buf).unwrap();
+        stream.extend_from_slice(&buf[..n]);
+    }
+    let mut nonces = Vec::new();
+    let mut at = 0;
+    for size in (1..).cycle() {
+        if at >= stream.len() {
+            break;
+        }
+        let end = (at + size % 7).min(stream.len());
+        b.e.on_host_bytes(&stream[at..end], b.now);
+        at = end;
+        for g in b.drain() {
+            let Got::Heartbeat(h) = g else { panic!("{g:?}") };
+            nonces.push(h.nonce);
+        }
+    }
+    assert_eq!(nonces, (0..50).collect::<Vec<_>>());
+    assert_eq!(b.e.stats().rx_bad_frames, 0);
+}
+
+// ----- echo measurement -----
+
+#[test]
+fn echo_run_measures_and_stops_at_count() {
+    let mut b = bench();
+    b.configure(echo(Some(100)));
+    let start = b.start();
+    let mut truth = Vec::new();
+    let mut got = Vec::new();
+    for k in 0..100u64 {
+        let stim = b.fire();
+        let lat = 20 + (k * 37) % 400;
+        b.respond(stim + lat);
+        truth.push(Sample { seq: k, stimulus_tick: stim, outcome: Outcome::Response(lat as u32) });
+        got.extend(b.drain());
+    }
+    assert!(b.e.stimulus_request().is_none());
+    assert!(!b.e.is_running());
+    assert_eq!(samples(&got), truth);
+    assert!(truth[0].stimulus_tick >= start);
+    let s = stopped(&got);
+    assert_eq!(
+        (s.reason, s.taken, s.timeouts, s.dropped, s.overruns),
+        (StopReason::CountReached, 100, 0, 0, 0)
+    );
+    // Stopped is the last message: no batch after it.
+    assert_eq!(got.iter().filter(|g| matches!(g, Got::Stopped(_))).count(), 1);
+}
+
+#[test]
+fn timeout_boundary_and_late_answer() {
+    let mut b = bench();
+    b.configure(echo(Some(3)));
+    b.start();
+    // Exactly at the timeout: a response.
+    let s0 = b.fire();
+    b.respond(s0 + 500);
+    // Nothing: the deadline is stimulus + timeout + 1.
+    let s1 = b.fire();
+    assert_eq!(b.e.next_deadline(), Some(s1 + 501));
+    b.poll_at(s1 + 500);
+    assert!(b.e.stimulus_request().is_none(), "timed out too early");
+    b.poll_at(s1 + 501);
+    // The next stimulus waits for timeout + guard.
+    let req = b.e.stimulus_request().unwrap();
+    assert!(req.at >= s1 + 500 + 100);
+    // One tick too late, delivered before any poll: timeout + late.
+    let s2 = b.fire();
+    b.respond(s2 + 501);
+    let got = b.drain();
+    assert_eq!(
+        samples(&got),
+        [
+            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(500) },
+            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Timeout },
+            Sample { seq: 2, stimulus_tick: s2, outcome: Outcome::Timeout },
+        ]
+    );
+    let s = stopped(&got);
+    assert_eq!((s.taken, s.timeouts), (3, 2));
+    assert_eq!(b.e.stats().late_responses, 1);
+}
+
+#[test]
+fn late_response_is_not_matched_to_the_next_stimulus() {
+    let mut b = bench();
+    b.configure(echo(Some(2)));
+    b.start();
+    let s0 = b.fire();
+    b.poll_at(s0 + 501); // timeout
+                         // The late answer arrives between the timeout and the next stimulus.
+    b.respond(s0 + 550);
+    assert_eq!(b.e.stats().late_responses, 1);
+    let s1 = b.fire();
+    // A capture latched before the stimulus but delivered after it (an
+    // interrupt that ran late) is not this stimulus's response either.
+    b.e.on_capture(s1 - 1, s1 + 5);
+    assert_eq!(b.e.stats().late_responses, 2);
+    b.respond(s1 + 42);
+    let got = b.drain();
+    assert_eq!(
+        samples(&got),
+        [
+            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Timeout },
+            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Response(42) },
+        ]
+    );
+}
+
+#[test]
+fn spurious_events_when_idle_or_unarmed_are_counted() {
+    let mut b = bench();
+    b.e.on_capture(5, b.now);
+    b.e.on_stimulus(5, b.now);
+    b.configure(echo(None));
+    b.start();
+    let s0 = b.fire();
+    b.e.on_stimulus(s0 + 1, s0 + 1); // twice
+    assert_eq!(b.e.stats().spurious_stimuli, 2);
+    assert_eq!(b.e.stats().late_responses, 1);
+}
+
+/// Stimulus times of the first `n` samples of a run with seed `seed`,
+/// the target answering after 50 ticks.
+fn schedule(seed: u64, n: u64) -> (u64, Vec<u64>) {
+    let mut b = bench();
+    b.configure(Config { seed, count: Some(n), ..echo(None) });
+    let start = b.start();
+    let mut at = Vec::new();
+    for _ in 0..n {
+        let s = b.fire();
+        at.push(s);
+        b.respond(s + 50);
+    }
+    (start, at)
+}
+
+#[test]
+fn same_seed_same_schedule() {
+    let (start_a, a) = schedule(99, 300);
+    let (start_b, b) = schedule(99, 300);
+    let (start_c, c) = schedule(100, 300);
+    assert_eq!((start_a, start_b, start_c), (start_a, start_a, start_a));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    // On time, each stimulus sits in its slot: start + k·interval + 0..=dither.
+    let mut seen_low = false;
+    let mut seen_high = false;
+    for (k, &t) in a.iter().enumerate() {
+        let d = t - (start_a + k as u64 * 1000);
+        assert!(d <= 100, "stimulus {k} dithered by {d}");
+        seen_low |= d < 10;
+        seen_high |= d > 90;
+    }
+    assert!(seen_low && seen_high, "dither does not span its range");
+}
+
+#[test]
+fn guard_pushes_a_late_schedule_later() {
+    let mut b = bench();
+    let c = Config { dither_ticks: 0, ..echo(None) };
+    b.configure(c);
+    let start = b.start();
+    // A software-timed board produces stimulus 0 late, at slot + 450, and
+    // the answer takes 400 more: the response at start + 850 plus the guard
+    // (100) is later than slot 1 (start + 1000)? No: 950 < 1000, on time.
+    let req = b.e.stimulus_request().unwrap();
+    assert_eq!(req.at, start);
+    b.now = start + 450;
+    b.e.on_stimulus(start + 450, b.now);
+    b.respond(start + 850);
+    assert_eq!(b.e.stimulus_request().unwrap().at, start + 1000);
+    // Stimulus 1 produced 480 late, answered at +470: end at start+1950,
+    // guard → start + 2050, after slot 2 (start + 2000): pushed.
+    b.now = start + 1480;
+    b.e.on_stimulus(start + 1480, b.now);
+    b.respond(start + 1950);
+    assert_eq!(b.e.stimulus_request().unwrap().at, start + 2050);
+    // And after a timeout of a late stimulus: end = stimulus + timeout.
+    b.now = start + 2400;
+    b.e.on_stimulus(start + 2400, b.now);
+    b.poll_at(start + 2901);
+    assert_eq!(b.e.stimulus_request().unwrap().at, start + 2900 + 100);
+    // The lead: a board that reports `now` far past the slot gets a request
+    // no sooner than now + arm lead.
+    b.now = start + 3000;
+    b.e.on_stimulus(start + 3000, b.now);
+    b.now = start + 4500;
+    b.e.on_capture(start + 3010, b.now);
+    assert_eq!(b.e.stimulus_request().unwrap().at, start + 4500 + u64::from(LEAD));
+    let got = b.ask(&HostMsg::Stop);
+    let s: Vec<u64> = samples(&got).iter().map(|s| s.stimulus_tick).collect();
+    // Samples carry the actual stimulus ticks.
+    assert_eq!(s, [start + 450, start + 1480, start + 2400, start + 3000]);
+}
+
+#[test]
+fn stop_mid_run_flushes_then_stops() {
+    let mut b = bench();
+    b.configure(echo(None));
+    b.start();
+    for _ in 0..10 {
+        let s = b.fire();
+        b.respond(s + 30);
+    }
+    b.fire(); // in flight when the host stops: abandoned
+    let got = b.ask(&HostMsg::Stop);
+    assert_eq!(samples(&got).len(), 10);
+    let s = stopped(&got);
+    assert_eq!((s.reason, s.taken, s.end_tick), (StopReason::HostStop, 10, b.now));
+    assert!(b.e.stimulus_request().is_none());
+    assert_eq!(b.e.next_deadline(), None);
+    // The response of the abandoned stimulus is just late now.
+    b.respond(b.now + 30);
+    assert_eq!(b.e.stats().late_responses, 1);
+    assert!(b.drain().is_empty());
+}
+
+#[test]
+fn batches_flush_when_full_and_after_50_ms() {
+    let mut b = bench();
+    // 200 ticks between stimuli: a full batch takes ~12 ms, under 50 ms.
+    b.configure(Config { interval_ticks: 200, timeout_ticks: 50, guard_ticks: 10, ..echo(None) });
+    b.start();
+    let s = b.fire();
+    b.respond(s + 10);
+    // One sample: its batch is due 50 ms (50_000 ticks at 1 MHz) later.
+    assert!(samples(&b.drain()).is_empty());
+    let due = b.now + 50_000;
+    assert!(b.e.next_deadline().unwrap() <= due);
+    for _ in 0..40 {
+        let s = b.fire();
+        b.respond(s + 10);
+    }
+    assert!(samples(&b.drain()).is_empty());
+    b.now = due - 1;
+    b.e.poll(b.now);
+    assert!(samples(&b.drain()).is_empty());
+    b.poll_at(due);
+    let got = samples(&b.drain());
+    assert_eq!(got.len(), 41);
+    // A full batch goes at once, long before its deadline.
+    let first = b.now;
+    let mut made = 0;
+    let batch = loop {
+        let s = b.fire();
+        b.respond(s + 10);
+        made += 1;
+        let got = samples(&b.drain());
+        if !got.is_empty() {
+            break got;
+        }
+    };
+    assert!(b.now < first + 50_000);
+    assert_eq!(batch.len(), made);
+    assert!(made > 40 && made <= usize::from(MAX_BATCH_COUNT), "{made}");
+    assert_eq!(batch[0].seq, 41);
+}
+
+#[test]
+fn heartbeat_every_second_while_running_only() {
+    let mut b = bench();
+    b.now = 0;
+    b.poll_at(5_000_000);
+    assert!(b.drain().is_empty());
+    assert_eq!(b.e.next_deadline(), None);
+    b.configure(Config { count: None, ..echo(None) });
+    let t0 = b.now;
+    b.start();
+    let mut beats = Vec::new();
+    // Let every stimulus time out for 3.5 s, polling at each deadline.
+    while b.now < t0 + 3_500_000 {
+        let d = b.e.next_deadline().unwrap();
+        assert!(d > b.now, "deadline {d} at {}", b.now);
+        b.now = d;
+        if b.e.stimulus_request().is_some_and(|r| r.at == d) {
+            b.e.on_stimulus(d, d);
+        }
+        b.poll_at(d);
+        for g in b.drain() {
+            if let Got::Heartbeat(h) = g {
+                beats.push(h);
+            }
+        }
+    }
+    let ticks: Vec<u64> = beats.iter().map(|h| h.tick).collect();
+    assert_eq!(ticks, [t0 + 1_000_000, t0 + 2_000_000, t0 + 3_000_000]);
+    assert!(beats.iter().all(|h| h.running && h.nonce == 0));
+    assert!(beats[2].taken > beats[0].taken);
+}
+
+#[test]
+fn stall_of_the_board_is_a_fault_not_a_hang() {
+    let mut b = bench();
+    b.configure(echo(None));
+    b.start();
+    let req = b.e.stimulus_request().unwrap();
+    // The board never reports the stimulus.
+    let limit = req.at + 1000 + u64::from(HZ);
+    assert!(b.e.next_deadline().unwrap() <= req.at);
+    b.poll_at(limit);
+    assert!(b.e.is_running());
+    b.poll_at(limit + 1);
+    let got = b.drain();
+    assert!(got.iter().any(|g| matches!(g, Got::Error(ErrorCode::Internal, _))));
+    assert_eq!(stopped(&got).reason, StopReason::Fault);
+}
+
+#[test]
+fn deadline_never_spins_on_a_past_stimulus() {
+    let mut b = bench();
+    b.configure(echo(None));
+    b.start();
+    let req = b.e.stimulus_request().unwrap();
+    assert_eq!(b.e.next_deadline(), Some(req.at));
+    b.poll_at(req.at);
+    // Past `at` and not yet reported: the next deadline is later.
+    assert!(b.e.next_deadline().unwrap() > req.at);
+}
+
+// ----- backpressure -----
+
+#[test]
+fn overruns_are_counted_and_match_the_gaps() {
+    // The smallest queue, never drained during the run.
+    const Q: usize = crate::txq::MIN_QUEUE;
+    let mut b = Bench::<Q>::with(board());
+    b.configure(Config { count: Some(5000), ..echo(None) });
+    b.start();
+    for k in 0..5000u64 {
+        let s = b.fire();
+        b.respond(s + 1 + k % 300);
+    }
+    let got = b.drain();
+    let s = stopped(&got);
+    let received = samples(&got);
+    assert!(s.overruns > 0 && s.dropped > 0);
+    assert_eq!(s.taken, 5000);
+    assert_eq!(received.len() as u64 + s.dropped, s.taken);
+    // The gaps in sequence numbers are exactly the dropped samples.
+    let mut gaps = received[0].seq;
+    for w in received.windows(2) {
+        gaps += w[1].seq - w[0].seq - 1;
+    }
+    gaps += s.taken - 1 - received.last().unwrap().seq;
+    assert_eq!(gaps, s.dropped);
+}
+
+#[test]
+fn control_replies_survive_a_full_queue() {
+    const Q: usize = crate::txq::MIN_QUEUE;
+    let mut b = Bench::<Q>::with(board());
+    b.configure(echo(None));
+    b.start();
+    // Fill the data budget and keep going: data is dropped from now on.
+    for k in 0..3000u64 {
+        let s = b.fire();
+        b.respond(s + 1 + k % 300);
+    }
+    assert!(b.e.tx_pending() > Q - CONTROL_RESERVE - MAX_FRAME_LEN);
+    // Heartbeats (data) are refused, and counted, while the queue is full.
+    let before = b.e.totals().overruns;
+    b.send(&HostMsg::Ping { nonce: 1 });
+    assert_eq!(b.e.totals().overruns, before + 1);
+    // Configure while running, then Stop: both replies fit in the reserve.
+    b.send(&HostMsg::Configure(echo(None)));
+    b.send(&HostMsg::Stop);
+    b.send(&HostMsg::Hello { protocol_version: PROTOCOL_VERSION });
+    let got = b.drain();
+    let tail: Vec<&Got> = got.iter().filter(|g| !matches!(g, Got::Samples(_))).collect();
+    assert!(matches!(tail[0], Got::Error(ErrorCode::Busy, _)), "{tail:?}");
+    let Got::Stopped(s) = tail[1] else { panic!("{tail:?}") };
+    assert!(matches!(tail[2], Got::Hello { .. }));
+    assert_eq!(s.overruns, b.e.totals().overruns);
+    assert_eq!(b.e.stats().control_lost, 0);
+    assert_eq!(samples(&got).len() as u64 + s.dropped, s.taken);
+}
+
+// ----- periodic -----
+
+#[test]
+fn periodic_mode_stamps_edges_and_counts_them() {
+    let mut b = bench();
+    let c = Config {
+        mode: Mode::Periodic,
+        interval_ticks: 0,
+        dither_ticks: 0,
+        timeout_ticks: 0,
+        guard_ticks: 0,
+        count: Some(150),
+        seed: 0,
+        stimulus: Stimulus::None,
+    };
+    b.configure(c);
+    b.start();
+    assert!(b.e.stimulus_request().is_none());
+    let mut truth = Vec::new();
+    let mut got = Vec::new();
+    for k in 0..150u64 {
+        let t = 2000 + k * 1000 + (k * k) % 17;
+        b.respond(t);
+        truth.push(EdgeStamp { seq: k, tick: t });
+        got.extend(b.drain());
+    }
+    let edges: Vec<EdgeStamp> = got
+        .iter()
+        .filter_map(|g| if let Got::Edges(e) = g { Some(e.clone()) } else { None })
+        .flatten()
+        .collect();
+    assert_eq!(edges, truth);
+    let s = stopped(&got);
+    assert_eq!((s.reason, s.taken, s.timeouts), (StopReason::CountReached, 150, 0));
+}
+
+// ----- a 16-bit board around its wraps -----
+
+/// A small model of a 16-bit timer board: the truth is `t`; the board only
+/// sees `t & 0xffff` and an overflow flag acknowledged `ack_delay` ticks
+/// after each wrap; captures are converted `isr_delay` ticks after latching.
+#[test]
+fn sixteen_bit_board_across_many_wraps() {
+    const PERIOD: u64 = 1 << 16;
+    let info = BoardInfo::new("wrap", HZ, TimerBits::B16, ALL).with_arm_lead(LEAD);
+    let mut e: Engine = Engine::new(info);
+    let mut ticks = TickExtender::new(TimerBits::B16);
+    let mut acked_wraps = 0u64;
+    let mut rx = Bench::<DEFAULT_TX_QUEUE> { e: Engine::new(info), now: 0, rx: FrameDecoder::new() };
+    rx.drain();
+    let mut host = Vec::new();
+    let mut drain = |e: &mut Engine, rx: &mut Bench| {
+        let mut buf = [0u8; 512];
+        let n = e.read_tx(&mut buf);
+        host.extend(rx.decode(&buf[..n]));
+    };
+    // Board view of time `t`, acknowledging wraps older than `ack_delay`.
+    let mut view = |t: u64, ack_delay: u64, ticks: &mut TickExtender| -> u64 {
+        while acked_wraps < t / PERIOD && (acked_wraps + 1) * PERIOD + ack_delay <= t {
+            ticks.on_overflow();
+            acked_wraps += 1;
+        }
+        let pending = acked_wraps < t / PERIOD;
+        ticks.now(t & 0xffff, pending)
+    };
+    let c = Config {
+        interval_ticks: 20_011,
+        dither_ticks: 3000,
+        timeout_ticks: 9000,
+        guard_ticks: 1000,
+        count: Some(400),
+        ..echo(None)
+    };
+    let mut buf = [0u8; 256];
+    let n = encode_message(&HostMsg::Configure(c), &mut buf).unwrap();
+    e.on_host_bytes(&buf[..n], 0);
+    let n = encode_message(&HostMsg::Start, &mut buf).unwrap();
+    e.on_host_bytes(&buf[..n], 0);
+    let mut truth = Vec::new();
+    for k in 0..400u64 {
+        let req = e.stimulus_request().unwrap();
+        // Output compare fires exactly at `at`; the ISR reads CCR later.
+        let isr = req.at + k % 50;
+        let now = view(isr, (k * 7919) % 30_000, &mut ticks);
+        assert_eq!(now, isr);
+        e.on_stimulus(ticks.capture(req.at & 0xffff, now), now);
+        let lat = (k * 104_729) % 8000 + 1;
+        let cap = req.at + lat;
+        let h = cap + (k * 31) % 400;
+        let now = view(h, (k * 6151) % 30_000, &mut ticks);
+        e.on_capture(ticks.capture(cap & 0xffff, now), now);
+        e.poll(now);
+        truth.push(Sample { seq: k, stimulus_tick: req.at, outcome: Outcome::Response(lat as u32) });
+        drain(&mut e, &mut rx);
+    }
+    drain(&mut e, &mut rx);
+    assert!(ticks.overflows() > 100, "only {} wraps", ticks.overflows());
+    assert_eq!(samples(&host), truth);
+    assert_eq!(stopped(&host).taken, 400);
+}

@@ -1,0 +1,171 @@
+//! Validation of a host's `Configure`: every rule a configuration must meet
+//! before the engine runs it, each mapped to one `ErrorCode`.
+//!
+//! Rules, checked in this order (the first failure is reported):
+//!
+//! | rule | code |
+//! |---|---|
+//! | the board announces the mode's capability bit; `loopback` also needs the bit of the line it loops (`GPIO_ECHO` for an edge, `UART_ECHO` for a byte) | `UnsupportedMode` |
+//! | stimulus fits the mode: `Edge` for gpio-echo, `Byte` for uart-echo, either for loopback, `None` for periodic | `BadStimulus` |
+//! | `count` is not `Some(0)` | `ZeroCount` |
+//! | echo modes: `interval_ticks > 0` | `ZeroInterval` |
+//! | echo modes: `0 < timeout_ticks < interval_ticks` | `BadTimeout` |
+//! | echo modes: `dither_ticks + timeout_ticks + guard_ticks <= interval_ticks` | `BadDither` |
+//!
+//! The last rule is what makes the guard free when the target keeps up: a
+//! stimulus is at most `dither` late against its slot, its sample ends at most
+//! `timeout` after it, and the next slot starts `interval` after the previous
+//! one, so the next stimulus is never pushed by the guard unless the probe
+//! itself fell behind.
+//!
+//! In `periodic` mode the probe sends nothing, so `interval_ticks`,
+//! `dither_ticks`, `timeout_ticks` and `guard_ticks` are unused and may be
+//! anything (0 included).
+
+use latprobe_protocol::{Capabilities, Config, ErrorCode, Mode, Stimulus};
+
+/// A refusal: the code and a short detail (at most `MAX_ERROR_DETAIL` bytes).
+pub type Refusal = (ErrorCode, &'static str);
+
+/// Check `config` against the rules above for a board with `caps`.
+pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
+    if !caps.contains(config.mode.capability()) {
+        return Err((ErrorCode::UnsupportedMode, "this board lacks the mode"));
+    }
+    let stimulus_ok = match (config.mode, config.stimulus) {
+        (Mode::GpioEcho, Stimulus::Edge(_)) => true,
+        (Mode::UartEcho, Stimulus::Byte(_)) => true,
+        (Mode::Periodic, Stimulus::None) => true,
+        (Mode::Loopback, Stimulus::Edge(_)) => {
+            if !caps.contains(Capabilities::GPIO_ECHO) {
+                return Err((ErrorCode::UnsupportedMode, "edge loopback needs gpio-echo"));
+            }
+            true
+        }
+        (Mode::Loopback, Stimulus::Byte(_)) => {
+            if !caps.contains(Capabilities::UART_ECHO) {
+                return Err((ErrorCode::UnsupportedMode, "byte loopback needs uart-echo"));
+            }
+            true
+        }
+        _ => false,
+    };
+    if !stimulus_ok {
+        return Err((
+            ErrorCode::BadStimulus,
+            match config.mode {
+                Mode::GpioEcho => "gpio-echo needs an Edge stimulus",
+                Mode::UartEcho => "uart-echo needs a Byte stimulus",
+                Mode::Periodic => "periodic needs stimulus None",
+                Mode::Loopback => "loopback needs an Edge or Byte stimulus",
+            },
+        ));
+    }
+    if config.count == Some(0) {
+        return Err((ErrorCode::ZeroCount, "count must be None or at least 1"));
+    }
+    if !config.mode.is_echo() {
+        return Ok(());
+    }
+    if config.interval_ticks == 0 {
+        return Err((ErrorCode::ZeroInterval, "interval_ticks must not be 0"));
+    }
+    if config.timeout_ticks == 0 || config.timeout_ticks >= config.interval_ticks {
+        return Err((ErrorCode::BadTimeout, "need 0 < timeout_ticks < interval_ticks"));
+    }
+    let busy =
+        u64::from(config.dither_ticks) + u64::from(config.timeout_ticks) + u64::from(config.guard_ticks);
+    if busy > u64::from(config.interval_ticks) {
+        return Err((ErrorCode::BadDither, "need dither + timeout + guard <= interval"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latprobe_protocol::{Edge, MAX_ERROR_DETAIL};
+
+    const ALL: Capabilities = Capabilities(
+        Capabilities::GPIO_ECHO.0
+            | Capabilities::UART_ECHO.0
+            | Capabilities::PERIODIC.0
+            | Capabilities::LOOPBACK.0,
+    );
+
+    fn good() -> Config {
+        Config {
+            mode: Mode::GpioEcho,
+            interval_ticks: 1000,
+            dither_ticks: 100,
+            timeout_ticks: 500,
+            guard_ticks: 400,
+            count: Some(10),
+            seed: 1,
+            stimulus: Stimulus::Edge(Edge::Rising),
+        }
+    }
+
+    fn code(c: Config, caps: Capabilities) -> Option<ErrorCode> {
+        validate(&c, caps).err().map(|(code, detail)| {
+            assert!(detail.len() <= MAX_ERROR_DETAIL, "detail too long: {detail}");
+            code
+        })
+    }
+
+    #[test]
+    fn accepts_exactly_filled_interval() {
+        assert_eq!(code(good(), ALL), None);
+        assert_eq!(code(Config { count: None, ..good() }, ALL), None);
+    }
+
+    #[test]
+    fn every_rule_has_its_code() {
+        use ErrorCode::*;
+        let g = good();
+        assert_eq!(code(g, Capabilities::UART_ECHO), Some(UnsupportedMode));
+        assert_eq!(code(Config { stimulus: Stimulus::Byte(7), ..g }, ALL), Some(BadStimulus));
+        assert_eq!(code(Config { stimulus: Stimulus::None, ..g }, ALL), Some(BadStimulus));
+        let uart = Config { mode: Mode::UartEcho, stimulus: Stimulus::Byte(0x55), ..g };
+        assert_eq!(code(uart, ALL), None);
+        assert_eq!(code(Config { stimulus: Stimulus::Edge(Edge::Toggle), ..uart }, ALL), Some(BadStimulus));
+        assert_eq!(code(Config { count: Some(0), ..g }, ALL), Some(ZeroCount));
+        assert_eq!(code(Config { interval_ticks: 0, ..g }, ALL), Some(ZeroInterval));
+        assert_eq!(code(Config { timeout_ticks: 0, ..g }, ALL), Some(BadTimeout));
+        assert_eq!(code(Config { timeout_ticks: 1000, ..g }, ALL), Some(BadTimeout));
+        assert_eq!(code(Config { guard_ticks: 401, ..g }, ALL), Some(BadDither));
+        assert_eq!(code(Config { dither_ticks: 101, ..g }, ALL), Some(BadDither));
+        // No overflow when the three sum past u32.
+        let huge =
+            Config { interval_ticks: u32::MAX, timeout_ticks: u32::MAX - 1, dither_ticks: u32::MAX, ..g };
+        assert_eq!(code(huge, ALL), Some(BadDither));
+    }
+
+    #[test]
+    fn loopback_needs_the_line_it_loops() {
+        let lb = Config { mode: Mode::Loopback, ..good() };
+        assert_eq!(code(lb, ALL), None);
+        assert_eq!(code(Config { stimulus: Stimulus::Byte(1), ..lb }, ALL), None);
+        let no_gpio = Capabilities::LOOPBACK | Capabilities::UART_ECHO;
+        assert_eq!(code(lb, no_gpio), Some(ErrorCode::UnsupportedMode));
+        assert_eq!(code(Config { stimulus: Stimulus::Byte(1), ..lb }, no_gpio), None);
+        assert_eq!(code(Config { stimulus: Stimulus::None, ..lb }, ALL), Some(ErrorCode::BadStimulus));
+    }
+
+    #[test]
+    fn periodic_ignores_the_echo_timing_fields() {
+        let p = Config {
+            mode: Mode::Periodic,
+            interval_ticks: 0,
+            dither_ticks: 9,
+            timeout_ticks: 0,
+            guard_ticks: 9,
+            stimulus: Stimulus::None,
+            ..good()
+        };
+        assert_eq!(code(p, ALL), None);
+        assert_eq!(code(p, Capabilities::GPIO_ECHO), Some(ErrorCode::UnsupportedMode));
+        assert_eq!(code(Config { stimulus: Stimulus::Byte(1), ..p }, ALL), Some(ErrorCode::BadStimulus));
+        assert_eq!(code(Config { count: Some(0), ..p }, ALL), Some(ErrorCode::ZeroCount));
+    }
+}
