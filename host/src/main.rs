@@ -1,5 +1,50 @@
-//! latprobe: the host CLI.
-fn main() {
-    eprintln!("latprobe: the host CLI is not built yet (issue 3): `run`, `report` and `demo` are coming");
-    std::process::exit(2);
+//! `latprobe`: the thin shell over the library. It parses the command line,
+//! runs it, and turns an error into one `Error:` line and a stable exit code
+//! (see `latprobe --help`).
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use latprobe::cli::Cli;
+use latprobe::exit;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(err),
+    };
+    match latprobe::cmd::dispatch(cli) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(err) => {
+            eprintln!("Error: {err:#}");
+            let code =
+                err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Help and version print as clap prints them; a usage mistake becomes the
+/// same single `Error:` line as every other error, with exit code 2.
+fn clap_exit(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitCode::from(exit::OK)
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::from(exit::USAGE)
+        }
+        _ => {
+            let rendered = err.render().to_string();
+            let first: Vec<&str> =
+                rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let text = first.join(" ");
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            eprintln!("Error: {text} (see --help)");
+            ExitCode::from(exit::USAGE)
+        }
+    }
 }

@@ -1,0 +1,81 @@
+//! The command line: one subcommand per file in [`crate::cmd`], shared
+//! option groups flattened in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cmd;
+use crate::units::{parse_duration, parse_duration_ns};
+
+const EXIT_CODES: &str = "Exit codes:\n  \
+    0  ok (also a run ended early by Ctrl-C/SIGTERM: its report says complete: false)\n  \
+    1  run failed: the probe faulted or fell silent, the link or a file failed (the report is still written)\n  \
+    2  usage or set-up error: a bad flag, a missing port, a configuration the probe refuses, \
+       a probe of another protocol version\n  \
+    3  reserved: a latency threshold was violated";
+
+/// latprobe: measure a Linux board's latency from the outside, with a probe's clock.
+#[derive(Debug, Parser)]
+#[command(name = "latprobe", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure with a probe board: handshake, configure, collect, report
+    Run(cmd::run::RunArgs),
+    /// Rebuild the summary and every output from a JSON report or a raw file
+    Report(cmd::report::ReportArgs),
+}
+
+/// Stimulus timing, shared by `run` and `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct TimingArgs {
+    /// Time between stimuli (in periodic mode: the target's nominal period): 500us, 1ms, 1.5ms
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns)]
+    pub interval: u64,
+    /// Delay each stimulus by a uniform random extra of up to this, so stimuli do not phase-lock with the target's tick
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns)]
+    pub dither: u64,
+    /// A response later than this is a timeout sample [default: half the interval]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub timeout: Option<u64>,
+    /// Quiet time after a response or timeout before the next stimulus [default: a tenth of the interval]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub guard: Option<u64>,
+    /// Seed of the dither sequence: the same seed gives the same schedule
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this many samples (the probe counts them)
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    pub count: Option<u64>,
+    /// No data from the probe for this long is an error naming the port
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub silence_timeout: Duration,
+}
+
+/// Output files, shared by `run` and `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Write the JSON report (schema_version 1) to FILE
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write a cyclictest --histfile style histogram (1 us bins) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub histfile: Option<PathBuf>,
+    /// Range of the 1 us histogram, like cyclictest's -h; longer latencies count as overflows
+    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub histfile_max_us: u32,
+    /// Record every byte the probe sends to FILE, for `latprobe report FILE` later
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+    /// Attach this JSON file (e.g. from `latprobe-responder metadata`) to the report as `target`
+    #[arg(long, value_name = "FILE")]
+    pub target_meta: Option<PathBuf>,
+}

@@ -1,0 +1,52 @@
+//! `latprobe report FILE`: rebuild the summary and every output from a JSON
+//! report, or re-analyse a raw file with the same ingest code as a live run.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::report::{self, Report};
+use crate::{rawfile, session};
+
+/// `latprobe report` options.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A JSON report (--output) or a raw file (--raw) of an earlier run
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the JSON report to FILE
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write a cyclictest --histfile style histogram to FILE
+    #[arg(long, value_name = "FILE")]
+    pub histfile: Option<PathBuf>,
+    /// Range of the 1 us histogram when re-analysing a raw file [default: the recorded run's]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub histfile_max_us: Option<u32>,
+}
+
+/// Load or rebuild the report in `file`.
+pub fn load(file: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Report, crate::Error> {
+    if !file.exists() {
+        return Err(crate::Error::Usage(format!("{}: no such file", file.display())));
+    }
+    if rawfile::is_raw(file) {
+        let r = session::replay(file, histfile_max_us)?;
+        Ok(report::build(&r.ctx, &r.state, r.bad_frames, r.ending))
+    } else {
+        if histfile_max_us.is_some() {
+            return Err(crate::Error::Usage(
+                "--histfile-max-us applies to raw files only: a JSON report keeps its own bins".into(),
+            ));
+        }
+        report::json::read(file)
+    }
+}
+
+/// Run `latprobe report`.
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    let r = load(&args.file, args.histfile_max_us)?;
+    print!("{}", report::text::summary(&r));
+    super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref())?;
+    Ok(())
+}

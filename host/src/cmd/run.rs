@@ -1,0 +1,103 @@
+//! `latprobe run`: measure with a probe board on a serial port, a TCP or a
+//! unix socket.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cli::{OutputArgs, TimingArgs};
+use crate::link::Link;
+use crate::rawfile::{RawWriter, RunContext};
+use crate::session::{EdgeArg, ModeArg, Request, SessionOptions};
+use crate::units::parse_duration_ns;
+use crate::{source, timefmt, TOOL_VERSION};
+
+/// `latprobe run` options.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The probe's link: a serial device (/dev/ttyACM0), tcp:HOST:PORT (ser2net) or unix:PATH (QEMU)
+    #[arg(long, short, value_name = "PORT")]
+    pub port: String,
+    /// Serial line speed of the probe's link
+    #[arg(long, value_name = "N", default_value_t = 115_200)]
+    pub baud: u32,
+    /// What to measure
+    #[arg(long, value_enum, default_value = "uart-echo")]
+    pub mode: ModeArg,
+    /// Stop after this long (the host sends Stop): 10s, 5min
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub duration: Option<u64>,
+    /// The stimulus byte in uart-echo and UART loopback modes, hex (0x55) or decimal
+    #[arg(long, value_name = "BYTE", default_value = "0x55", value_parser = parse_byte)]
+    pub byte: u8,
+    /// The stimulus edge in gpio-echo and GPIO loopback modes
+    #[arg(long, value_enum, default_value = "rising")]
+    pub edge: EdgeArg,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Parse a byte written as hex (`0x55`) or decimal (`85`).
+pub fn parse_byte(text: &str) -> Result<u8, String> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse(),
+    };
+    parsed.map_err(|_| format!("'{t}' is not a byte: write 0x00-0xff or 0-255"))
+}
+
+/// The request the timing flags describe.
+pub(crate) fn request(
+    mode: ModeArg,
+    timing: &TimingArgs,
+    duration: Option<u64>,
+    byte: u8,
+    edge: EdgeArg,
+) -> Request {
+    Request {
+        mode,
+        interval_ns: timing.interval,
+        dither_ns: timing.dither,
+        timeout_ns: timing.timeout,
+        guard_ns: timing.guard,
+        count: timing.count,
+        duration_ns: duration,
+        seed: timing.seed,
+        byte,
+        edge,
+    }
+}
+
+/// How long to wait for the last batches and Stopped after Stop.
+pub(crate) fn stop_wait(timing: &TimingArgs) -> Duration {
+    timing.silence_timeout.max(Duration::from_secs(2))
+}
+
+/// Run `latprobe run`.
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
+    req.validate()?;
+    let target = super::check_outputs(&args.out)?;
+    let ctx = RunContext {
+        tool_version: TOOL_VERSION.to_string(),
+        source: args.port.clone(),
+        started_at: timefmt::now(),
+        request: req.clone(),
+        histfile_max_us: args.out.histfile_max_us,
+        target,
+        notes: Vec::new(),
+    };
+    let src = source::open(&args.port, args.baud)?;
+    let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
+    eprintln!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), args.port);
+    let opts = SessionOptions {
+        request: req,
+        silence: args.timing.silence_timeout,
+        stop_wait: stop_wait(&args.timing),
+    };
+    super::measure(Link::new(src, raw), &ctx, &opts, &args.out)?;
+    Ok(())
+}

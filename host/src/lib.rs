@@ -1,0 +1,48 @@
+//! latprobe, the host half: moves the probe's framed bytes from a transport
+//! to a histogram and a report.
+//!
+//! ```text
+//!  source (serial | tcp | unix | replay file | virtual probe)   bytes in/out
+//!     └─▶ link     bytes ─▶ frames ─▶ ProbeMsg   (+ --raw recording)
+//!          └─▶ session  Hello / Configure / Start / ingest / Stop
+//!               └─▶ analysis  sequence tracking, histogram, exact stats
+//!                    └─▶ report/  text summary, JSON, cyclictest histfile
+//! ```
+//!
+//! Each layer talks only to its neighbour (DESIGN.md). The binary is a thin
+//! shell over [`cmd::dispatch`], so tests drive the same code.
+
+pub mod analysis;
+pub mod cli;
+pub mod cmd;
+pub mod error;
+pub mod link;
+pub mod rawfile;
+pub mod report;
+pub mod session;
+pub mod signals;
+pub mod source;
+pub mod timefmt;
+pub mod units;
+
+pub use error::Error;
+
+/// The process exit codes of `latprobe`. They are stable: CI scripts gate
+/// on them.
+pub mod exit {
+    /// The run (or report) finished and every output was written.
+    pub const OK: u8 = 0;
+    /// The run failed: the probe faulted or fell silent, the link broke, a
+    /// file could not be written. Whatever arrived is still reported.
+    pub const RUN_FAILED: u8 = 1;
+    /// The command line or the set-up it names is wrong: a bad flag, a port
+    /// that does not exist, a configuration the probe refuses, a probe that
+    /// speaks another protocol version. Retrying unchanged cannot succeed.
+    pub const USAGE: u8 = 2;
+    /// Reserved: a latency threshold was violated (a later issue adds the
+    /// threshold flags).
+    pub const THRESHOLD: u8 = 3;
+}
+
+/// This tool's version, as written into reports and raw files.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

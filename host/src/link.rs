@@ -1,0 +1,152 @@
+//! The link layer: bytes from a [`ByteSource`] become [`ProbeMsg`]s, host
+//! messages become frames. It counts what it could not read and, with
+//! `--raw`, records every received byte before decoding it.
+
+use std::time::Duration;
+
+use latprobe_protocol::{
+    decode_message, encode_message, Feed, FrameDecoder, HostMsg, MessageError, ProbeMsg, MAX_FRAME_LEN,
+};
+
+use crate::rawfile::RawWriter;
+use crate::source::{ByteSource, Read};
+use crate::Error;
+
+/// One thing the link read.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// A message of our protocol version.
+    Message(ProbeMsg<'a>),
+    /// An intact frame of another protocol version.
+    OtherVersion(u8),
+}
+
+/// Frames to messages, with counters; no I/O. The hot path of every run and
+/// replay, so it borrows messages straight from the decoder's buffer.
+#[derive(Debug, Default)]
+pub struct Deframer {
+    decoder: FrameDecoder,
+    malformed: u64,
+    other_version: u64,
+}
+
+impl Deframer {
+    /// A fresh decoder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decode every frame completed by `bytes` and hand each to `on`.
+    pub fn feed(&mut self, mut bytes: &[u8], mut on: impl FnMut(Incoming<'_>)) {
+        loop {
+            match self.decoder.feed(bytes) {
+                Feed::NeedMore => return,
+                Feed::Bad { rest, .. } => bytes = rest,
+                Feed::Frame { frame, rest } => {
+                    match decode_message::<ProbeMsg<'_>>(frame) {
+                        Ok(msg) => on(Incoming::Message(msg)),
+                        Err(MessageError::VersionMismatch { theirs, .. }) => {
+                            self.other_version += 1;
+                            on(Incoming::OtherVersion(theirs));
+                        }
+                        Err(MessageError::Malformed) => self.malformed += 1,
+                    }
+                    bytes = rest;
+                }
+            }
+        }
+    }
+
+    /// Frames that were damaged, malformed or of another version.
+    pub fn bad_frames(&self) -> u64 {
+        self.decoder.stats().bad_frames + self.malformed + self.other_version
+    }
+}
+
+/// What one [`Link::poll`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Polled {
+    /// Bytes arrived (and every frame they completed was handed out).
+    Data,
+    /// Nothing arrived within the timeout.
+    Timeout,
+    /// The other end closed.
+    Closed,
+}
+
+/// A [`ByteSource`] with a [`Deframer`] and an optional raw recording.
+pub struct Link {
+    source: Box<dyn ByteSource>,
+    deframer: Deframer,
+    buf: Vec<u8>,
+    raw: Option<RawWriter>,
+    bytes_in: u64,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link").field("port", &self.source.name()).field("bytes_in", &self.bytes_in).finish()
+    }
+}
+
+impl Link {
+    /// A link over `source`, recording into `raw` if given.
+    pub fn new(source: Box<dyn ByteSource>, raw: Option<RawWriter>) -> Self {
+        Self { source, deframer: Deframer::new(), buf: vec![0; 64 * 1024], raw, bytes_in: 0 }
+    }
+
+    /// The port's name, for messages.
+    pub fn name(&self) -> &str {
+        self.source.name()
+    }
+
+    /// Bytes received so far.
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in
+    }
+
+    /// Frames that could not be used.
+    pub fn bad_frames(&self) -> u64 {
+        self.deframer.bad_frames()
+    }
+
+    /// Wait up to `timeout` for bytes; hand every completed message to `on`.
+    pub fn poll(&mut self, timeout: Duration, on: impl FnMut(Incoming<'_>)) -> Result<Polled, Error> {
+        if let Some(raw) = &mut self.raw {
+            raw.tick()?;
+        }
+        let n = match self.source.read(&mut self.buf, timeout) {
+            Ok(Read::Data(n)) => n,
+            Ok(Read::Timeout) => return Ok(Polled::Timeout),
+            Ok(Read::Closed) => return Ok(Polled::Closed),
+            Err(e) => {
+                return Err(Error::io(format!("cannot read from the probe on {}", self.source.name()), e))
+            }
+        };
+        self.bytes_in += n as u64;
+        if let Some(raw) = &mut self.raw {
+            raw.append(&self.buf[..n])?;
+        }
+        self.deframer.feed(&self.buf[..n], on);
+        Ok(Polled::Data)
+    }
+
+    /// Frame and send one message.
+    pub fn send(&mut self, msg: &HostMsg) -> Result<(), Error> {
+        let mut frame = [0u8; MAX_FRAME_LEN];
+        let n = encode_message(msg, &mut frame).map_err(|e| {
+            Error::Usage(format!("cannot frame {msg:?}: {e} (a latprobe bug: please report it)"))
+        })?;
+        self.source
+            .write_all(&frame[..n])
+            .map_err(|e| Error::io(format!("cannot write to the probe on {}", self.source.name()), e))
+    }
+
+    /// Write out and sync the raw recording, if any.
+    pub fn finish_raw(&mut self) -> Result<(), Error> {
+        match &mut self.raw {
+            Some(raw) => raw.finish(),
+            None => Ok(()),
+        }
+    }
+}

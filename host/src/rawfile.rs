@@ -1,0 +1,163 @@
+//! The raw file (`--raw FILE`): everything the probe sent, verbatim, so a
+//! run can be re-analysed later with the same code (`latprobe report FILE`).
+//!
+//! Format, version 1:
+//!
+//! ```text
+//!  offset  size  content
+//!  0       12    magic "LATPROBE-RAW" (ASCII)
+//!  12      1     format version, 1
+//!  13      4     N, length of the context, u32 little-endian
+//!  17      N     the run context as UTF-8 JSON (RunContext: tool_version,
+//!                source, started_at, request, histfile_max_us, target, notes)
+//!  17+N    ...   the probe→host byte stream exactly as received: COBS frames
+//!                with their 0x00 delimiters, garbage and all
+//! ```
+//!
+//! Only probe→host bytes are kept: the host's own messages follow from the
+//! context. The file is append-only and written in blocks (every 64 KiB or
+//! every second, whichever comes first), so a crash loses at most the last
+//! block; a replay of a cut file reports what it holds, with
+//! `complete: false`.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::Request;
+use crate::source::ReplaySource;
+use crate::Error;
+
+/// The file's first bytes.
+pub const MAGIC: &[u8; 12] = b"LATPROBE-RAW";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u8 = 1;
+/// Bytes buffered before a block is written.
+pub const BLOCK_BYTES: usize = 64 * 1024;
+/// Longest time a received byte waits in the buffer.
+pub const BLOCK_TIME: Duration = Duration::from_secs(1);
+const MAX_CONTEXT: u32 = 16 << 20;
+
+/// What a raw file says about its run besides the bytes: everything the
+/// report needs that the probe does not send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    /// Version of the latprobe that recorded it.
+    pub tool_version: String,
+    /// The port the bytes came from.
+    pub source: String,
+    /// Wall-clock start of the run, RFC 3339 UTC.
+    pub started_at: String,
+    /// What the user asked for.
+    pub request: Request,
+    /// Range of the 1 µs histogram.
+    pub histfile_max_us: u32,
+    /// Target metadata (`--target-meta`), verbatim.
+    pub target: Option<serde_json::Value>,
+    /// Notes carried into the report (e.g. that the probe was virtual).
+    pub notes: Vec<String>,
+}
+
+/// Appends received bytes to a raw file in blocks.
+#[derive(Debug)]
+pub struct RawWriter {
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    last_write: Instant,
+}
+
+impl RawWriter {
+    /// Create `path` and write its header.
+    pub fn create(path: &Path, ctx: &RunContext) -> Result<Self, Error> {
+        let fail = |e| Error::io(format!("cannot write the raw file {} (--raw)", path.display()), e);
+        let mut file = File::create(path).map_err(fail)?;
+        let json = serde_json::to_vec(ctx).map_err(|e| fail(e.into()))?;
+        let mut head = Vec::with_capacity(17 + json.len());
+        head.extend_from_slice(MAGIC);
+        head.push(FORMAT_VERSION);
+        head.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        head.extend_from_slice(&json);
+        file.write_all(&head).map_err(fail)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(BLOCK_BYTES),
+            last_write: Instant::now(),
+        })
+    }
+
+    /// Add received bytes; writes a block when one is full.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= BLOCK_BYTES {
+            self.write_block()?;
+        }
+        Ok(())
+    }
+
+    /// Write the buffer if it has waited [`BLOCK_TIME`]; call this often.
+    pub fn tick(&mut self) -> Result<(), Error> {
+        if !self.buf.is_empty() && self.last_write.elapsed() >= BLOCK_TIME {
+            self.write_block()?;
+        }
+        Ok(())
+    }
+
+    /// Write what is buffered and sync the file.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        self.write_block()?;
+        self.file.sync_data().map_err(|e| self.fail(e))
+    }
+
+    fn write_block(&mut self) -> Result<(), Error> {
+        self.last_write = Instant::now();
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.file.write_all(&self.buf);
+        self.buf.clear();
+        r.map_err(|e| self.fail(e))
+    }
+
+    fn fail(&self, e: std::io::Error) -> Error {
+        Error::io(format!("cannot write the raw file {} (--raw)", self.path.display()), e)
+    }
+}
+
+/// Whether `path` starts with the raw file magic.
+pub fn is_raw(path: &Path) -> bool {
+    let mut head = [0u8; 12];
+    File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == MAGIC
+}
+
+/// Open a raw file: its context, and its byte stream as a link.
+pub fn open(path: &Path) -> Result<(RunContext, ReplaySource), Error> {
+    let bad =
+        |what: &str| Error::Usage(format!("{} is not a usable latprobe raw file: {what}", path.display()));
+    let mut file =
+        File::open(path).map_err(|e| Error::io(format!("cannot read the raw file {}", path.display()), e))?;
+    let mut head = [0u8; 17];
+    file.read_exact(&mut head).map_err(|_| bad("shorter than its header"))?;
+    if &head[..12] != MAGIC {
+        return Err(bad("it does not start with LATPROBE-RAW"));
+    }
+    if head[12] != FORMAT_VERSION {
+        return Err(bad(&format!(
+            "format version {}, this latprobe reads version {FORMAT_VERSION}",
+            head[12]
+        )));
+    }
+    let len = u32::from_le_bytes([head[13], head[14], head[15], head[16]]);
+    if len > MAX_CONTEXT {
+        return Err(bad("its context is implausibly long"));
+    }
+    let mut json = vec![0u8; len as usize];
+    file.read_exact(&mut json).map_err(|_| bad("its context is cut short"))?;
+    let ctx: RunContext =
+        serde_json::from_slice(&json).map_err(|e| bad(&format!("its context does not parse ({e})")))?;
+    Ok((ctx, ReplaySource::new(path.display().to_string(), file)))
+}

@@ -1,0 +1,129 @@
+//! cyclictest's `--histfile` layout, one column for the one "thread" (the
+//! probe), so tools written for cyclictest read ours:
+//!
+//! ```text
+//! # Histogram
+//! 000000 000000        one row per 1 µs bin, all bins 0..max_us
+//! ...
+//! # Total: 000010000   latencies inside the bins (overflows excluded)
+//! # Min Latencies: 00012
+//! # Avg Latencies: 00015
+//! # Max Latencies: 00098
+//! # Histogram Overflows: 00000
+//! # Histogram Overflow at cycle number:
+//! # Thread 0: 01234 05678 # 00012 others
+//! ```
+//!
+//! Latencies are in whole µs, rounded down (bin `i` holds `[i, i+1)` µs).
+//! latprobe's own `#` comment lines come first; timeouts are not latencies
+//! and appear only there.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::Report;
+use crate::Error;
+
+/// `r` in the histfile layout.
+pub fn render(r: &Report) -> String {
+    let h = &r.histogram;
+    let mut counts = vec![0u64; h.max_us as usize];
+    for [bin, count] in &h.bins {
+        if let Some(c) = counts.get_mut(*bin as usize) {
+            *c += count;
+        }
+    }
+    let mut s = String::with_capacity(16 * counts.len() + 512);
+    let _ = writeln!(s, "# latprobe {}: latencies measured by the probe's clock, 1 us bins", r.tool_version);
+    let _ = writeln!(
+        s,
+        "# latprobe: samples {} responses {} timeouts {} lost {}",
+        r.counts.samples, r.counts.responses, r.counts.timeouts, r.counts.lost
+    );
+    let _ = writeln!(s, "# Histogram");
+    for (i, c) in counts.iter().enumerate() {
+        let _ = writeln!(s, "{i:06} {c:06}");
+    }
+    let total: u64 = counts.iter().sum();
+    let (min, avg, max) =
+        r.latency_ns.as_ref().map_or((0, 0, 0), |l| (l.min / 1000, l.mean / 1000, l.max / 1000));
+    let _ = writeln!(s, "# Total: {total:09}");
+    let _ = writeln!(s, "# Min Latencies: {min:05}");
+    let _ = writeln!(s, "# Avg Latencies: {avg:05}");
+    let _ = writeln!(s, "# Max Latencies: {max:05}");
+    let _ = writeln!(s, "# Histogram Overflows: {:05}", h.overflows);
+    let _ = writeln!(s, "# Histogram Overflow at cycle number:");
+    let _ = write!(s, "# Thread 0:");
+    for seq in &h.overflow_seqs {
+        let _ = write!(s, " {seq:05}");
+    }
+    let listed = h.overflow_seqs.len() as u64;
+    if h.overflows > listed {
+        let _ = write!(s, " # {:05} others", h.overflows - listed);
+    }
+    let _ = writeln!(s);
+    s
+}
+
+/// Write `r` to `path` in the histfile layout.
+pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
+    std::fs::write(path, render(r))
+        .map_err(|e| Error::io(format!("cannot write the histogram {} (--histfile)", path.display()), e))
+}
+
+/// What a histfile says, read back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// Bin rows, `(µs, count)`.
+    pub bins: Vec<(u64, u64)>,
+    /// `# Total:`.
+    pub total: u64,
+    /// `# Min Latencies:`.
+    pub min_us: u64,
+    /// `# Avg Latencies:`.
+    pub avg_us: u64,
+    /// `# Max Latencies:`.
+    pub max_us: u64,
+    /// `# Histogram Overflows:`.
+    pub overflows: u64,
+    /// The listed overflow cycle numbers.
+    pub overflow_cycles: Vec<u64>,
+}
+
+/// Parse a histfile of one column (ours or cyclictest's with one thread).
+pub fn parse(text: &str) -> Result<Parsed, String> {
+    let mut p = Parsed::default();
+    let num = |v: &str, line: &str| v.trim().parse::<u64>().map_err(|_| format!("bad number in '{line}'"));
+    let mut in_cycles = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            if let Some((key, val)) = rest.split_once(':') {
+                match key {
+                    "Total" => p.total = num(val, line)?,
+                    "Min Latencies" => p.min_us = num(val, line)?,
+                    "Avg Latencies" => p.avg_us = num(val, line)?,
+                    "Max Latencies" => p.max_us = num(val, line)?,
+                    "Histogram Overflows" => p.overflows = num(val, line)?,
+                    "Histogram Overflow at cycle number" => in_cycles = true,
+                    "Thread 0" if in_cycles => {
+                        let listed = val.split('#').next().unwrap_or("");
+                        for v in listed.split_whitespace() {
+                            p.overflow_cycles.push(num(v, line)?);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        let (Some(bin), Some(count)) = (it.next(), it.next()) else {
+            return Err(format!("bad row '{line}'"));
+        };
+        p.bins.push((num(bin, line)?, num(count, line)?));
+    }
+    Ok(p)
+}

@@ -1,0 +1,331 @@
+//! Test helpers: a scripted fake probe that speaks the real protocol (frames
+//! made with the real encoder) over a unix socket, and runners for the
+//! `latprobe` binary.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use latprobe_protocol::framing::{encode_raw, CRC};
+use latprobe_protocol::{
+    encode_message, Capabilities, Config, Feed, FrameDecoder, Heartbeat, HostMsg, Outcome, ProbeInfo,
+    ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped, MAX_FRAME_LEN, MAX_RAW_LEN,
+};
+
+/// What the fake probe does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    /// Behave: answer, stream samples, stop on Stop or count.
+    Normal,
+    /// Answer Hello with a frame of this protocol version, then nothing.
+    OtherVersion(u8),
+    /// Answer Hello, Configure and Start, send this many batches, then go silent.
+    SilentAfter(usize),
+}
+
+/// Knobs of the fake.
+#[derive(Debug, Clone, Copy)]
+pub struct FakeOpts {
+    pub script: Script,
+    /// Time between batches of [`BATCH`] samples.
+    pub pace: Duration,
+    /// Send batch 3 twice, skip batch 5, and put garbage before batch 7.
+    pub faults: bool,
+}
+
+impl Default for FakeOpts {
+    fn default() -> Self {
+        Self { script: Script::Normal, pace: Duration::from_millis(2), faults: false }
+    }
+}
+
+/// The fake's latency for sample `seq`, in ticks of 100 MHz, or a timeout.
+pub fn fake_outcome(seq: u64) -> Outcome {
+    if seq % 97 == 96 {
+        Outcome::Timeout
+    } else if seq % 500 == 250 {
+        Outcome::Response(40_000) // 400 µs
+    } else {
+        Outcome::Response(2_000 + ((seq * 7_919) % 3_000) as u32) // 20..50 µs
+    }
+}
+
+pub const FAKE_HZ: u32 = 100_000_000;
+/// Samples per batch: small enough that every batch is full to the count.
+pub const BATCH: u64 = 32;
+
+/// A fake probe listening on a unix socket.
+pub struct FakeProbe {
+    pub path: PathBuf,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl FakeProbe {
+    /// Listen in `dir`.
+    pub fn start(dir: &Path, opts: FakeOpts) -> Self {
+        let path = dir.join("probe.sock");
+        let listener = UnixListener::bind(&path).expect("bind the fake probe's socket");
+        let handle = std::thread::spawn(move || {
+            listener.set_nonblocking(true).unwrap();
+            let until = Instant::now() + Duration::from_secs(20);
+            let stream = loop {
+                match listener.accept() {
+                    Ok((s, _)) => break s,
+                    Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                    Err(_) => return,
+                }
+            };
+            serve(stream, opts);
+        });
+        Self { path, handle: Some(handle) }
+    }
+
+    /// The `--port` argument.
+    pub fn port(&self) -> String {
+        format!("unix:{}", self.path.display())
+    }
+}
+
+impl Drop for FakeProbe {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn send(s: &mut UnixStream, msg: &ProbeMsg<'_>) -> bool {
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let n = encode_message(msg, &mut buf).expect("frame the fake's message");
+    s.write_all(&buf[..n]).is_ok()
+}
+
+/// A Hello frame whose version byte is `version`, built by hand.
+pub fn hello_frame_of_version(version: u8) -> Vec<u8> {
+    let info = hello_info();
+    let mut raw = [0u8; MAX_RAW_LEN];
+    raw[0] = version;
+    let body = postcard::to_slice(&ProbeMsg::Hello(info), &mut raw[1..MAX_RAW_LEN - 4]).unwrap().len();
+    let crc = CRC.checksum(&raw[..1 + body]);
+    raw[1 + body..1 + body + 4].copy_from_slice(&crc.to_le_bytes());
+    let mut out = [0u8; MAX_FRAME_LEN];
+    let n = encode_raw(&raw[..body + 5], &mut out).unwrap();
+    out[..n].to_vec()
+}
+
+fn hello_info() -> ProbeInfo<'static> {
+    ProbeInfo {
+        protocol_version: latprobe_protocol::PROTOCOL_VERSION,
+        firmware_version: "0.0.0-fake",
+        board: "fake",
+        timer_hz: FAKE_HZ,
+        timer_bits: 32,
+        capabilities: Capabilities::UART_ECHO | Capabilities::GPIO_ECHO | Capabilities::EMULATED,
+        max_batch: 64,
+    }
+}
+
+fn serve(mut s: UnixStream, opts: FakeOpts) {
+    s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut dec: FrameDecoder = FrameDecoder::new();
+    let mut buf = [0u8; 1024];
+    let mut config: Option<Config> = None;
+    let mut running = false;
+    let mut seq = 0u64;
+    let mut batch_no = 0usize;
+    let mut last_batch = Instant::now();
+    let mut last_hb = Instant::now();
+    let start_tick = 1_000u64;
+    loop {
+        let mut msgs = Vec::new();
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut rest = &buf[..n];
+                loop {
+                    match dec.feed(rest) {
+                        Feed::NeedMore => break,
+                        Feed::Bad { rest: r, .. } => rest = r,
+                        Feed::Frame { frame, rest: r } => {
+                            if let Ok(m) = latprobe_protocol::decode_message::<HostMsg>(frame) {
+                                msgs.push(m);
+                            }
+                            rest = r;
+                        }
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+        for m in msgs {
+            let ok = match (m, opts.script) {
+                (HostMsg::Hello { .. }, Script::OtherVersion(v)) => {
+                    s.write_all(&hello_frame_of_version(v)).is_ok()
+                }
+                (HostMsg::Hello { .. }, _) => send(&mut s, &ProbeMsg::Hello(hello_info())),
+                (HostMsg::Configure(c), _) => {
+                    config = Some(c);
+                    send(&mut s, &ProbeMsg::Configured(c))
+                }
+                (HostMsg::Start, _) => {
+                    running = true;
+                    send(&mut s, &ProbeMsg::Started { start_tick, first_seq: 0 })
+                }
+                (HostMsg::Stop, _) => {
+                    if running {
+                        running = false;
+                        send(&mut s, &stopped(StopReason::HostStop, seq, start_tick, config))
+                    } else {
+                        true
+                    }
+                }
+                (HostMsg::Ping { .. }, _) => true,
+            };
+            if !ok {
+                return;
+            }
+        }
+        let Some(c) = config else { continue };
+        if !running || last_batch.elapsed() < opts.pace {
+            continue;
+        }
+        if let Script::SilentAfter(n) = opts.script {
+            if batch_no >= n {
+                continue;
+            }
+        }
+        last_batch = Instant::now();
+        let mut b = SampleBatchBuilder::new(c.interval_ticks, BATCH as u16);
+        let first = seq;
+        while !b.is_full() && c.count.is_none_or(|n| seq < n) {
+            let sample = Sample {
+                seq,
+                stimulus_tick: start_tick + seq * u64::from(c.interval_ticks),
+                outcome: fake_outcome(seq),
+            };
+            if b.push(&sample).is_err() {
+                break;
+            }
+            seq += 1;
+        }
+        let skip = opts.faults && batch_no == 5;
+        if opts.faults && batch_no == 7 && s.write_all(&[0x13, 0x37, 0x42, 0x00]).is_err() {
+            return;
+        }
+        if !b.is_empty() && !skip && !send(&mut s, &ProbeMsg::SampleBatch(b.batch())) {
+            return;
+        }
+        if opts.faults && batch_no == 3 && !send(&mut s, &ProbeMsg::SampleBatch(b.batch())) {
+            return;
+        }
+        let _ = first;
+        batch_no += 1;
+        if last_hb.elapsed() >= Duration::from_millis(200) {
+            last_hb = Instant::now();
+            let hb = Heartbeat {
+                tick: start_tick + seq * 100_000,
+                nonce: 0,
+                running: true,
+                taken: seq,
+                ..Default::default()
+            };
+            if !send(&mut s, &ProbeMsg::Heartbeat(hb)) {
+                return;
+            }
+        }
+        if c.count.is_some_and(|n| seq >= n) {
+            running = false;
+            if !send(&mut s, &stopped(StopReason::CountReached, seq, start_tick, config)) {
+                return;
+            }
+        }
+    }
+}
+
+fn stopped(reason: StopReason, taken: u64, start_tick: u64, c: Option<Config>) -> ProbeMsg<'static> {
+    let interval = c.map_or(0, |c| u64::from(c.interval_ticks));
+    ProbeMsg::Stopped(Stopped {
+        reason,
+        end_tick: start_tick + taken * interval,
+        taken,
+        timeouts: (0..taken).filter(|&s| fake_outcome(s) == Outcome::Timeout).count() as u64,
+        dropped: 0,
+        overruns: 0,
+    })
+}
+
+/// The `latprobe` binary under test.
+pub fn latprobe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_latprobe"))
+}
+
+/// Run latprobe with `args` and return its output.
+pub fn run(args: &[&str]) -> Output {
+    latprobe().args(args).output().expect("run latprobe")
+}
+
+/// Stdout and stderr, for assertion messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Read a JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// The counts of a report must add up.
+pub fn assert_counts_add_up(r: &serde_json::Value) {
+    let c = &r["counts"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k} in {r}"));
+    assert_eq!(n("samples"), n("responses") + n("timeouts"), "{c}");
+    let bins: u64 = r["histogram"]["bins"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
+    assert_eq!(
+        bins + r["histogram"]["overflows"].as_u64().unwrap(),
+        n("responses"),
+        "histogram vs responses"
+    );
+    if let Some(taken) = c["probe_taken"].as_u64() {
+        assert_eq!(n("samples") + n("lost"), taken, "samples + lost must be what the probe took: {c}");
+    }
+}
+
+/// Wait for `child` at most `limit`, then kill it and fail.
+pub fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> Output {
+    let until = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let o = collect(child);
+            panic!("latprobe did not exit within {limit:?}\n{}", show(&o));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    collect(child)
+}
+
+fn collect(child: &mut std::process::Child) -> Output {
+    let status = child.wait().expect("wait");
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_end(&mut stdout);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_end(&mut stderr);
+    }
+    Output { status, stdout, stderr }
+}
