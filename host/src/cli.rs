@@ -32,6 +32,8 @@ pub enum Command {
     Run(cmd::run::RunArgs),
     /// Rebuild the summary and every output from a JSON report or a raw file
     Report(cmd::report::ReportArgs),
+    /// Measure this machine end to end with the virtual probe and a local responder
+    Demo(cmd::demo::DemoArgs),
 }
 
 /// Stimulus timing, shared by `run` and `demo`.

@@ -24,6 +24,7 @@ pub mod signals;
 pub mod source;
 pub mod timefmt;
 pub mod units;
+pub mod virtual_probe;
 
 pub use error::Error;
 

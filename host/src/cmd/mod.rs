@@ -1,6 +1,7 @@
 //! The subcommands, one per file, and the live-measurement path that `run`
 //! and `demo` share: session, progress line, summary, output files.
 
+pub mod demo;
 pub mod report;
 pub mod run;
 
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Demo(args) => demo::run(args),
     }
 }
 

@@ -329,3 +329,30 @@ fn collect(child: &mut std::process::Child) -> Output {
     }
     Output { status, stdout, stderr }
 }
+
+/// The `latprobe-responder` binary that `demo` finds next to `latprobe`:
+/// built once with the same cargo and target directory if it is not there
+/// yet. Never skipped: without it the demo tests fail, saying why.
+pub fn ensure_responder() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_latprobe"));
+    let dir = exe.parent().expect("latprobe has a directory").to_path_buf();
+    let responder = dir.join("latprobe-responder");
+    BUILD.call_once(|| {
+        if responder.is_file() {
+            return;
+        }
+        // <target>/<profile>/latprobe: the same target dir and profile.
+        let target = dir.parent().expect("a target directory");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "latprobe-responder"]).env("CARGO_TARGET_DIR", target);
+        if dir.file_name().is_some_and(|p| p == "release") {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().expect("run cargo build -p latprobe-responder");
+        assert!(o.status.success(), "cargo build -p latprobe-responder failed:\n{}", show(&o));
+    });
+    assert!(responder.is_file(), "{} missing after building it", responder.display());
+    responder
+}

@@ -1,0 +1,198 @@
+//! `latprobe demo`: the whole measurement path on this machine, no hardware.
+//! The virtual probe (the real engine on a thread) stimulates the real
+//! `latprobe-responder` over a pseudo-terminal, and everything else is what
+//! `latprobe run` does with a probe board.
+
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::cli::{OutputArgs, TimingArgs};
+use crate::link::Link;
+use crate::rawfile::{RawWriter, RunContext};
+use crate::session::{EdgeArg, ModeArg, SessionOptions};
+use crate::units::parse_duration_ns;
+use crate::virtual_probe::VirtualProbe;
+use crate::{timefmt, Error, TOOL_VERSION};
+
+/// The note every demo prints and reports.
+pub const VIRTUAL_NOTE: &str = "virtual probe: its timestamps come from this machine's own clock \
+    (CLOCK_MONOTONIC, read by software around write() and read()), so this measures this machine's \
+    tty path but is not independent of it the way a hardware probe is";
+
+/// `latprobe demo` options.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// How long to measure
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_ns)]
+    pub duration: u64,
+    /// The latprobe-responder binary [default: next to latprobe, else on PATH]
+    #[arg(long, value_name = "PATH")]
+    pub responder: Option<PathBuf>,
+    /// Run the responder at this SCHED_FIFO priority (1-99; a warning if not permitted)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub priority: Option<u8>,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+const RESPONDER: &str = "latprobe-responder";
+
+/// Find the responder: `--responder`, next to this executable, or on PATH.
+pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(p) = given {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(Error::Usage(format!("--responder {}: no such file", p.display())))
+        };
+    }
+    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(RESPONDER)));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(RESPONDER));
+    beside.into_iter().chain(on_path).find(|p| p.is_file()).ok_or_else(|| {
+        Error::Usage(format!(
+            "cannot find {RESPONDER} next to latprobe or on PATH: build it with \
+             `cargo build --release -p latprobe-responder`, or give --responder PATH"
+        ))
+    })
+}
+
+/// The responder process, stopped (SIGTERM, then SIGKILL) when dropped.
+struct Responder {
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Responder {
+    fn spawn(bin: &Path, device: &Path, meta: &Path, priority: Option<u8>) -> Result<Self, Error> {
+        let mut cmd = Command::new(bin);
+        cmd.arg("uart").arg("--device").arg(device).arg("--metadata").arg(meta);
+        if let Some(p) = priority {
+            cmd.arg("--priority").arg(p.to_string());
+        }
+        // Its own process group: a Ctrl-C in the terminal reaches latprobe
+        // only, which then stops the run first and the responder after.
+        cmd.process_group(0).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child =
+            cmd.spawn().map_err(|e| Error::io(format!("cannot start the responder {}", bin.display()), e))?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            // Drain its stderr for as long as it runs (so it never blocks on
+            // a full pipe), keeping the last lines for an error message.
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if line.contains("ready:") {
+                        let _ = ready_tx.send(());
+                    }
+                    let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                    if l.len() >= 20 {
+                        l.remove(0);
+                    }
+                    l.push(line);
+                }
+            });
+        }
+        let mut r = Self { child, log };
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if ready_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
+                return Ok(r);
+            }
+            let exited = r.child.try_wait().ok().flatten();
+            if exited.is_some() || Instant::now() >= until {
+                let what = exited
+                    .map_or_else(|| "did not get ready within 10 s".to_string(), |s| format!("exited ({s})"));
+                return Err(Error::Probe {
+                    port: device.display().to_string(),
+                    what: format!("the responder {} {what}: {}", bin.display(), r.last_lines()),
+                });
+            }
+        }
+    }
+
+    fn last_lines(&self) -> String {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).join(" / ")
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `latprobe demo`.
+pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let req =
+        super::run::request(ModeArg::UartEcho, &args.timing, Some(args.duration), 0x55, EdgeArg::Rising);
+    let req =
+        if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
+    req.validate()?;
+    let mut target = super::check_outputs(&args.out)?;
+    let bin = find_responder(args.responder.as_deref())?;
+
+    let (probe, host_end) = VirtualProbe::start()?;
+    let meta = std::env::temp_dir().join(format!("latprobe-demo-{}-target.json", std::process::id()));
+    let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority)?;
+    if target.is_none() {
+        // The responder's own facts about this machine, when it wrote them.
+        target = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str(&t).ok());
+    }
+    let _ = std::fs::remove_file(&meta);
+
+    eprintln!("latprobe demo: {VIRTUAL_NOTE}.");
+    eprintln!(
+        "latprobe demo: uart-echo every {} through {} to {} for {}",
+        crate::units::format_ns(req.interval_ns),
+        probe.slave_path().display(),
+        bin.display(),
+        req.duration_ns
+            .map_or_else(|| format!("{} samples", req.count.unwrap_or(0)), crate::units::format_ns)
+    );
+    let ctx = RunContext {
+        tool_version: TOOL_VERSION.to_string(),
+        source: crate::source::ByteSource::name(&host_end).to_string(),
+        started_at: timefmt::now(),
+        request: req.clone(),
+        histfile_max_us: args.out.histfile_max_us,
+        target,
+        notes: vec![VIRTUAL_NOTE.to_string()],
+    };
+    let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
+    let opts = SessionOptions {
+        request: req,
+        silence: args.timing.silence_timeout,
+        stop_wait: super::run::stop_wait(&args.timing),
+    };
+    let result = super::measure(Link::new(Box::new(host_end), raw), &ctx, &opts, &args.out);
+    // The link is closed now: the engine thread ends, then the responder.
+    let stopped = probe.stop();
+    drop(responder);
+    result?;
+    stopped?;
+    Ok(())
+}
