@@ -47,7 +47,12 @@
 //!    - host bytes: `engine.on_host_bytes(&buf[..n], now)`, any chunking.
 //! 3. **poll**: `engine.poll(now)` (timeouts, batch flushes, heartbeats).
 //!    Timeouts are judged against `now`, which is why every capture latched
-//!    before `now` must have been delivered first.
+//!    before `now` must have been delivered first. So call `poll` only from
+//!    the context that sees the capture flags (the timer interrupt, the
+//!    virtual probe's loop). A context that cannot see them (host-link RX,
+//!    a separate overflow interrupt) delivers its own events and does steps
+//!    4–5 only; if `next_deadline()` is already due there, it pends the timer
+//!    interrupt (`NVIC::pend`) so that `poll` runs in the right place.
 //! 4. **requests**:
 //!    - `engine.stimulus_request()`: `Some(req)` with an `id` the board has
 //!      not armed yet → program the stimulus compare with

@@ -1,1 +1,14 @@
 //! Shared helpers for latprobe's end-to-end tests.
+//!
+//! - [`rng`]: a tiny seeded generator, so every simulated run is reproducible.
+//! - [`host`]: the host's end of the link (real `FrameDecoder` and
+//!   `decode_message`), collecting what a probe sent.
+//! - [`sim`]: a simulated probe board (16- or 32-bit counter, delayed
+//!   interrupts, hardware compare and capture) and target (a known latency
+//!   distribution) driving the real engine.
+//! - [`stats`]: exact nearest-rank percentiles.
+
+pub mod host;
+pub mod rng;
+pub mod sim;
+pub mod stats;
