@@ -220,3 +220,18 @@ fn sigint_mid_run_writes_the_report_with_complete_false() {
     assert!(r["counts"]["samples"].as_u64().unwrap() > 0);
     assert_counts_add_up(&r);
 }
+
+#[test]
+fn a_serial_device_works_like_a_socket() {
+    // A pty stands in for /dev/ttyACM0: the serialport path, timeouts and all.
+    let probe = PtyProbe::start(FakeOpts::default());
+    let dir = tmp();
+    let out = dir.path().join("r.json");
+    let port = probe.slave.to_str().unwrap().to_string();
+    let o = run(&["run", "--port", &port, "--count", "500", "--output", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!(r["source"], port.as_str());
+    assert_eq!(r["counts"]["samples"], 500);
+    assert_counts_add_up(&r);
+}

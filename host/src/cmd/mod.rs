@@ -135,7 +135,11 @@ pub(crate) fn measure(
         link.bad_frames(),
         Ending { ended_by, complete, error, ended_at: timefmt::now(), replayed_from: None },
     );
-    print!("{}", rep::text::summary(&r));
+    // Before the measurement started there is nothing to summarise; the
+    // error says what went wrong, and the files still record the attempt.
+    if state.started.is_some() {
+        print!("{}", rep::text::summary(&r));
+    }
     if ended_by == EndedBy::Interrupted {
         eprintln!("latprobe: interrupted: the report holds what arrived (complete: false)");
     }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::thread::JoinHandle;
@@ -79,6 +79,7 @@ impl FakeProbe {
                     Err(_) => return,
                 }
             };
+            stream.set_nonblocking(true).unwrap();
             serve(stream, opts);
         });
         Self { path, handle: Some(handle) }
@@ -98,7 +99,7 @@ impl Drop for FakeProbe {
     }
 }
 
-fn send(s: &mut UnixStream, msg: &ProbeMsg<'_>) -> bool {
+fn send<S: Write>(s: &mut S, msg: &ProbeMsg<'_>) -> bool {
     let mut buf = [0u8; MAX_FRAME_LEN];
     let n = encode_message(msg, &mut buf).expect("frame the fake's message");
     s.write_all(&buf[..n]).is_ok()
@@ -129,8 +130,51 @@ fn hello_info() -> ProbeInfo<'static> {
     }
 }
 
-fn serve(mut s: UnixStream, opts: FakeOpts) {
-    s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+/// A fake probe on a pseudo-terminal: `latprobe` opens the returned slave
+/// path as a serial device.
+pub struct PtyProbe {
+    pub slave: PathBuf,
+    _slave_fd: std::fs::File,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl PtyProbe {
+    pub fn start(opts: FakeOpts) -> Self {
+        use std::os::fd::FromRawFd;
+        let (mut m, mut sl) = (-1, -1);
+        let mut name = [0 as libc::c_char; 128];
+        // SAFETY: openpty writes two fds and the NUL-terminated slave name
+        // into a buffer of 128 bytes (it needs at most ~20).
+        let rc =
+            unsafe { libc::openpty(&mut m, &mut sl, name.as_mut_ptr(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(rc, 0, "openpty");
+        // SAFETY: fresh fds from openpty, owned here; the name is NUL-terminated.
+        let (master, slave_fd, slave) = unsafe {
+            libc::fcntl(m, libc::F_SETFL, libc::fcntl(m, libc::F_GETFL) | libc::O_NONBLOCK);
+            let mut t: libc::termios = std::mem::zeroed();
+            libc::tcgetattr(sl, &mut t);
+            libc::cfmakeraw(&mut t);
+            libc::tcsetattr(sl, libc::TCSANOW, &t);
+            (
+                std::fs::File::from_raw_fd(m),
+                std::fs::File::from_raw_fd(sl),
+                PathBuf::from(std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned()),
+            )
+        };
+        let handle = std::thread::spawn(move || serve(master, opts));
+        Self { slave, _slave_fd: slave_fd, handle: Some(handle) }
+    }
+}
+
+impl Drop for PtyProbe {
+    fn drop(&mut self) {
+        // The pty never reports the other side gone while we hold the slave;
+        // the serving thread ends when its writes fail or at process exit.
+        let _ = self.handle.take();
+    }
+}
+
+fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
     let mut dec: FrameDecoder = FrameDecoder::new();
     let mut buf = [0u8; 1024];
     let mut config: Option<Config> = None;
@@ -159,7 +203,11 @@ fn serve(mut s: UnixStream, opts: FakeOpts) {
                     }
                 }
             }
-            Err(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_micros(500))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
         }
         for m in msgs {
             let ok = match (m, opts.script) {
