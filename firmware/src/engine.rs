@@ -131,7 +131,8 @@ pub struct EngineStats {
     /// Frames from the host with another protocol version.
     pub rx_version_mismatches: u32,
     /// Responses with no outstanding stimulus: after the timeout, before the
-    /// stimulus, or spurious. Counted, never matched to the next stimulus.
+    /// stimulus, or spurious; in periodic mode, edges latched before the
+    /// run's start. Counted, never matched to the next stimulus.
     pub late_responses: u64,
     /// Stimuli reported with none requested.
     pub spurious_stimuli: u64,
@@ -393,6 +394,9 @@ impl<const Q: usize> Engine<Q> {
             return;
         };
         match run.echo {
+            // An edge latched before the Start was handled is not part of
+            // the run.
+            Echo::Passive if tick < run.start_tick => self.stats.late_responses += 1,
             Echo::Passive => {
                 let e = EdgeStamp { seq: run.next_seq, tick };
                 run.next_seq += 1;
@@ -512,8 +516,10 @@ impl<const Q: usize> Engine<Q> {
         self.samples = SampleBatchBuilder::new(config.interval_ticks, MAX_BATCH_COUNT);
         self.edges.clear();
         self.flush_at = None;
-        let start_tick = now.saturating_add(u64::from(self.board.arm_lead_ticks));
         let echo = config.mode.is_echo();
+        // Echo: the first stimulus needs the arm lead. Periodic: edges count
+        // from now.
+        let start_tick = if echo { now.saturating_add(u64::from(self.board.arm_lead_ticks)) } else { now };
         self.run = Some(Run {
             config,
             start_tick,

@@ -89,8 +89,9 @@
 //!   or `Start` while running → `Error{Busy}`; `Start` with no accepted config
 //!   → `Error{NotConfigured}`; `Stop` while idle → `Error{NotRunning}`. The
 //!   accepted config is kept after a run, so `Start` again repeats it.
-//! - `Start` → `Started{start_tick: now + arm_lead, first_seq: 0}`. Sequence
-//!   numbers restart at 0 every run.
+//! - `Start` → `Started{start_tick, first_seq: 0}`, `start_tick` being
+//!   `now + arm_lead_ticks` in echo modes and `now` in periodic mode.
+//!   Sequence numbers restart at 0 every run.
 //! - Echo modes: stimulus `k` is requested at `start_tick + k·interval +
 //!   dither_k` (dither uniform in `0..=dither_ticks` from PCG32 seeded with
 //!   `Config::seed`: same seed, same schedule), but never before the previous
@@ -102,7 +103,8 @@
 //!   stimulus) is counted in [`EngineStats::late_responses`] and never
 //!   matched to the next stimulus. A stimulus in flight when the host stops
 //!   is abandoned (not a sample).
-//! - Periodic mode: each capture is an `EdgeStamp`; `count` counts edges.
+//! - Periodic mode: each capture at or after `start_tick` is an `EdgeStamp`
+//!   (earlier ones are counted as late); `count` counts edges.
 //! - Batches are sent when full, 50 ms (`timer_hz / 20` ticks) after their
 //!   first item, and before `Stopped`. `Stopped{CountReached | HostStop |
 //!   Fault}` comes after the last batch and carries the run's totals.

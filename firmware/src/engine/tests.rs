@@ -736,8 +736,12 @@ fn periodic_mode_stamps_edges_and_counts_them() {
         stimulus: Stimulus::None,
     };
     b.configure(c);
-    b.start();
+    let start = b.start();
+    assert_eq!(start, b.now);
     assert!(b.e.stimulus_request().is_none());
+    // Latched before Start was handled: not part of the run.
+    b.e.on_capture(start - 1, b.now);
+    assert_eq!(b.e.stats().late_responses, 1);
     let mut truth = Vec::new();
     let mut got = Vec::new();
     for k in 0..150u64 {
