@@ -450,4 +450,22 @@ mod tests {
         assert_eq!(a.quantile(1.0), 20_000);
         assert_eq!(a.quantile(0.0), 1_000);
     }
+
+    #[test]
+    fn edges_are_counted_with_raw_intervals() {
+        use latprobe_protocol::{EdgeBatchBuilder, EdgeStamp};
+        let mut a = Analysis::new(1_000_000, 0, 0, 10);
+        let mut b = EdgeBatchBuilder::new(64);
+        for (seq, tick) in [(0u64, 100u64), (1, 1_100), (2, 2_150)] {
+            b.push(&EdgeStamp { seq, tick }).unwrap();
+        }
+        a.ingest_edges(&b.batch());
+        let mut b2 = EdgeBatchBuilder::new(64);
+        b2.push(&EdgeStamp { seq: 4, tick: 4_100 }).unwrap(); // 3 lost
+        a.ingest_edges(&b2.batch());
+        let e = &a.edges;
+        assert_eq!((e.edges, e.seq.lost, e.intervals), (4, 1, 2));
+        assert_eq!((e.min_ns, e.max_ns), (1_000_000, 1_050_000));
+        assert_eq!(a.samples(), 0);
+    }
 }

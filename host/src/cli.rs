@@ -45,7 +45,7 @@ pub struct TimingArgs {
     /// Delay each stimulus by a uniform random extra of up to this, so stimuli do not phase-lock with the target's tick
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns)]
     pub dither: u64,
-    /// A response later than this is a timeout sample [default: half the interval]
+    /// A response later than this is a timeout sample [default: half of what --dither leaves of the interval]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
     pub timeout: Option<u64>,
     /// Quiet time after a response or timeout before the next stimulus [default: a tenth of the interval]
@@ -72,7 +72,7 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub histfile: Option<PathBuf>,
     /// Range of the 1 us histogram, like cyclictest's -h; longer latencies count as overflows
-    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub histfile_max_us: u32,
     /// Record every byte the probe sends to FILE, for `latprobe report FILE` later
     #[arg(long, value_name = "FILE")]

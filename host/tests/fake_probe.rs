@@ -155,6 +155,19 @@ fn replaying_the_raw_file_gives_the_same_report() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json(&again), json(&replayed));
     assert_eq!(std::fs::read_to_string(&hist).unwrap(), std::fs::read_to_string(&hist2).unwrap());
+
+    // A raw file cut short (a crash) reports what it holds, as incomplete.
+    let bytes = std::fs::read(&raw).unwrap();
+    let cut = dir.path().join("cut.raw");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut_json = dir.path().join("cut.json");
+    let o = run(&["report", cut.to_str().unwrap(), "--output", cut_json.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let c = json(&cut_json);
+    assert_eq!(c["complete"], false);
+    assert_eq!(c["ended_by"], "stream-ended");
+    let n = c["counts"]["samples"].as_u64().unwrap();
+    assert!(n > 0 && n < 2000, "{}", c["counts"]);
 }
 
 #[test]

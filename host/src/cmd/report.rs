@@ -21,7 +21,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub histfile: Option<PathBuf>,
     /// Range of the 1 us histogram when re-analysing a raw file [default: the recorded run's]
-    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub histfile_max_us: Option<u32>,
 }
 
