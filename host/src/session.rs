@@ -491,6 +491,13 @@ impl Driver<'_> {
     }
 }
 
+/// Errors the probe sends about the link rather than in answer to a
+/// command: damaged or unreadable frames (garbage on the line, or a stale
+/// Stop answered by NotRunning).
+fn is_line_noise(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::BadFrame | ErrorCode::BadMessage | ErrorCode::NotRunning)
+}
+
 /// Run a measurement over `link`, folding everything into `state`.
 ///
 /// Returns how it ended; on an error `state` still holds what arrived, so
@@ -531,8 +538,13 @@ pub fn run(
     let config = opts.request.config(probe.timer_hz, Capabilities(probe.capabilities))?;
 
     // Configure; a probe still running an earlier measurement (its host
-    // died) answers Busy: stop that one and try once more.
-    for attempt in 0..2 {
+    // died) answers Busy: stop that one and try again. A line-level error
+    // (a damaged frame, maybe garbage sent before we came, maybe our own
+    // Configure) is no answer: send Configure again.
+    let mut stopped_stale = false;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
         d.state.configured = None;
         d.state.probe_error = None;
         d.send(&HostMsg::Configure(config))?;
@@ -541,11 +553,20 @@ pub fn run(
         }
         match d.state.probe_error.take() {
             None => break,
-            Some((ErrorCode::Busy, _)) if attempt == 0 => {
+            Some((ErrorCode::Busy, _)) if !stopped_stale => {
+                stopped_stale = true;
                 d.send(&HostMsg::Stop)?;
                 let until = Instant::now() + Duration::from_secs(1);
                 while Instant::now() < until {
                     d.poll()?;
+                }
+            }
+            Some((code, detail)) if is_line_noise(code) => {
+                if attempts >= 5 {
+                    return Err(Error::Probe {
+                        port: d.port(),
+                        what: format!("it kept reporting {code:?} ({detail}) instead of taking the configuration: check the link's baud rate and wiring"),
+                    });
                 }
             }
             Some((code, detail)) => return Err(d.refused(code, detail)),
@@ -554,11 +575,15 @@ pub fn run(
 
     d.state.probe_error = None;
     d.send(&HostMsg::Start)?;
-    if !d.wait(|s| s.started.is_some() || s.probe_error.is_some(), None)? {
-        return Ok(EndedBy::Interrupted);
-    }
-    if let Some((code, detail)) = d.state.probe_error.take() {
-        return Err(d.refused(code, detail));
+    loop {
+        if !d.wait(|s| s.started.is_some() || s.probe_error.is_some(), None)? {
+            return Ok(EndedBy::Interrupted);
+        }
+        match d.state.probe_error.take() {
+            None => break,
+            Some((code, _)) if is_line_noise(code) => {}
+            Some((code, detail)) => return Err(d.refused(code, detail)),
+        }
     }
 
     let t0 = Instant::now();

@@ -248,3 +248,26 @@ fn a_serial_device_works_like_a_socket() {
     assert_eq!(r["counts"]["samples"], 500);
     assert_counts_add_up(&r);
 }
+
+#[test]
+fn line_noise_is_not_taken_for_a_refusal() {
+    // A probe that reports a damaged frame (garbage before we came) and
+    // then accepts the configuration: the run goes on.
+    let dir = tmp();
+    let probe = FakeProbe::start(dir.path(), FakeOpts { noise: true, ..FakeOpts::default() });
+    let out = dir.path().join("r.json");
+    let o = run(&["run", "--port", &probe.port(), "--count", "300", "--output", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json(&out)["counts"]["samples"], 300);
+}
+
+#[test]
+fn a_refused_configuration_is_exit_2_naming_the_flags() {
+    let dir = tmp();
+    let probe =
+        FakeProbe::start(dir.path(), FakeOpts { script: Script::RefuseConfig, ..FakeOpts::default() });
+    let o = run(&["run", "--port", &probe.port(), "--count", "300"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("refused") && err.contains("--dither"), "{}", show(&o));
+}

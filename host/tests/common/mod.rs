@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use latprobe_protocol::framing::{encode_raw, CRC};
 use latprobe_protocol::{
-    encode_message, Capabilities, Config, Feed, FrameDecoder, Heartbeat, HostMsg, Outcome, ProbeInfo,
-    ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped, MAX_FRAME_LEN, MAX_RAW_LEN,
+    encode_message, Capabilities, Config, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg,
+    Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped, MAX_FRAME_LEN,
+    MAX_RAW_LEN,
 };
 
 /// What the fake probe does.
@@ -25,6 +26,8 @@ pub enum Script {
     OtherVersion(u8),
     /// Answer Hello, Configure and Start, send this many batches, then go silent.
     SilentAfter(usize),
+    /// Refuse every Configure with BadDither.
+    RefuseConfig,
 }
 
 /// Knobs of the fake.
@@ -35,11 +38,13 @@ pub struct FakeOpts {
     pub pace: Duration,
     /// Send batch 3 twice, skip batch 5, and put garbage before batch 7.
     pub faults: bool,
+    /// Report a damaged host frame (Error BadFrame) before answering Configure.
+    pub noise: bool,
 }
 
 impl Default for FakeOpts {
     fn default() -> Self {
-        Self { script: Script::Normal, pace: Duration::from_millis(2), faults: false }
+        Self { script: Script::Normal, pace: Duration::from_millis(2), faults: false, noise: false }
     }
 }
 
@@ -215,7 +220,23 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                     s.write_all(&hello_frame_of_version(v)).is_ok()
                 }
                 (HostMsg::Hello { .. }, _) => send(&mut s, &ProbeMsg::Hello(hello_info())),
+                (HostMsg::Configure(_), Script::RefuseConfig) => send(
+                    &mut s,
+                    &ProbeMsg::Error(ErrorReport {
+                        code: ErrorCode::BadDither,
+                        detail: "need dither + timeout + guard <= interval",
+                    }),
+                ),
                 (HostMsg::Configure(c), _) => {
+                    if opts.noise && config.is_none() {
+                        let e = ErrorReport {
+                            code: ErrorCode::BadFrame,
+                            detail: "damaged frame from host dropped",
+                        };
+                        if !send(&mut s, &ProbeMsg::Error(e)) {
+                            return;
+                        }
+                    }
                     config = Some(c);
                     send(&mut s, &ProbeMsg::Configured(c))
                 }
