@@ -372,6 +372,12 @@ mod app {
             // loopback, periodic edges.
             let uart = engine.config().is_some_and(|c| matches!(c.stimulus, Stimulus::Byte(_)));
             t.capture_response(engine.is_running(), uart);
+            if !engine.is_running() {
+                // Between runs the stimulus line rests at its idle level.
+                if let Some(Stimulus::Edge(edge)) = engine.config().map(|c| c.stimulus) {
+                    idle_line(t, edge);
+                }
+            }
 
             match engine.stimulus_request() {
                 None => disarm(t),
@@ -445,6 +451,25 @@ mod app {
                 }
             }
         }
+        // Still something due after the rounds: come back in 10 µs rather
+        // than wait for the wrap.
+        let soon = t.now() + 1_000;
+        t.tim.ccr4().write(|w| w.ccr().set(soon as u32));
+        t.tim.sr().write(|w| w.cc4if().clear_bit());
+        t.tim.dier().modify(|_, w| w.cc4ie().set_bit());
+    }
+
+    /// Put the stimulus line at its resting level for `edge`.
+    fn idle_line(t: &mut Timer, edge: Edge) {
+        match edge {
+            Edge::Rising => {
+                t.tim.ccmr1_output().modify(|_, w| w.oc1m().force_inactive());
+            }
+            Edge::Falling => {
+                t.tim.ccmr1_output().modify(|_, w| w.oc1m().force_active());
+            }
+            Edge::Toggle => {}
+        }
     }
 
     /// Nothing is wanted: no compare pending, the line back to idle is left
@@ -473,11 +498,12 @@ mod app {
         };
         // Back to the idle level first, then the compare: OC1REF changes
         // only at the match.
-        t.tim.ccmr1_output().modify(|_, w| match edge {
-            Edge::Rising => w.oc1m().force_inactive(),
-            Edge::Falling => w.oc1m().force_active(),
-            Edge::Toggle => w.oc1m().frozen(),
-        });
+        match edge {
+            Edge::Toggle => {
+                t.tim.ccmr1_output().modify(|_, w| w.oc1m().frozen());
+            }
+            _ => idle_line(t, edge),
+        }
         t.tim.ccr1().write(|w| w.ccr().set(v as u32));
         t.tim.sr().write(|w| w.cc1if().clear_bit());
         t.tim.ccmr1_output().modify(|_, w| match edge {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build both board ELFs (release: --profile firmware) and print their flash
+# and static RAM use, failing if one exceeds the budget (32 KiB flash,
+# 16 KiB RAM). Flash = .vector_table + .text + .rodata + .data (its load
+# image); RAM = .data + .bss + .uninit (RTIC's resources). The stack takes
+# the rest of RAM and is not in these figures.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+FLASH_BUDGET=$((32 * 1024))
+RAM_BUDGET=$((16 * 1024))
+
+llvm_size="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-size"
+[ -x "$llvm_size" ] || {
+    echo "firmware-size: llvm-size not found: rustup component add llvm-tools" >&2
+    exit 2
+}
+
+cargo fw-qemu -q
+cargo fw-nucleo -q
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+
+status=0
+printf '%-15s %10s %10s\n' board "flash (B)" "RAM (B)"
+for board in nucleo-f411re qemu; do
+    elf="$target_dir/thumbv7em-none-eabihf/firmware/$board"
+    read -r flash ram < <("$llvm_size" -A "$elf" | awk '
+        $1 == ".vector_table" || $1 == ".text" || $1 == ".rodata" { flash += $2 }
+        $1 == ".data" { flash += $2; ram += $2 }
+        $1 == ".bss" || $1 == ".uninit" { ram += $2 }
+        END { print flash + 0, ram + 0 }')
+    printf '%-15s %10d %10d   (%d.%d KiB flash, %d.%d KiB RAM)\n' "$board" "$flash" "$ram" \
+        $((flash / 1024)) $((flash % 1024 * 10 / 1024)) $((ram / 1024)) $((ram % 1024 * 10 / 1024))
+    if [ "$flash" -gt "$FLASH_BUDGET" ] || [ "$ram" -gt "$RAM_BUDGET" ]; then
+        echo "firmware-size: $board is over the budget of $FLASH_BUDGET B flash / $RAM_BUDGET B RAM" >&2
+        status=1
+    fi
+done
+exit $status
