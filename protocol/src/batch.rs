@@ -258,19 +258,23 @@ pub struct SampleIter<'a> {
 }
 
 impl SampleIter<'_> {
+    #[inline]
     fn varint(&mut self) -> Result<u64, BatchError> {
         let (v, n) = varint::read(&self.batch.data[self.pos..]).ok_or(BatchError::Truncated)?;
         self.pos += n;
         Ok(v)
     }
 
+    #[inline]
     fn next_sample(&mut self) -> Result<Sample, BatchError> {
         let tick = if self.index == 0 {
             self.batch.base_tick
         } else {
             let dev = varint::unzigzag(self.varint()?);
-            let t = i128::from(self.prev_tick) + i128::from(self.batch.interval_ticks) + i128::from(dev);
-            u64::try_from(t).map_err(|_| BatchError::Overflow)?
+            self.prev_tick
+                .checked_add(u64::from(self.batch.interval_ticks))
+                .and_then(|t| t.checked_add_signed(dev))
+                .ok_or(BatchError::Overflow)?
         };
         let outcome = match self.varint()? {
             0 => Outcome::Timeout,
@@ -286,6 +290,7 @@ impl SampleIter<'_> {
 impl Iterator for SampleIter<'_> {
     type Item = Result<Sample, BatchError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;

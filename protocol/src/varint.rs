@@ -22,7 +22,15 @@ pub(crate) fn write(mut v: u64, out: &mut [u8]) -> Option<usize> {
 
 /// Read a LEB128 `u64` from the start of `input`; returns it and the bytes
 /// used, or `None` for a truncated or over-long encoding.
+#[inline]
 pub(crate) fn read(input: &[u8]) -> Option<(u64, usize)> {
+    // Most values on the wire are one or two bytes: decide those without
+    // entering the loop.
+    match input {
+        [b0, ..] if b0 & 0x80 == 0 => return Some((u64::from(*b0), 1)),
+        [b0, b1, ..] if b1 & 0x80 == 0 => return Some((u64::from(b0 & 0x7f) | u64::from(*b1) << 7, 2)),
+        _ => {}
+    }
     let mut v: u64 = 0;
     for (i, &b) in input.iter().enumerate().take(MAX_LEN) {
         let part = u64::from(b & 0x7f);
