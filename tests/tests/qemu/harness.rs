@@ -177,11 +177,16 @@ fn signal(pid: u32, sig: &str, group: bool) {
 impl Drop for Proc {
     fn drop(&mut self) {
         if self.try_wait().is_none() {
-            signal(self.child.id(), "-KILL", self.group);
-            let _ = self.child.kill();
+            // SIGTERM first: `timeout` passes it on to QEMU and reaps it, so
+            // no orphan is left; SIGKILL for whatever does not end.
+            self.terminate();
+            if self.wait_for(Duration::from_secs(3)).is_none() {
+                eprintln!("{} did not end on SIGTERM: killing it", self.name);
+                signal(self.child.id(), "-KILL", self.group);
+                let _ = self.child.kill();
+            }
         }
         let _ = self.child.wait();
-        let _ = &self.name;
     }
 }
 
@@ -298,6 +303,8 @@ impl Bench {
     /// Bridge a socket to a pty with socat: a program opens the pty as a
     /// real tty. Returns the pty's path.
     pub fn pty_bridge(&mut self, sock: &Path, name: &str) -> PathBuf {
+        // QEMU makes a socket only once the one before it has a client.
+        wait_for_path(sock, "QEMU's socket");
         let link = self.dir.path().join(format!("{name}.pty"));
         let mut cmd = Command::new("socat");
         cmd.arg(format!("pty,link={},rawer", link.display()))
@@ -343,6 +350,8 @@ impl Bench {
     /// Run `latprobe` with `args` (the port included) to its end, at most
     /// `limit`; a run still going then is a hang and fails the test.
     pub fn latprobe(&self, args: &[&str], limit: Duration) -> Outcome {
+        // The host link's socket appears once the target line has a client.
+        wait_for_path(&self.host_sock(), "QEMU's host-link socket");
         let out = self.dir.path().join("latprobe.out");
         let err = self.dir.path().join("latprobe.err");
         let mut cmd = Command::new(&artifacts().latprobe);
@@ -444,8 +453,8 @@ fn level(frame: &defmt_decoder::Frame<'_>) -> &'static str {
 }
 
 /// A transparent proxy between a client (`latprobe`) and QEMU's host link
-/// that sends `garbage` to the firmware before anything of the client's, and
-/// records every byte the firmware sends.
+/// that sends `garbage` to the firmware once it has booted and before
+/// anything of the client's, and records every byte the firmware sends.
 #[derive(Debug)]
 pub struct Proxy {
     /// Where the client connects.
@@ -460,10 +469,10 @@ impl Proxy {
         let listener = UnixListener::bind(&sock).expect("proxy socket");
         let recorded = Arc::new(Mutex::new(Vec::new()));
         let rec = recorded.clone();
+        let rec_wait = recorded.clone();
         let handle = thread::spawn(move || {
             let Ok((client, _)) = listener.accept() else { return };
             let mut up = connect(&upstream);
-            up.write_all(&garbage).expect("inject garbage");
             let (mut up_r, mut client_w) =
                 (up.try_clone().expect("clone"), client.try_clone().expect("clone"));
             // Firmware -> client, recorded.
@@ -481,6 +490,14 @@ impl Proxy {
                     }
                 }
             });
+            // QEMU's USART drops what arrives before the firmware enables
+            // it: inject once the firmware has spoken (its boot Hello), and
+            // only then pass on the client's bytes.
+            let until = Instant::now() + Duration::from_secs(20);
+            while recorded_len(&rec_wait) == 0 && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+            up.write_all(&garbage).expect("inject garbage");
             // Client -> firmware.
             let mut client_r = client;
             let mut buf = [0u8; 4096];
@@ -504,6 +521,10 @@ impl Proxy {
     pub fn recorded(&self) -> Vec<u8> {
         self.recorded.lock().expect("record").clone()
     }
+}
+
+fn recorded_len(r: &Mutex<Vec<u8>>) -> usize {
+    r.lock().map_or(0, |v| v.len())
 }
 
 impl Drop for Proxy {
