@@ -472,10 +472,12 @@ mod app {
         }
     }
 
-    /// Nothing is wanted: no compare pending, the line back to idle is left
-    /// to the next arm (it knows the edge).
+    /// Nothing is wanted (the run stopped): cancel the pending compare and
+    /// capture. Between runs `plan` rests the line at its idle level.
     fn disarm(t: &mut Timer) {
         if let Armed::Edge { .. } | Armed::Byte { .. } = t.armed {
+            // Frozen: OC1REF keeps its level, the pending match does nothing.
+            t.tim.ccmr1_output().modify(|_, w| w.oc1m().frozen());
             t.tim.dier().modify(|_, w| w.cc1ie().clear_bit().cc3ie().clear_bit());
             t.tim.ccer().modify(|_, w| w.cc3e().clear_bit());
             t.armed = Armed::Nothing;

@@ -52,6 +52,8 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
     semihosting::process::exit(101)
 }
 
+// `unsafe fn` is the signature cortex-m-rt requires of this handler; the
+// body does nothing unsafe.
 #[cortex_m_rt::exception]
 unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
     // No logging here: the fault may have hit inside the logger.
