@@ -18,8 +18,8 @@ pub struct RunArgs {
     /// The probe's link: a serial device (/dev/ttyACM0), tcp:HOST:PORT (ser2net) or unix:PATH (QEMU)
     #[arg(long, short, value_name = "PORT")]
     pub port: String,
-    /// Serial line speed of the probe's link
-    #[arg(long, value_name = "N", default_value_t = 115_200)]
+    /// Serial line speed of the probe's link (the reference board's ST-LINK port runs at 921600)
+    #[arg(long, value_name = "N", default_value_t = 921_600)]
     pub baud: u32,
     /// What to measure
     #[arg(long, value_enum, default_value = "uart-echo")]
