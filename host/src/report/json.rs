@@ -18,7 +18,7 @@ pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 
-/// Read a report written by [`write`].
+/// Read a report written by [`write()`].
 pub fn read(path: &Path) -> Result<Report, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("cannot read the report {}", path.display()), e))?;
