@@ -129,6 +129,7 @@ extern crate std;
 mod fmt;
 
 pub mod engine;
+pub mod link;
 pub mod rng;
 pub mod ticks;
 pub mod txq;

@@ -545,24 +545,9 @@ mod app {
     /// Host link receive (USART2, from the ST-LINK VCP).
     #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
-        use embedded_hal_nb::serial::Read as _;
         let mut buf = [0u8; RX_BURST];
-        let mut n = 0;
-        for _ in 0..RX_BURST * 2 {
-            if n == buf.len() {
-                break;
-            }
-            match cx.local.host_rx.read() {
-                Ok(b) => {
-                    buf[n] = b;
-                    n += 1;
-                }
-                Err(nb::Error::WouldBlock) => break,
-                Err(nb::Error::Other(_)) => {
-                    *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(1)
-                }
-            }
-        }
+        let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
+        *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
         if n == 0 {
             return;
         }

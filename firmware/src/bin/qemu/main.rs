@@ -99,17 +99,6 @@ impl Clock {
     }
 }
 
-/// Write all of `bytes` through an `embedded_io` writer, retrying while it
-/// takes nothing (the HAL's `write` returns 0 rather than block when the
-/// data register is full). Errors are counted by the caller.
-fn write_all<W: embedded_io::Write>(w: &mut W, mut bytes: &[u8]) -> Result<(), W::Error> {
-    while !bytes.is_empty() {
-        let n = w.write(bytes)?;
-        bytes = &bytes[n..];
-    }
-    Ok(())
-}
-
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
     use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
@@ -124,7 +113,9 @@ mod app {
         serial::{self, Rx, Tx},
     };
 
-    use super::{write_all, Clock, BAUD, SYSTICK_HZ, TIMER_HZ, TX_QUEUE};
+    use latprobe_firmware::link::write_all;
+
+    use super::{Clock, BAUD, SYSTICK_HZ, TIMER_HZ, TX_QUEUE};
 
     /// Longest SysTick one-shot: its 24-bit reload, about 100 ms at 168 MHz.
     const MAX_ALARM_CYCLES: u64 = 0x00ff_ffff;
@@ -286,22 +277,8 @@ mod app {
     #[task(binds = USART1, priority = 2, shared = [engine, clock], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
         let mut buf = [0u8; RX_CHUNK];
-        let mut n = 0;
-        for _ in 0..RX_CHUNK * 2 {
-            if n == buf.len() {
-                break;
-            }
-            match cx.local.host_rx.read() {
-                Ok(b) => {
-                    buf[n] = b;
-                    n += 1;
-                }
-                Err(nb::Error::WouldBlock) => break,
-                Err(nb::Error::Other(_)) => {
-                    *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(1)
-                }
-            }
-        }
+        let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
+        *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
         if n == 0 {
             return;
         }
