@@ -87,25 +87,14 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// The probe's Hello in a report.
+/// The probe's Hello in a report: its fields, and the capability names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeReport {
-    /// Protocol version.
-    pub protocol_version: u8,
-    /// Firmware version.
-    pub firmware_version: String,
-    /// Board.
-    pub board: String,
-    /// Timer rate.
-    pub timer_hz: u32,
-    /// Counter width.
-    pub timer_bits: u8,
-    /// Capability bits.
-    pub capabilities: u32,
-    /// Capability names.
+    /// The Hello as received.
+    #[serde(flatten)]
+    pub hello: ProbeHello,
+    /// Capability names, for readers of the JSON.
     pub capability_names: Vec<String>,
-    /// Largest batch.
-    pub max_batch: u16,
 }
 
 /// Configuration in a report.
@@ -377,16 +366,10 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         error: end.error,
         source: ctx.source.clone(),
         replayed_from: end.replayed_from,
-        probe: state.probe.as_ref().map(|p| ProbeReport {
-            protocol_version: p.protocol_version,
-            firmware_version: p.firmware_version.clone(),
-            board: p.board.clone(),
-            timer_hz: p.timer_hz,
-            timer_bits: p.timer_bits,
-            capabilities: p.capabilities,
-            capability_names: p.capability_names(),
-            max_batch: p.max_batch,
-        }),
+        probe: state
+            .probe
+            .as_ref()
+            .map(|p| ProbeReport { hello: p.clone(), capability_names: p.capability_names() }),
         config,
         started_at: ctx.started_at.clone(),
         ended_at: end.ended_at,

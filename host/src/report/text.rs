@@ -12,7 +12,7 @@ pub fn summary(r: &Report) -> String {
     let c = &r.counts;
     let probe = r.probe.as_ref().map_or_else(
         || "no probe answered".to_string(),
-        |p| format!("{} {}, {} Hz timer", p.board, p.firmware_version, p.timer_hz),
+        |p| format!("{} {}, {} Hz timer", p.hello.board, p.hello.firmware_version, p.hello.timer_hz),
     );
     let _ = writeln!(s, "latprobe {} on {} ({probe})", r.config.mode_name(), r.source);
     let (min, avg, max) =
