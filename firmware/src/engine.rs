@@ -118,6 +118,9 @@ pub struct RunTotals {
     pub dropped: u64,
     /// Frames (batches, heartbeats) that found the output queue full.
     pub overruns: u32,
+    /// Echo-mode responses that matched no stimulus: after their timeout,
+    /// or with none outstanding.
+    pub late: u64,
 }
 
 /// Engine counters that the wire does not carry (for logs and tests).
@@ -414,10 +417,14 @@ impl<const Q: usize> Engine<Q> {
                     // The poll that should have timed it out has not run
                     // yet: it is a timeout, and this answer is late.
                     self.stats.late_responses += 1;
+                    self.totals.late += 1;
                     self.complete(seq, stim, Outcome::Timeout, stim + timeout, now);
                 }
             }
-            _ => self.stats.late_responses += 1,
+            _ => {
+                self.stats.late_responses += 1;
+                self.totals.late += 1;
+            }
         }
     }
 
@@ -664,6 +671,7 @@ impl<const Q: usize> Engine<Q> {
                 timeouts: t.timeouts,
                 dropped: t.dropped,
                 overruns: t.overruns,
+                late: t.late,
             }),
             Class::Control,
         );
@@ -691,6 +699,7 @@ impl<const Q: usize> Engine<Q> {
             dropped: self.totals.dropped,
             overruns: self.totals.overruns,
             rx_bad_frames: self.stats.rx_bad_frames,
+            late: self.totals.late,
         };
         if !Self::enqueue(&mut self.tx, &mut self.stats, &ProbeMsg::Heartbeat(hb), Class::Data) {
             self.count_overrun(0);

@@ -41,6 +41,13 @@ fn count_run_writes_a_report_whose_counts_add_up() {
     assert_eq!(r["counts"]["lost"], 0);
     let timeouts = (0..3000).filter(|&s| fake_outcome(s) == latprobe_protocol::Outcome::Timeout).count();
     assert_eq!(r["counts"]["timeouts"].as_u64(), Some(timeouts as u64));
+    // The probe's count of late answers reaches the report, with a note.
+    assert_eq!(r["counts"]["late_responses"].as_u64(), Some(timeouts as u64));
+    assert!(
+        r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("after their timeout")),
+        "{}",
+        r["notes"]
+    );
     // Exact figures: the fake's latencies are known.
     let lats: Vec<u64> = (0..3000u64)
         .filter_map(|s| match fake_outcome(s) {

@@ -260,6 +260,9 @@ pub struct Heartbeat {
     pub overruns: u32,
     /// Damaged frames received from the host.
     pub rx_bad_frames: u32,
+    /// Responses that matched no stimulus: after their stimulus's timeout,
+    /// or with none outstanding. Counted, never taken for an answer.
+    pub late: u64,
 }
 
 /// Totals of a finished measurement, in [`ProbeMsg::Stopped`].
@@ -278,6 +281,8 @@ pub struct Stopped {
     pub dropped: u64,
     /// Times the output queue was found full.
     pub overruns: u32,
+    /// Responses that matched no stimulus (see [`Heartbeat::late`]).
+    pub late: u64,
 }
 
 /// Why the probe refused or failed something.

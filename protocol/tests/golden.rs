@@ -64,6 +64,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 timeouts: 3,
                 dropped: 0,
                 overruns: 0,
+                late: 1,
             })),
         ),
         (

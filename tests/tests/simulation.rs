@@ -86,6 +86,7 @@ fn assert_exact_echo_run(sim: &Sim, n: u64, hz: u32) {
     assert_eq!(stopped.taken, n);
     assert_eq!(stopped.timeouts, want_timeouts.len() as u64);
     assert_eq!((stopped.dropped, stopped.overruns), (0, 0));
+    assert_eq!(stopped.late, late, "the probe reports every late answer to the host");
 
     // Percentiles (nearest rank) of what the host got equal the truth's.
     let truth_lat: Vec<u64> =

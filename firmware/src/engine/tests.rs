@@ -449,6 +449,8 @@ fn late_response_is_not_matched_to_the_next_stimulus() {
             Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Response(42) },
         ]
     );
+    // Both are reported to the host, not only counted on the probe.
+    assert_eq!(stopped(&got).late, 2);
 }
 
 #[test]

@@ -23,7 +23,7 @@
 //! | `config` | `mode`, `interval_ns`, `dither_ns`, `timeout_ns`, `guard_ns`, `count`, `duration_ns`, `seed`, `stimulus`, and `ticks` {`interval`, `dither`, `timeout`, `guard`} as the probe accepted them (ns fields are then converted back from those ticks) |
 //! | `started_at`, `ended_at` | wall clock, RFC 3339 UTC |
 //! | `probe_elapsed_ns` | start to stop on the probe's clock |
-//! | `counts` | `samples` (= `responses` + `timeouts`), `responses`, `timeouts`, `lost` (sequence numbers never received, whatever the cause), `duplicates`, `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`, `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped) |
+//! | `counts` | `samples` (= `responses` + `timeouts`), `responses`, `timeouts`, `lost` (sequence numbers never received, whatever the cause), `duplicates`, `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`, `late_responses` (echo answers that matched no stimulus: after their timeout, or with none outstanding), `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped) |
 //! | `latency_ns` | over responses only: `min`, `max`, `mean` (exact), `p50`, `p90`, `p99`, `p99_9`, `p99_99` (HdrHistogram, 3 significant digits); null without responses |
 //! | `worst` | `seq`, `latency_ns`, `at_ns_from_start` of the largest latency |
 //! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs, non-empty bins only), `overflows` (latencies ≥ max_us), `overflow_seqs` (sequence numbers of the first 1024 overflows) |
@@ -154,6 +154,10 @@ pub struct Counts {
     pub dropped_by_probe: u64,
     /// Times the probe's queue was full.
     pub overruns: u64,
+    /// Echo responses that matched no stimulus (after their timeout, or
+    /// with none outstanding), as the probe counted them.
+    #[serde(default)]
+    pub late_responses: u64,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// The probe's own total.
@@ -301,10 +305,10 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         },
     };
     let a = state.analysis.as_ref();
-    let (dropped, overruns) = match (state.stopped, state.heartbeat) {
-        (Some(s), _) => (s.dropped, u64::from(s.overruns)),
-        (None, Some(h)) => (h.dropped, u64::from(h.overruns)),
-        (None, None) => (0, 0),
+    let (dropped, overruns, late) = match (state.stopped, state.heartbeat) {
+        (Some(s), _) => (s.dropped, u64::from(s.overruns), s.late),
+        (None, Some(h)) => (h.dropped, u64::from(h.overruns), h.late),
+        (None, None) => (0, 0, 0),
     };
     let counts = Counts {
         samples: a.map_or(0, |a| a.samples()),
@@ -315,6 +319,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         out_of_order: a.map_or(0, |a| a.seq.out_of_order),
         dropped_by_probe: dropped,
         overruns,
+        late_responses: late,
         bad_frames: bad_frames + a.map_or(0, |a| a.bad_batches),
         probe_taken: state.stopped.map(|s| s.taken),
     };
@@ -353,6 +358,13 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         }
     });
     let mut notes = ctx.notes.clone();
+    if late > 0 {
+        notes.push(format!(
+            "{late} responses came after their timeout (or with no stimulus outstanding): counted, not \
+             measured; an answer that late can also be taken for the next stimulus's, so raise --timeout \
+             or --guard if they matter"
+        ));
+    }
     if state.probe.as_ref().is_some_and(ProbeHello::is_emulated) && notes.is_empty() {
         notes.push(
             "the probe is emulated or virtual: its timestamps do not come from independent hardware".into(),

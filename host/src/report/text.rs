@@ -57,11 +57,11 @@ pub fn summary(r: &Report) -> String {
         "samples {}  responses {}  timeouts {}  lost {}  overruns {}",
         c.samples, c.responses, c.timeouts, c.lost, c.overruns
     );
-    if c.duplicates + c.out_of_order + c.dropped_by_probe + c.bad_frames > 0 {
+    if c.duplicates + c.out_of_order + c.dropped_by_probe + c.bad_frames + c.late_responses > 0 {
         let _ = writeln!(
             s,
-            "duplicates {}  out of order {}  dropped by probe {}  bad frames {}",
-            c.duplicates, c.out_of_order, c.dropped_by_probe, c.bad_frames
+            "duplicates {}  out of order {}  dropped by probe {}  bad frames {}  late responses {}",
+            c.duplicates, c.out_of_order, c.dropped_by_probe, c.bad_frames, c.late_responses
         );
     }
     if let Some(w) = &r.worst {

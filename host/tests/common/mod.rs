@@ -317,13 +317,16 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
 
 fn stopped(reason: StopReason, taken: u64, start_tick: u64, c: Option<Config>) -> ProbeMsg<'static> {
     let interval = c.map_or(0, |c| u64::from(c.interval_ticks));
+    let timeouts = (0..taken).filter(|&s| fake_outcome(s) == Outcome::Timeout).count() as u64;
     ProbeMsg::Stopped(Stopped {
         reason,
         end_tick: start_tick + taken * interval,
         taken,
-        timeouts: (0..taken).filter(|&s| fake_outcome(s) == Outcome::Timeout).count() as u64,
+        timeouts,
         dropped: 0,
         overruns: 0,
+        // The fake's story: every timed-out answer did come, too late.
+        late: timeouts,
     })
 }
 
