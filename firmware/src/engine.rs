@@ -5,9 +5,9 @@ use core::fmt::Write as _;
 
 use latprobe_protocol::{
     decode_message, encode_message, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, ErrorCode,
-    ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, MessageError, Outcome, ProbeInfo, ProbeMsg, Sample,
-    SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN,
-    PROTOCOL_VERSION,
+    ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, MessageError, Mode, Outcome, ProbeInfo, ProbeMsg,
+    Sample, SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT, MAX_ERROR_DETAIL,
+    MAX_FRAME_LEN, PROTOCOL_VERSION,
 };
 
 use crate::rng::Pcg32;
@@ -41,6 +41,13 @@ pub struct BoardInfo {
     /// The engine never requests a stimulus less than this many ticks after
     /// the `now` it was given, so the board has time to program its compare.
     pub arm_lead_ticks: u32,
+    /// In `uart-echo`, the shortest latency that can be a real answer: an
+    /// echo's start bit cannot come before the target has received the
+    /// whole stimulus byte (9.5 bit times at the target line's baud). An
+    /// earlier capture is a late echo of an earlier stimulus: it is counted
+    /// late and the engine keeps waiting. 0 (the default) disables the
+    /// check, for lines without real timing (a pty, an emulated UART).
+    pub uart_echo_floor_ticks: u32,
 }
 
 impl BoardInfo {
@@ -60,7 +67,22 @@ impl BoardInfo {
             capabilities,
             firmware_version: FIRMWARE_VERSION,
             arm_lead_ticks: if lead == 0 { 1 } else { lead },
+            uart_echo_floor_ticks: 0,
         }
+    }
+
+    /// The same board with a `uart-echo` floor (see
+    /// [`BoardInfo::uart_echo_floor_ticks`]): for a target line at `baud`,
+    /// 9.5 bit times of ticks.
+    #[must_use]
+    pub const fn with_uart_echo_floor(mut self, baud: u32) -> Self {
+        self.uart_echo_floor_ticks = if baud == 0 {
+            0
+        } else {
+            // 9.5 bit times, rounded down: never above the true minimum.
+            (self.timer_hz as u64 * 19 / (2 * baud as u64)) as u32
+        };
+        self
     }
 
     /// The same board with another arm lead (at least one tick).
@@ -406,6 +428,15 @@ impl<const Q: usize> Engine<Q> {
                 self.totals.taken += 1;
                 self.record_edge(&e, now);
                 self.check_count(now);
+            }
+            Echo::Outstanding { tick: stim, .. }
+                if run.config.mode == Mode::UartEcho
+                    && tick >= stim
+                    && tick - stim < u64::from(self.board.uart_echo_floor_ticks) =>
+            {
+                // Faster than the line allows: an earlier stimulus's echo.
+                self.stats.late_responses += 1;
+                self.totals.late += 1;
             }
             Echo::Outstanding { seq, tick: stim } if tick >= stim => {
                 let timeout = u64::from(run.config.timeout_ticks);

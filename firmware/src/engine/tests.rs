@@ -826,3 +826,39 @@ fn sixteen_bit_board_across_many_wraps() {
     assert_eq!(samples(&host), truth);
     assert_eq!(stopped(&host).taken, 400);
 }
+
+#[test]
+fn uart_echo_faster_than_the_line_is_an_earlier_stimulus_echo() {
+    // 1 MHz ticks, target line at 100 kBd: 9.5 bit times are 95 ticks.
+    let board = BoardInfo::new("test-board", 1_000_000, TimerBits::B32, ALL).with_uart_echo_floor(100_000);
+    assert_eq!(board.uart_echo_floor_ticks, 95);
+    let mut b: Bench = Bench::with(board);
+    let mut c = echo(Some(1));
+    c.mode = Mode::UartEcho;
+    c.stimulus = Stimulus::Byte(0x55);
+    b.configure(c);
+    b.start();
+    let s0 = b.fire();
+    // The previous stimulus's echo, landing just after this one went out:
+    // not this stimulus's answer.
+    b.respond(s0 + 3);
+    // The real answer, one byte time and a little later.
+    b.respond(s0 + 120);
+    let got = b.drain();
+    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(120) }]);
+    assert_eq!(stopped(&got).late, 1);
+}
+
+#[test]
+fn the_uart_floor_leaves_other_modes_alone() {
+    let board = BoardInfo::new("test-board", 1_000_000, TimerBits::B32, ALL).with_uart_echo_floor(100_000);
+    let mut b: Bench = Bench::with(board);
+    b.configure(echo(Some(1))); // gpio-echo: a 3-tick answer is an answer
+    b.start();
+    let s0 = b.fire();
+    b.respond(s0 + 3);
+    let got = b.drain();
+    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(3) }]);
+    assert_eq!(stopped(&got).late, 0);
+    assert_eq!(BoardInfo::new("b", 1_000_000, TimerBits::B32, ALL).uart_echo_floor_ticks, 0);
+}

@@ -269,7 +269,12 @@ mod app {
             | Capabilities::PERIODIC
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE;
-        let engine = Engine::new(BoardInfo::new("nucleo-f411re", SYSCLK_HZ, TimerBits::B32, caps));
+        // A uart-echo answer faster than one byte at the target line's baud
+        // is an earlier stimulus's late echo, not this one's answer.
+        let engine = Engine::new(
+            BoardInfo::new("nucleo-f411re", SYSCLK_HZ, TimerBits::B32, caps)
+                .with_uart_echo_floor(TARGET_BAUD),
+        );
         defmt::info!(
             "boot: latprobe-firmware {=str} on nucleo-f411re, timer {=u32} Hz, host link {=u32} Bd",
             FIRMWARE_VERSION,

@@ -173,6 +173,8 @@ mod app {
         syst.enable_interrupt();
 
         let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
+        // No uart-echo floor: QEMU's UART has no bit timing, an echo can come
+        // back faster than a byte would take on a wire.
         let engine = Engine::new(BoardInfo::new("qemu", TIMER_HZ, TimerBits::B32, caps));
         defmt::info!(
             "boot: latprobe-firmware {=str} on qemu (netduinoplus2), timer {=u32} Hz, emulated",
