@@ -29,8 +29,11 @@ for board in nucleo-f411re qemu; do
         $1 == ".data" { flash += $2; ram += $2 }
         $1 == ".bss" || $1 == ".uninit" { ram += $2 }
         END { print flash + 0, ram + 0 }')
+    # KiB to one decimal, rounded to nearest.
+    flash10=$(((flash * 10 + 512) / 1024))
+    ram10=$(((ram * 10 + 512) / 1024))
     printf '%-15s %10d %10d   (%d.%d KiB flash, %d.%d KiB RAM)\n' "$board" "$flash" "$ram" \
-        $((flash / 1024)) $((flash % 1024 * 10 / 1024)) $((ram / 1024)) $((ram % 1024 * 10 / 1024))
+        $((flash10 / 10)) $((flash10 % 10)) $((ram10 / 10)) $((ram10 % 10))
     if [ "$flash" -gt "$FLASH_BUDGET" ] || [ "$ram" -gt "$RAM_BUDGET" ]; then
         echo "firmware-size: $board is over the budget of $FLASH_BUDGET B flash / $RAM_BUDGET B RAM" >&2
         status=1
