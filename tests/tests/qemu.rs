@@ -72,6 +72,35 @@ fn run_ok(bench: &Bench, args: &[&str], limit: Duration) -> harness::Outcome {
     out
 }
 
+/// `latprobe run --port PORT --mode MODE --interval INTERVAL --count N
+/// --output r.json EXTRA...`, which must succeed within `limit`; returns
+/// its outcome and the report.
+fn measure(
+    bench: &Bench,
+    port: &str,
+    (mode, interval, count): (&str, &str, u64),
+    extra: &[&str],
+    limit: Duration,
+) -> (harness::Outcome, Value) {
+    let count = count.to_string();
+    let mut args = vec![
+        "run",
+        "--port",
+        port,
+        "--mode",
+        mode,
+        "--interval",
+        interval,
+        "--count",
+        &count,
+        "--output",
+        "r.json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_ok(bench, &args, limit);
+    (out, report(bench, "r.json"))
+}
+
 /// The boot line must be in the decoded defmt log: a broken log path
 /// (semihosting, the defmt table, the decoder) fails here.
 fn assert_boot_logged(log: &[String]) {
@@ -88,24 +117,7 @@ fn uart_echo_2000_samples_over_the_unix_socket() {
     let mut bench = Bench::start();
     bench.responder(&["uart"]);
     let port = format!("unix:{}", bench.host_sock().display());
-    run_ok(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "uart-echo",
-            "--interval",
-            "1ms",
-            "--count",
-            "2000",
-            "--output",
-            "r.json",
-        ],
-        Duration::from_secs(120),
-    );
-    let r = report(&bench, "r.json");
+    let (_, r) = measure(&bench, &port, ("uart-echo", "1ms", 2000), &[], Duration::from_secs(120));
     assert_complete_echo_run(&r, 2000);
     // The responder answers: most samples are responses. (How many time out
     // depends on the host's load, not on the firmware.)
@@ -124,26 +136,8 @@ fn uart_echo_through_a_pty_with_the_serial_port_path() {
     let host_sock = bench.host_sock();
     let pty = bench.pty_bridge(&host_sock, "host");
     let port = pty.display().to_string();
-    run_ok(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--baud",
-            "921600",
-            "--mode",
-            "uart-echo",
-            "--interval",
-            "1ms",
-            "--count",
-            "500",
-            "--output",
-            "r.json",
-        ],
-        Duration::from_secs(120),
-    );
-    let r = report(&bench, "r.json");
+    let (_, r) =
+        measure(&bench, &port, ("uart-echo", "1ms", 500), &["--baud", "921600"], Duration::from_secs(120));
     assert_complete_echo_run(&r, 500);
     assert!(count(&r, "responses") >= 50, "the responder's echoes never came back:\n{:#}", r["counts"]);
 }
@@ -156,24 +150,7 @@ fn responder_absent_every_sample_is_a_counted_timeout_and_the_run_ends() {
     // blocks on it.
     let drain = Drain::connect(&bench.target_sock());
     let port = format!("unix:{}", bench.host_sock().display());
-    let out = run_ok(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "uart-echo",
-            "--interval",
-            "1ms",
-            "--count",
-            "300",
-            "--output",
-            "r.json",
-        ],
-        Duration::from_secs(60),
-    );
-    let r = report(&bench, "r.json");
+    let (out, r) = measure(&bench, &port, ("uart-echo", "1ms", 300), &[], Duration::from_secs(60));
     assert_complete_echo_run(&r, 300);
     assert_eq!(count(&r, "timeouts"), 300, "{:#}", r["counts"]);
     assert_eq!(count(&r, "responses"), 0);
@@ -188,24 +165,7 @@ fn periodic_over_uart_counts_the_responders_bytes_as_edges() {
     let mut bench = Bench::start();
     bench.responder(&["periodic", "--period", "10ms"]);
     let port = format!("unix:{}", bench.host_sock().display());
-    run_ok(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "periodic",
-            "--interval",
-            "10ms",
-            "--count",
-            "100",
-            "--output",
-            "r.json",
-        ],
-        Duration::from_secs(120),
-    );
-    let r = report(&bench, "r.json");
+    let (_, r) = measure(&bench, &port, ("periodic", "10ms", 100), &[], Duration::from_secs(120));
     assert_eq!(r["complete"], true, "{r:#}");
     assert_eq!(r["ended_by"], "count-reached", "{r:#}");
     let p = &r["periodic"];
@@ -230,24 +190,7 @@ fn garbage_on_the_host_link_before_configure_is_survived() {
     garbage.extend_from_slice(&[0x00, 0x06, PROTOCOL_VERSION, 0x01, 0x02, 0x03, 0x04, 0x00]);
     let proxy = Proxy::start(bench.dir.path().join("proxy.sock"), bench.host_sock(), garbage);
     let port = format!("unix:{}", proxy.sock.display());
-    run_ok(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "uart-echo",
-            "--interval",
-            "1ms",
-            "--count",
-            "300",
-            "--output",
-            "r.json",
-        ],
-        Duration::from_secs(60),
-    );
-    let r = report(&bench, "r.json");
+    let (_, r) = measure(&bench, &port, ("uart-echo", "1ms", 300), &[], Duration::from_secs(60));
     assert_complete_echo_run(&r, 300);
     // The firmware said what it thought of the garbage, and then served the
     // run: its own frames, read independently of latprobe, hold every sample
