@@ -49,6 +49,21 @@ pub struct VirtualProbe {
     _slave: OwnedFd,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<io::Result<()>>>,
+    /// The SCHED_FIFO priority the engine thread runs at, if it got one.
+    rt_priority: Option<u8>,
+}
+
+/// Put the calling thread in SCHED_FIFO at `priority`.
+fn set_fifo(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: i32::from(priority) };
+    // SAFETY: `param` is a valid sched_param for the call; pthread_self()
+    // is always a valid handle of the calling thread.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
 }
 
 /// The current `CLOCK_MONOTONIC` time in ns: the virtual probe's tick.
@@ -111,20 +126,42 @@ fn open_pty() -> Result<(OwnedFd, OwnedFd, PathBuf), Error> {
 }
 
 impl VirtualProbe {
-    /// Start the engine thread. Returns the probe and the host's end of
-    /// its link, to be wrapped in a [`crate::link::Link`].
-    pub fn start() -> Result<(Self, Socket<UnixStream>), Error> {
+    /// Start the engine thread, at SCHED_FIFO `priority` when given and
+    /// permitted (its own wake-ups then add less to the figures; if refused,
+    /// one warning says so and it runs anyway). Returns the probe and the
+    /// host's end of its link, to be wrapped in a [`crate::link::Link`].
+    pub fn start(priority: Option<u8>) -> Result<(Self, Socket<UnixStream>), Error> {
         let (master, slave, slave_path) = open_pty()?;
         let name = format!("virtual probe (pty {})", slave_path.display());
         let (host_end, probe_end) =
             pair(&name).map_err(|e| Error::io("virtual probe: cannot create its link", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let (rt_tx, rt_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("virtual-probe".into())
-            .spawn(move || engine_loop(master, probe_end, &flag))
+            .spawn(move || {
+                let _ = rt_tx.send(priority.map(|p| (p, set_fifo(p))));
+                engine_loop(master, probe_end, &flag)
+            })
             .map_err(|e| Error::io("virtual probe: cannot start its thread", e))?;
-        Ok((Self { slave_path, _slave: slave, stop, thread: Some(thread) }, host_end))
+        let rt_priority = match rt_rx.recv() {
+            Ok(Some((p, Ok(())))) => Some(p),
+            Ok(Some((p, Err(e)))) => {
+                eprintln!(
+                    "warning: virtual probe: SCHED_FIFO {p} not permitted ({e}; needs CAP_SYS_NICE or an \
+                     rtprio limit): its thread runs at normal priority, and its own wake-ups add to the figures"
+                );
+                None
+            }
+            Ok(None) | Err(_) => None,
+        };
+        Ok((Self { slave_path, _slave: slave, stop, thread: Some(thread), rt_priority }, host_end))
+    }
+
+    /// The SCHED_FIFO priority the engine thread got, if any.
+    pub fn rt_priority(&self) -> Option<u8> {
+        self.rt_priority
     }
 
     /// The pty slave the responder must open: the probe's "target line".

@@ -23,6 +23,8 @@ fn demo_measures_this_machine_and_its_outputs_agree() {
         "2s",
         "--interval",
         "1ms",
+        "--priority",
+        "10",
         "--output",
         out.to_str().unwrap(),
         "--histfile",
@@ -44,6 +46,14 @@ fn demo_measures_this_machine_and_its_outputs_agree() {
     assert_eq!(r["probe"]["board"], "virtual");
     assert_eq!(r["probe"]["timer_hz"], 1_000_000_000);
     assert!(r["notes"][0].as_str().unwrap().contains("own clock"));
+    // The probe thread's priority is said: granted, or refused with a warning.
+    let rt = r["notes"][1].as_str().unwrap();
+    let warned = stderr.contains("warning: virtual probe: SCHED_FIFO 10 not permitted");
+    if warned {
+        assert!(rt.contains("normal priority"), "{rt}");
+    } else {
+        assert_eq!(rt, "virtual probe thread at SCHED_FIFO 10", "{}", show(&o));
+    }
     assert!(
         r["target"]["responder_version"].is_string(),
         "the responder's metadata is attached: {}",

@@ -35,7 +35,7 @@ pub struct DemoArgs {
     /// The latprobe-responder binary [default: next to latprobe, else on PATH]
     #[arg(long, value_name = "PATH")]
     pub responder: Option<PathBuf>,
-    /// Run the responder at this SCHED_FIFO priority (1-99; a warning if not permitted)
+    /// Run the responder and the virtual probe's thread at this SCHED_FIFO priority (1-99; a warning if not permitted)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub priority: Option<u8>,
     #[command(flatten)]
@@ -155,7 +155,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut target = super::check_outputs(&args.out)?;
     let bin = find_responder(args.responder.as_deref())?;
 
-    let (probe, host_end) = VirtualProbe::start()?;
+    let (probe, host_end) = VirtualProbe::start(args.priority)?;
     let meta = std::env::temp_dir().join(format!("latprobe-demo-{}-target.json", std::process::id()));
     let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority)?;
     if target.is_none() {
@@ -180,7 +180,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         request: req.clone(),
         histfile_max_us: args.out.histfile_max_us,
         target,
-        notes: vec![VIRTUAL_NOTE.to_string()],
+        notes: vec![
+            VIRTUAL_NOTE.to_string(),
+            probe.rt_priority().map_or_else(
+                || {
+                    "virtual probe thread at normal priority: its own wake-up latency is in the figures"
+                        .into()
+                },
+                |p| format!("virtual probe thread at SCHED_FIFO {p}"),
+            ),
+        ],
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {
