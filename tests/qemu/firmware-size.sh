@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build both board ELFs (release: --profile firmware) and print their flash
 # and static RAM use, failing if one exceeds the budget (32 KiB flash,
-# 16 KiB RAM). Flash = .vector_table + .text + .rodata + .data (its load
+# 16 KiB RAM) or holds a floating-point instruction (the firmware has none:
+# every VFP mnemonic starts with "v"). Flash = .vector_table + .text + .rodata + .data (its load
 # image); RAM = .data + .bss + .uninit (RTIC's resources). The stack takes
 # the rest of RAM and is not in these figures.
 set -euo pipefail
@@ -11,7 +12,8 @@ FLASH_BUDGET=$((32 * 1024))
 RAM_BUDGET=$((16 * 1024))
 
 llvm_size="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-size"
-[ -x "$llvm_size" ] || {
+llvm_objdump="$(dirname "$llvm_size")/llvm-objdump"
+[ -x "$llvm_size" ] && [ -x "$llvm_objdump" ] || {
     echo "firmware-size: llvm-size not found: rustup component add llvm-tools" >&2
     exit 2
 }
@@ -36,6 +38,11 @@ for board in nucleo-f411re qemu; do
         $((flash10 / 10)) $((flash10 % 10)) $((ram10 / 10)) $((ram10 % 10))
     if [ "$flash" -gt "$FLASH_BUDGET" ] || [ "$ram" -gt "$RAM_BUDGET" ]; then
         echo "firmware-size: $board is over the budget of $FLASH_BUDGET B flash / $RAM_BUDGET B RAM" >&2
+        status=1
+    fi
+    vfp=$("$llvm_objdump" -d --no-show-raw-insn "$elf" | grep -cP '^\s+[0-9a-f]+:\s+v[a-z]' || true)
+    if [ "$vfp" -ne 0 ]; then
+        echo "firmware-size: $board holds $vfp floating-point instructions; the firmware must use none" >&2
         status=1
     fi
 done
