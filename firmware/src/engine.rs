@@ -4,10 +4,10 @@
 use core::fmt::Write as _;
 
 use latprobe_protocol::{
-    decode_message, encode_message, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, ErrorCode,
-    ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, MessageError, Mode, Outcome, ProbeInfo, ProbeMsg,
-    Sample, SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT, MAX_ERROR_DETAIL,
-    MAX_FRAME_LEN, PROTOCOL_VERSION,
+    decode_message, encode_message, identity_byte, identity_of, Anomalies, Capabilities, Config,
+    EdgeBatchBuilder, EdgeStamp, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg,
+    MessageError, Mode, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, Stimulus, StopReason,
+    Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN, PROTOCOL_VERSION,
 };
 
 use crate::rng::Pcg32;
@@ -48,6 +48,13 @@ pub struct BoardInfo {
     /// late and the engine keeps waiting. 0 (the default) disables the
     /// check, for lines without real timing (a pty, an emulated UART).
     pub uart_echo_floor_ticks: u32,
+    /// The longest a board may take to deliver a response after the tick it
+    /// was captured at: a board that pairs a start-bit capture with the
+    /// byte the UART reads a byte time later delivers it that late. The
+    /// engine judges a stimulus timed out only this long after its
+    /// timeout, so an answer in time is never counted late. 0 (the
+    /// default) for boards that deliver captures at once.
+    pub response_lag_ticks: u32,
 }
 
 impl BoardInfo {
@@ -68,7 +75,16 @@ impl BoardInfo {
             firmware_version: FIRMWARE_VERSION,
             arm_lead_ticks: if lead == 0 { 1 } else { lead },
             uart_echo_floor_ticks: 0,
+            response_lag_ticks: 0,
         }
+    }
+
+    /// The same board with a response lag (see
+    /// [`BoardInfo::response_lag_ticks`]).
+    #[must_use]
+    pub const fn with_response_lag(mut self, ticks: u32) -> Self {
+        self.response_lag_ticks = ticks;
+        self
     }
 
     /// The same board with a `uart-echo` floor (see
@@ -140,9 +156,8 @@ pub struct RunTotals {
     pub dropped: u64,
     /// Frames (batches, heartbeats) that found the output queue full.
     pub overruns: u32,
-    /// Echo-mode responses that matched no stimulus: after their timeout,
-    /// or with none outstanding.
-    pub late: u64,
+    /// Answers not timed, slipped stimuli and line faults.
+    pub anomalies: Anomalies,
 }
 
 /// Engine counters that the wire does not carry (for logs and tests).
@@ -168,25 +183,74 @@ pub struct EngineStats {
     pub tx_frames: u64,
 }
 
+/// One slot of the in-flight window: the stimulus that last used it. With
+/// identity the window has one slot per identity (slot `seq % 9`); without,
+/// one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Not used yet in this run.
+    Free,
+    /// Stimulus `seq` happened at `tick`; no answer yet.
+    Out { seq: u64, tick: u64 },
+    /// Answered `latency` ticks after `tick`.
+    Answered { seq: u64, tick: u64, latency: u32 },
+    /// No answer within the timeout.
+    TimedOut { seq: u64, tick: u64 },
+}
+
+/// The next stimulus, as far as the schedule got.
 #[derive(Debug, Clone, Copy)]
-enum Echo {
-    /// Periodic mode: nothing is sent.
-    Passive,
-    /// The stimulus is requested and not yet reported as produced.
-    Armed(StimulusRequest),
-    /// The stimulus happened at `tick`; waiting for its response.
-    Outstanding { seq: u64, tick: u64 },
+enum Next {
+    /// Nothing to request: periodic mode, the count is sent, or stopping.
+    Done,
+    /// Stimulus `seq` is planned at `planned`, but its slot is still busy.
+    Blocked { seq: u64, planned: u64 },
+    /// Requested of the board and not yet reported as produced.
+    Armed { req: StimulusRequest },
 }
 
 #[derive(Debug, Clone)]
 struct Run {
     config: Config,
     start_tick: u64,
-    /// Sequence number of the next sample or edge.
+    periodic: bool,
+    /// Slots in use: [`Stimulus::window`].
+    window: usize,
+    /// Schedule anchor: stimulus `base_seq` is planned at `base_tick`, the
+    /// next ones an interval apart (plus their dither).
+    base_seq: u64,
+    base_tick: u64,
+    /// Echo: the next stimulus to produce (all before it were produced).
+    /// Periodic: the next edge's sequence number.
     next_seq: u64,
+    /// The next sample to send; samples go out in sequence order.
+    emit_seq: u64,
+    slots: [Slot; IDENTITY_COUNT],
+    next: Next,
+    /// The highest sequence number whose answer was heard so far, in time
+    /// or late (echo). With an in-order target nothing more can come for
+    /// any earlier stimulus.
+    heard_max: Option<u64>,
     rng: Pcg32,
-    echo: Echo,
     heartbeat_at: u64,
+    /// The host asked to stop: no new stimulus; the run ends when every
+    /// stimulus in flight has its sample.
+    stopping: bool,
+}
+
+impl Run {
+    fn slot_of(&self, seq: u64) -> usize {
+        (seq % self.window as u64) as usize
+    }
+
+    fn timeout(&self) -> u64 {
+        u64::from(self.config.timeout_ticks)
+    }
+
+    /// Whether stimuli are still wanted: not stopping, count not sent.
+    fn wants_more(&self) -> bool {
+        !self.periodic && !self.stopping && self.config.count.is_none_or(|n| self.next_seq < n)
+    }
 }
 
 /// The hardware-free probe engine; `Q` is the output queue size in bytes.
@@ -297,33 +361,45 @@ impl<const Q: usize> Engine<Q> {
 
     /// The stimulus to produce, while one is wanted and not yet reported by
     /// [`Engine::on_stimulus`]. `None` means: nothing (cancel anything armed).
+    /// Its `stimulus` is concrete: with identity, the byte of its `seq`.
     pub fn stimulus_request(&self) -> Option<StimulusRequest> {
-        match self.run.as_ref()?.echo {
-            Echo::Armed(req) => Some(req),
+        match self.run.as_ref()?.next {
+            Next::Armed { req } => Some(req),
             _ => None,
         }
     }
 
     /// The earliest extended tick at which the board must call
     /// [`Engine::poll`] (a timeout, a batch flush, a heartbeat, a stall
-    /// check) or produce the requested stimulus. `None`: nothing is pending
-    /// (idle). A stimulus time already in the past (at or before the last
-    /// `now` given) is left out, so a board never spins on it.
+    /// check, an identity to take back) or produce the requested stimulus.
+    /// `None`: nothing is pending (idle). A stimulus time already in the
+    /// past (at or before the last `now` given) is left out, so a board
+    /// never spins on it.
     pub fn next_deadline(&self) -> Option<u64> {
         let mut d = self.flush_at;
         let mut earliest = |t: u64| d = Some(d.map_or(t, |d: u64| d.min(t)));
         if let Some(run) = &self.run {
             earliest(run.heartbeat_at);
-            match run.echo {
-                Echo::Passive => {}
-                Echo::Armed(req) => {
+            match run.next {
+                Next::Done => {}
+                Next::Armed { req } => {
                     if req.at > self.last_now {
                         earliest(req.at);
                     }
                     earliest(req.at.saturating_add(self.stall_ticks(&run.config)).saturating_add(1));
                 }
-                Echo::Outstanding { tick, .. } => {
-                    earliest(tick.saturating_add(u64::from(run.config.timeout_ticks)).saturating_add(1));
+                Next::Blocked { seq, .. } => {
+                    // Its slot frees on an answer, a timeout (below), or
+                    // when its identity may be taken back.
+                    if let Some(t) = self.reclaim_at(run, run.slots[run.slot_of(seq)]) {
+                        earliest(t.max(self.last_now.saturating_add(1)));
+                    }
+                }
+            }
+            let lag = u64::from(self.board.response_lag_ticks);
+            for slot in &run.slots[..run.window] {
+                if let Slot::Out { tick, .. } = *slot {
+                    earliest(tick.saturating_add(run.timeout()).saturating_add(lag).saturating_add(1));
                 }
             }
         }
@@ -399,62 +475,132 @@ impl<const Q: usize> Engine<Q> {
     /// board). Ignored (counted) if none was requested.
     pub fn on_stimulus(&mut self, tick: u64, now: u64) {
         self.saw(now);
-        match self.run.as_mut().map(|r| (r.echo, r)) {
-            Some((Echo::Armed(req), run)) => {
-                debug!("stimulus {} at {}", req.seq, tick);
-                run.echo = Echo::Outstanding { seq: req.seq, tick };
-            }
-            _ => self.stats.spurious_stimuli += 1,
-        }
+        let Some(run) = self.run.as_mut() else {
+            self.stats.spurious_stimuli += 1;
+            return;
+        };
+        let Next::Armed { req } = run.next else {
+            self.stats.spurious_stimuli += 1;
+            return;
+        };
+        debug!("stimulus {} at {}", req.seq, tick);
+        let i = run.slot_of(req.seq);
+        run.slots[i] = Slot::Out { seq: req.seq, tick };
+        run.next_seq = req.seq + 1;
+        run.next = Next::Done;
+        // Pipelined: with identity the next stimulus is planned at once.
+        self.plan(now);
     }
 
-    /// A capture on the response line at extended tick `tick`: a response
-    /// in the echo modes, an edge (or byte) in periodic mode. Deliver every
-    /// capture latched at or before `now` before calling [`Engine::poll`]
-    /// with that `now`, in the order they were latched.
+    /// A capture on the response line at extended tick `tick`, with no byte:
+    /// a response in `gpio-echo`, GPIO loopback and fixed-byte `uart-echo`;
+    /// an edge (or byte) in periodic mode. With identity on, a capture
+    /// without its byte cannot be matched and counts as unmatched: use
+    /// [`Engine::on_response_byte`]. Deliver every capture latched at or
+    /// before `now` before calling [`Engine::poll`] with that `now`, in the
+    /// order they were latched.
     pub fn on_capture(&mut self, tick: u64, now: u64) {
+        self.on_response(tick, None, now);
+    }
+
+    /// An answer byte whose start bit was captured at extended tick `tick`.
+    /// With identity on, the byte names the stimulus it answers; otherwise
+    /// it is the same as [`Engine::on_capture`].
+    pub fn on_response_byte(&mut self, tick: u64, byte: u8, now: u64) {
+        self.on_response(tick, Some(byte), now);
+    }
+
+    /// The board's input capture overwrote a capture before it was read
+    /// (counted in [`Anomalies::overcaptures`]).
+    pub fn count_overcapture(&mut self) {
+        let a = &mut self.totals.anomalies;
+        a.overcaptures = a.overcaptures.saturating_add(1);
+    }
+
+    /// A receive error on the target line: framing, noise or overrun
+    /// (counted in [`Anomalies::line_errors`]).
+    pub fn count_line_error(&mut self) {
+        let a = &mut self.totals.anomalies;
+        a.line_errors = a.line_errors.saturating_add(1);
+    }
+
+    fn on_response(&mut self, tick: u64, byte: Option<u8>, now: u64) {
         self.saw(now);
+        let floor = u64::from(self.board.uart_echo_floor_ticks);
         let Some(run) = self.run.as_mut() else {
             self.stats.late_responses += 1;
             return;
         };
-        match run.echo {
+        let a = &mut self.totals.anomalies;
+        if run.periodic {
             // An edge latched before the Start was handled is not part of
             // the run.
-            Echo::Passive if tick < run.start_tick => self.stats.late_responses += 1,
-            Echo::Passive => {
-                let e = EdgeStamp { seq: run.next_seq, tick };
-                run.next_seq += 1;
-                self.totals.taken += 1;
-                self.record_edge(&e, now);
-                self.check_count(now);
-            }
-            Echo::Outstanding { tick: stim, .. }
-                if run.config.mode == Mode::UartEcho
-                    && tick >= stim
-                    && tick - stim < u64::from(self.board.uart_echo_floor_ticks) =>
-            {
-                // Faster than the line allows: an earlier stimulus's echo.
+            if tick < run.start_tick {
                 self.stats.late_responses += 1;
-                self.totals.late += 1;
+                return;
             }
-            Echo::Outstanding { seq, tick: stim } if tick >= stim => {
-                let timeout = u64::from(run.config.timeout_ticks);
+            let e = EdgeStamp { seq: run.next_seq, tick };
+            run.next_seq += 1;
+            self.totals.taken += 1;
+            self.record_edge(&e, now);
+            self.check_edge_count(now);
+            return;
+        }
+        let identity = run.config.stimulus.has_identity();
+        let i = if identity {
+            match byte.map(identity_of) {
+                None => {
+                    a.unmatched += 1;
+                    return;
+                }
+                Some(None) => {
+                    a.wrong_bytes += 1;
+                    return;
+                }
+                Some(Some(id)) => id,
+            }
+        } else {
+            0
+        };
+        match run.slots[i] {
+            Slot::Out { seq, tick: stim } => {
+                let uart = run.config.mode == Mode::UartEcho;
+                if tick < stim || (uart && tick - stim < floor) {
+                    // Before the stimulus, or faster than the line allows:
+                    // the echo of an earlier stimulus.
+                    a.late += 1;
+                    self.stats.late_responses += 1;
+                    return;
+                }
                 let latency = tick - stim;
-                if latency <= timeout {
+                run.heard_max = Some(run.heard_max.map_or(seq, |m| m.max(seq)));
+                if latency <= run.timeout() {
                     // latency <= timeout_ticks, a u32: the cast is lossless.
-                    self.complete(seq, stim, Outcome::Response(latency as u32), tick, now);
+                    run.slots[i] = Slot::Answered { seq, tick: stim, latency: latency as u32 };
                 } else {
                     // The poll that should have timed it out has not run
                     // yet: it is a timeout, and this answer is late.
+                    run.slots[i] = Slot::TimedOut { seq, tick: stim };
+                    a.late += 1;
                     self.stats.late_responses += 1;
-                    self.totals.late += 1;
-                    self.complete(seq, stim, Outcome::Timeout, stim + timeout, now);
                 }
+                self.emit(now);
+                self.plan(now);
             }
-            _ => {
+            Slot::Answered { .. } if identity => a.duplicates += 1,
+            Slot::Free if identity => a.unmatched += 1,
+            Slot::TimedOut { seq, .. } if identity => {
+                // Its answer, after the horizon: counted, not timed; and
+                // heard, so earlier identities are free (in order).
+                run.heard_max = Some(run.heard_max.map_or(seq, |m| m.max(seq)));
+                a.late += 1;
                 self.stats.late_responses += 1;
-                self.totals.late += 1;
+                self.plan(now);
+            }
+            // After its timeout; or, one in flight, with none outstanding.
+            Slot::Answered { .. } | Slot::TimedOut { .. } | Slot::Free => {
+                a.late += 1;
+                self.stats.late_responses += 1;
             }
         }
     }
@@ -464,23 +610,26 @@ impl<const Q: usize> Engine<Q> {
     /// after delivering a group of events.
     pub fn poll(&mut self, now: u64) {
         self.saw(now);
-        if let Some((echo, config)) = self.run.as_ref().map(|r| (r.echo, r.config)) {
-            match echo {
-                Echo::Outstanding { seq, tick } => {
-                    let timeout = u64::from(config.timeout_ticks);
+        let stall = self.run.as_ref().map(|r| self.stall_ticks(&r.config));
+        let lag = u64::from(self.board.response_lag_ticks);
+        if let (Some(run), Some(stall)) = (self.run.as_mut(), stall) {
+            let timeout = run.timeout().saturating_add(lag);
+            for slot in &mut run.slots[..run.window] {
+                if let Slot::Out { seq, tick } = *slot {
                     if now > tick.saturating_add(timeout) {
-                        self.complete(seq, tick, Outcome::Timeout, tick + timeout, now);
+                        *slot = Slot::TimedOut { seq, tick };
                     }
                 }
-                Echo::Armed(req) => {
-                    if now > req.at.saturating_add(self.stall_ticks(&config)) {
-                        warn!("stimulus {} requested at {} never reported", req.seq, req.at);
-                        self.send_error(ErrorCode::Internal, "board never produced the stimulus");
-                        self.finish(StopReason::Fault, now);
-                    }
-                }
-                Echo::Passive => {}
             }
+            if let Next::Armed { req } = run.next {
+                if now > req.at.saturating_add(stall) {
+                    warn!("stimulus {} requested at {} never reported", req.seq, req.at);
+                    self.send_error(ErrorCode::Internal, "board never produced the stimulus");
+                    self.finish(StopReason::Fault, now);
+                }
+            }
+            self.emit(now);
+            self.plan(now);
         }
         if self.flush_at.is_some_and(|t| t <= now) {
             self.flush();
@@ -506,6 +655,21 @@ impl<const Q: usize> Engine<Q> {
 
     fn stall_ticks(&self, config: &Config) -> u64 {
         u64::from(config.interval_ticks) + self.board.heartbeat_ticks()
+    }
+
+    /// With identity, when the identity held by `slot` (answered or timed
+    /// out, its sample sent) may be taken back without proof that its
+    /// answer is not coming: a second after the sample ended.
+    fn reclaim_at(&self, run: &Run, slot: Slot) -> Option<u64> {
+        if run.window == 1 {
+            return None;
+        }
+        let end = match slot {
+            Slot::Answered { tick, latency, .. } => tick.saturating_add(u64::from(latency)),
+            Slot::TimedOut { tick, .. } => tick.saturating_add(run.timeout()),
+            Slot::Free | Slot::Out { .. } => return None,
+        };
+        Some(end.saturating_add(self.board.heartbeat_ticks()))
     }
 
     fn handle(&mut self, msg: HostMsg, now: u64) {
@@ -541,7 +705,7 @@ impl<const Q: usize> Engine<Q> {
             }
             HostMsg::Stop => {
                 if self.run.is_some() {
-                    self.finish(StopReason::HostStop, now);
+                    self.stop(now);
                 } else {
                     self.send_error(ErrorCode::NotRunning, "nothing to stop");
                 }
@@ -554,67 +718,180 @@ impl<const Q: usize> Engine<Q> {
         self.samples = SampleBatchBuilder::new(config.interval_ticks, MAX_BATCH_COUNT);
         self.edges.clear();
         self.flush_at = None;
-        let echo = config.mode.is_echo();
+        let periodic = !config.mode.is_echo();
         // Echo: the first stimulus needs the arm lead. Periodic: edges count
         // from now.
-        let start_tick = if echo { now.saturating_add(u64::from(self.board.arm_lead_ticks)) } else { now };
+        let start_tick =
+            if periodic { now } else { now.saturating_add(u64::from(self.board.arm_lead_ticks)) };
         self.run = Some(Run {
             config,
             start_tick,
+            periodic,
+            window: config.stimulus.window(),
+            base_seq: 0,
+            base_tick: start_tick,
             next_seq: 0,
+            emit_seq: 0,
+            slots: [Slot::Free; IDENTITY_COUNT],
+            next: Next::Done,
+            heard_max: None,
             rng: Pcg32::new(config.seed),
-            echo: Echo::Passive,
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
+            stopping: false,
         });
         info!("start at {}", start_tick);
         self.send(&ProbeMsg::Started { start_tick, first_seq: 0 }, Class::Control);
-        if echo {
-            self.schedule(None, now);
-        }
+        self.plan(now);
     }
 
-    /// Request the next stimulus: its slot plus dither, but never before
-    /// `end + guard` (the previous sample's response or timeout) nor sooner
-    /// than the arm lead after `now`. A late schedule is pushed, not
-    /// compressed: the sample carries the stimulus's actual tick.
-    fn schedule(&mut self, end: Option<u64>, now: u64) {
+    /// Plan the next stimulus: request it when its slot is free, else mark
+    /// it blocked. It is planned at its place in the schedule plus dither
+    /// (drawn once per stimulus, in order: the same seed gives the same
+    /// schedule), and requested no sooner than that, than the arm lead
+    /// after `now`, nor than `guard` after the sample that last held its
+    /// slot ended. A stimulus requested later than planned has slipped: it
+    /// is counted with its delay; one slipped by an interval or more
+    /// re-anchors the schedule, so later stimuli keep their spacing rather
+    /// than bunch up to catch up.
+    fn plan(&mut self, now: u64) {
         let lead = u64::from(self.board.arm_lead_ticks);
+        let reclaim_wait = self.board.heartbeat_ticks();
         let id = self.next_request_id;
         let Some(run) = self.run.as_mut() else { return };
-        let c = run.config;
-        let seq = run.next_seq;
-        let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
-        let slot = run.start_tick.saturating_add(seq.saturating_mul(u64::from(c.interval_ticks)));
-        let mut at = slot.saturating_add(dither).max(now.saturating_add(lead));
-        if let Some(end) = end {
-            at = at.max(end.saturating_add(u64::from(c.guard_ticks)));
+        let (seq, planned) = match run.next {
+            Next::Armed { .. } => return,
+            Next::Blocked { seq, planned } => (seq, planned),
+            Next::Done => {
+                if !run.wants_more() {
+                    return;
+                }
+                let c = run.config;
+                let seq = run.next_seq;
+                let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
+                let slot = run
+                    .base_tick
+                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(c.interval_ticks)));
+                (seq, slot.saturating_add(dither))
+            }
+        };
+        if !run.wants_more() {
+            run.next = Next::Done;
+            return;
         }
-        run.echo = Echo::Armed(StimulusRequest { id, seq, at, stimulus: c.stimulus });
+        let i = run.slot_of(seq);
+        // The end of the sample that last held the slot, if the slot is free.
+        let ended = match run.slots[i] {
+            Slot::Free => None,
+            Slot::Out { .. } => {
+                run.next = Next::Blocked { seq, planned };
+                return;
+            }
+            Slot::Answered { seq: old, .. } | Slot::TimedOut { seq: old, .. } if old >= run.emit_seq => {
+                // Resolved but its sample waits behind an earlier one.
+                run.next = Next::Blocked { seq, planned };
+                return;
+            }
+            s @ (Slot::Answered { seq: old, tick, .. } | Slot::TimedOut { seq: old, tick }) => {
+                let end = match s {
+                    Slot::Answered { latency, .. } => tick.saturating_add(u64::from(latency)),
+                    _ => tick.saturating_add(run.timeout()),
+                };
+                if run.window > 1 && run.heard_max.is_none_or(|m| m <= old) {
+                    // No later stimulus answered yet: an in-order target may
+                    // still send this identity's answer (or a duplicate).
+                    // Hold it, for a second at most.
+                    if now < end.saturating_add(reclaim_wait) {
+                        run.next = Next::Blocked { seq, planned };
+                        return;
+                    }
+                    if matches!(s, Slot::TimedOut { .. }) {
+                        self.totals.anomalies.reclaimed += 1;
+                    }
+                }
+                Some(end)
+            }
+        };
+        let mut at = planned.max(now.saturating_add(lead));
+        if let Some(end) = ended {
+            at = at.max(end.saturating_add(u64::from(run.config.guard_ticks)));
+        }
+        if at > planned {
+            let slip = at - planned;
+            let a = &mut self.totals.anomalies;
+            a.slipped += 1;
+            a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
+            a.slip_max_ticks = a.slip_max_ticks.max(slip);
+            if slip >= u64::from(run.config.interval_ticks) {
+                run.base_seq = seq;
+                run.base_tick = at;
+            }
+        }
+        let stimulus = match run.config.stimulus {
+            Stimulus::Identified => Stimulus::Byte(identity_byte(seq)),
+            s => s,
+        };
+        run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus } };
         self.next_request_id = id.wrapping_add(1);
     }
 
-    /// An echo sample ended at `end` (its response, or stimulus + timeout).
-    fn complete(&mut self, seq: u64, stimulus_tick: u64, outcome: Outcome, end: u64, now: u64) {
-        let Some(run) = self.run.as_mut() else { return };
-        run.next_seq = seq + 1;
-        run.echo = Echo::Passive;
-        self.totals.taken += 1;
-        if outcome == Outcome::Timeout {
-            self.totals.timeouts += 1;
-        }
-        self.record_sample(&Sample { seq, stimulus_tick, outcome }, now);
-        if !self.check_count(now) {
-            self.schedule(Some(end), now);
+    /// Send every resolved sample whose predecessors are all sent, in
+    /// sequence order; end the run when the count is taken or, stopping,
+    /// when nothing is left in flight.
+    fn emit(&mut self, now: u64) {
+        loop {
+            let Some(run) = self.run.as_mut() else { return };
+            if run.periodic {
+                return;
+            }
+            let seq = run.emit_seq;
+            let outcome = match run.slots[run.slot_of(seq)] {
+                Slot::Answered { seq: s, latency, .. } if s == seq => Outcome::Response(latency),
+                Slot::TimedOut { seq: s, .. } if s == seq => Outcome::Timeout,
+                _ => {
+                    // Nothing in flight and stopping: done.
+                    if run.stopping && run.emit_seq == run.next_seq {
+                        self.finish(StopReason::HostStop, now);
+                    }
+                    return;
+                }
+            };
+            let stimulus_tick = match run.slots[run.slot_of(seq)] {
+                Slot::Answered { tick, .. } | Slot::TimedOut { tick, .. } => tick,
+                _ => 0,
+            };
+            run.emit_seq += 1;
+            self.totals.taken += 1;
+            if outcome == Outcome::Timeout {
+                self.totals.timeouts += 1;
+            }
+            self.record_sample(&Sample { seq, stimulus_tick, outcome }, now);
+            if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
+                self.finish(StopReason::CountReached, now);
+                return;
+            }
         }
     }
 
-    /// Stop with `CountReached` if the configured count is taken.
-    fn check_count(&mut self, now: u64) -> bool {
-        let done = self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n));
-        if done {
+    /// Periodic mode: stop with `CountReached` once the count of edges is taken.
+    fn check_edge_count(&mut self, now: u64) {
+        if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
             self.finish(StopReason::CountReached, now);
         }
-        done
+    }
+
+    /// The host's Stop: periodic runs end now; echo runs send no new
+    /// stimulus and end once every stimulus in flight has its sample (at
+    /// most one timeout later). A second Stop ends the run at once, and
+    /// what is still in flight is abandoned.
+    fn stop(&mut self, now: u64) {
+        let Some(run) = self.run.as_mut() else { return };
+        if run.periodic || run.stopping {
+            self.finish(StopReason::HostStop, now);
+            return;
+        }
+        run.stopping = true;
+        run.next = Next::Done;
+        self.emit(now);
     }
 
     fn record_sample(&mut self, s: &Sample, now: u64) {
@@ -702,7 +979,7 @@ impl<const Q: usize> Engine<Q> {
                 timeouts: t.timeouts,
                 dropped: t.dropped,
                 overruns: t.overruns,
-                late: t.late,
+                anomalies: t.anomalies,
             }),
             Class::Control,
         );
@@ -730,7 +1007,7 @@ impl<const Q: usize> Engine<Q> {
             dropped: self.totals.dropped,
             overruns: self.totals.overruns,
             rx_bad_frames: self.stats.rx_bad_frames,
-            late: self.totals.late,
+            anomalies: self.totals.anomalies,
         };
         if !Self::enqueue(&mut self.tx, &mut self.stats, &ProbeMsg::Heartbeat(hb), Class::Data) {
             self.count_overrun(0);

@@ -43,7 +43,10 @@
 //!      tick the byte/edge was actually produced by software;
 //!    - every response capture latched at or before `now`:
 //!      `engine.on_capture(ticks.capture(ccr, now), now)` (in periodic mode
-//!      each captured edge or received byte);
+//!      each captured edge or received byte); a UART answer goes with its
+//!      byte, `engine.on_response_byte(tick, byte, now)`, `tick` being its
+//!      start bit ([`capture::StartBitPairer`] pairs the two on a board
+//!      that captures the line and reads the UART);
 //!    - host bytes: `engine.on_host_bytes(&buf[..n], now)`, any chunking.
 //! 3. **poll**: `engine.poll(now)` (timeouts, batch flushes, heartbeats).
 //!    Timeouts are judged against `now`, which is why every capture latched
@@ -92,17 +95,39 @@
 //! - `Start` → `Started{start_tick, first_seq: 0}`, `start_tick` being
 //!   `now + arm_lead_ticks` in echo modes and `now` in periodic mode.
 //!   Sequence numbers restart at 0 every run.
-//! - Echo modes: stimulus `k` is requested at `start_tick + k·interval +
+//! - Echo modes: stimulus `k` is planned at `start_tick + k·interval +
 //!   dither_k` (dither uniform in `0..=dither_ticks` from PCG32 seeded with
-//!   `Config::seed`: same seed, same schedule), but never before the previous
-//!   sample's end (its response, or stimulus + timeout) + `guard_ticks`, nor
-//!   sooner than `arm_lead_ticks` after `now`: a late schedule is pushed
-//!   later, and each sample carries its stimulus's actual tick. A capture at
-//!   latency `<= timeout_ticks` is the response; none by then is a timeout
-//!   sample. A capture with no stimulus outstanding (late, or before the
-//!   stimulus) is counted in [`EngineStats::late_responses`] and never
-//!   matched to the next stimulus. A stimulus in flight when the host stops
-//!   is abandoned (not a sample).
+//!   `Config::seed`: same seed, same schedule). Stimuli use *slots*: one
+//!   without identity (an edge, a fixed byte), so one stimulus is in
+//!   flight at a time; nine with [`latprobe_protocol::Stimulus::Identified`],
+//!   stimulus `k` sending identity byte `k % 9` in slot `k % 9`, so up to
+//!   nine are in flight and the schedule does not wait for answers. A
+//!   stimulus is requested no sooner than planned, than `arm_lead_ticks`
+//!   after `now`, nor than `guard_ticks` after the sample that last held its
+//!   slot ended (its answer, or stimulus + timeout). Each sample carries its
+//!   stimulus's actual tick.
+//! - Matching: an answer is matched to the stimulus in its slot (by its
+//!   byte with identity; the one outstanding without). Within
+//!   `timeout_ticks` it is timed exactly; past it the sample is a timeout
+//!   (a latency known only to exceed the timeout) and the answer is counted
+//!   *late*, never timed. An answer for a slot with nothing outstanding is
+//!   never matched to the next stimulus: it is counted as late (no
+//!   identity), duplicate (its stimulus was answered), unmatched (identity
+//!   never used, or a capture without its byte) or wrong (a byte outside
+//!   the alphabet), in [`latprobe_protocol::Anomalies`].
+//! - Identity reuse: the target is a tty, so answers come in order. An
+//!   identity is reused only once its sample is sent and the answer to a
+//!   later stimulus has been heard (then neither its answer nor a duplicate
+//!   can still come), or, for a target that stopped answering, a second
+//!   after its sample ended (counted as `reclaimed` when it had timed out).
+//!   A stimulus whose slot is still held waits: it *slips*, counted with
+//!   its delay; a slip of an interval or more re-anchors the schedule there,
+//!   so later stimuli keep their spacing.
+//! - Samples go out in sequence order: one answered early waits for the
+//!   ones before it to be answered or time out.
+//! - Stop: no new stimulus; the stimuli in flight are finished (answered or
+//!   timed out, at most one timeout later), then `Stopped`. A second Stop
+//!   ends the run at once, abandoning what is in flight.
 //! - Periodic mode: each capture at or after `start_tick` is an `EdgeStamp`
 //!   (earlier ones are counted as late); `count` counts edges.
 //! - Batches are sent when full, 50 ms (`timer_hz / 20` ticks) after their
@@ -128,6 +153,7 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod capture;
 pub mod engine;
 pub mod link;
 pub mod rng;

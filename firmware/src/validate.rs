@@ -6,17 +6,18 @@
 //! | rule | code |
 //! |---|---|
 //! | the board announces the mode's capability bit; `loopback` also needs the bit of the line it loops (`GPIO_ECHO` for an edge, `UART_ECHO` for a byte) | `UnsupportedMode` |
-//! | stimulus fits the mode: `Edge` for gpio-echo, `Byte` for uart-echo, either for loopback, `None` for periodic | `BadStimulus` |
+//! | stimulus fits the mode: `Edge` for gpio-echo; `Byte` or `Identified` for uart-echo; any of the three for loopback; `None` for periodic | `BadStimulus` |
 //! | `count` is not `Some(0)` | `ZeroCount` |
 //! | echo modes: `interval_ticks > 0` | `ZeroInterval` |
-//! | echo modes: `0 < timeout_ticks < interval_ticks` | `BadTimeout` |
-//! | echo modes: `dither_ticks + timeout_ticks + guard_ticks <= interval_ticks` | `BadDither` |
+//! | echo modes: `timeout_ticks > 0`; one in flight (`Edge`, `Byte`): `timeout_ticks < interval_ticks`; `Identified`: `timeout_ticks < 9 · interval_ticks` | `BadTimeout` |
+//! | echo modes: `dither_ticks + timeout_ticks + guard_ticks <= w · interval_ticks`, `w` = 1, or 9 for `Identified` | `BadDither` |
 //!
 //! The last rule is what makes the guard free when the target keeps up: a
-//! stimulus is at most `dither` late against its slot, its sample ends at most
-//! `timeout` after it, and the next slot starts `interval` after the previous
-//! one, so the next stimulus is never pushed by the guard unless the probe
-//! itself fell behind.
+//! stimulus is at most `dither` late against its slot, its sample ends at
+//! most `timeout` after it, and the next stimulus on the same slot (the next
+//! one with one in flight, the one `w` later with identity) is planned `w`
+//! intervals after it, so it is never pushed unless the probe fell behind or
+//! (identity) the target is answering later than the timeout.
 //!
 //! In `periodic` mode the probe sends nothing, so `interval_ticks`,
 //! `dither_ticks`, `timeout_ticks` and `guard_ticks` are unused and may be
@@ -34,7 +35,7 @@ pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
     }
     let stimulus_ok = match (config.mode, config.stimulus) {
         (Mode::GpioEcho, Stimulus::Edge(_)) => true,
-        (Mode::UartEcho, Stimulus::Byte(_)) => true,
+        (Mode::UartEcho, Stimulus::Byte(_) | Stimulus::Identified) => true,
         (Mode::Periodic, Stimulus::None) => true,
         (Mode::Loopback, Stimulus::Edge(_)) => {
             if !caps.contains(Capabilities::GPIO_ECHO) {
@@ -42,7 +43,7 @@ pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
             }
             true
         }
-        (Mode::Loopback, Stimulus::Byte(_)) => {
+        (Mode::Loopback, Stimulus::Byte(_) | Stimulus::Identified) => {
             if !caps.contains(Capabilities::UART_ECHO) {
                 return Err((ErrorCode::UnsupportedMode, "byte loopback needs uart-echo"));
             }
@@ -55,9 +56,9 @@ pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
             ErrorCode::BadStimulus,
             match config.mode {
                 Mode::GpioEcho => "gpio-echo needs an Edge stimulus",
-                Mode::UartEcho => "uart-echo needs a Byte stimulus",
+                Mode::UartEcho => "uart-echo needs a Byte or Identified",
                 Mode::Periodic => "periodic needs stimulus None",
-                Mode::Loopback => "loopback needs an Edge or Byte stimulus",
+                Mode::Loopback => "loopback needs an Edge or a byte",
             },
         ));
     }
@@ -70,13 +71,25 @@ pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
     if config.interval_ticks == 0 {
         return Err((ErrorCode::ZeroInterval, "interval_ticks must not be 0"));
     }
-    if config.timeout_ticks == 0 || config.timeout_ticks >= config.interval_ticks {
-        return Err((ErrorCode::BadTimeout, "need 0 < timeout_ticks < interval_ticks"));
+    let w = config.stimulus.window() as u64;
+    let span = w * u64::from(config.interval_ticks);
+    if config.timeout_ticks == 0 || u64::from(config.timeout_ticks) >= span {
+        return Err((
+            ErrorCode::BadTimeout,
+            if w == 1 { "need 0 < timeout_ticks < interval_ticks" } else { "need 0 < timeout < 9 intervals" },
+        ));
     }
     let busy =
         u64::from(config.dither_ticks) + u64::from(config.timeout_ticks) + u64::from(config.guard_ticks);
-    if busy > u64::from(config.interval_ticks) {
-        return Err((ErrorCode::BadDither, "need dither + timeout + guard <= interval"));
+    if busy > span {
+        return Err((
+            ErrorCode::BadDither,
+            if w == 1 {
+                "need dither + timeout + guard <= interval"
+            } else {
+                "need dither + timeout + guard <= 9 intervals"
+            },
+        ));
     }
     Ok(())
 }
@@ -139,6 +152,28 @@ mod tests {
         let huge =
             Config { interval_ticks: u32::MAX, timeout_ticks: u32::MAX - 1, dither_ticks: u32::MAX, ..g };
         assert_eq!(code(huge, ALL), Some(BadDither));
+    }
+
+    #[test]
+    fn identity_spans_nine_intervals() {
+        use ErrorCode::*;
+        let id = Config {
+            mode: Mode::UartEcho,
+            stimulus: Stimulus::Identified,
+            interval_ticks: 1000,
+            dither_ticks: 0,
+            timeout_ticks: 8000,
+            guard_ticks: 1000,
+            ..good()
+        };
+        assert_eq!(code(id, ALL), None);
+        assert_eq!(code(Config { guard_ticks: 1001, ..id }, ALL), Some(BadDither));
+        assert_eq!(code(Config { timeout_ticks: 9000, guard_ticks: 0, ..id }, ALL), Some(BadTimeout));
+        assert_eq!(code(Config { timeout_ticks: 0, ..id }, ALL), Some(BadTimeout));
+        assert_eq!(code(Config { mode: Mode::Loopback, ..id }, ALL), None);
+        assert_eq!(code(Config { mode: Mode::GpioEcho, ..id }, ALL), Some(BadStimulus));
+        // A fixed byte keeps one in flight: the timeout must fit one interval.
+        assert_eq!(code(Config { stimulus: Stimulus::Byte(0x55), ..id }, ALL), Some(BadTimeout));
     }
 
     #[test]

@@ -29,7 +29,11 @@ pub use framing::{
 
 /// Version of this wire contract. It is the first byte of every frame, so a
 /// peer speaking another version is recognised before its body is parsed.
-pub const PROTOCOL_VERSION: u8 = 1;
+///
+/// Version 2: uart-echo stimuli carry an identity ([`Stimulus::Identified`],
+/// [`IDENTITY_ALPHABET`]), several stimuli may be in flight, and Heartbeat
+/// and Stopped carry [`Anomalies`] instead of a single late count.
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// Largest frame on the wire, both `0x00` delimiters included.
 pub const MAX_FRAME_LEN: usize = 256;
@@ -45,6 +49,44 @@ pub const MAX_BATCH_DATA: usize = 200;
 pub const MAX_BATCH_COUNT: u16 = 64;
 /// Longest error detail text a probe sends.
 pub const MAX_ERROR_DETAIL: usize = 48;
+
+/// The identity bytes of [`Stimulus::Identified`], in the order stimuli use
+/// them: stimulus `seq` sends `IDENTITY_ALPHABET[seq % 9]`.
+///
+/// These are the nine bytes whose only falling edge on an 8N1 line is the
+/// start bit: sent LSB first, each is a run of 0 bits then a run of 1 bits
+/// (0x00, then 0x80 = 0000_0001 on the wire, … 0xFF), so the line goes
+/// idle-high → start-bit low → data low … → data high … → stop high, with
+/// exactly one high-to-low transition. A probe that captures falling edges
+/// on the response line gets exactly one capture per answer byte: its start
+/// bit, whatever the byte. Any other byte value has a second falling edge
+/// inside it and is no identity.
+pub const IDENTITY_ALPHABET: [u8; 9] = [0x00, 0x80, 0xC0, 0xE0, 0xF0, 0xF8, 0xFC, 0xFE, 0xFF];
+
+/// Number of identities: at most this many [`Stimulus::Identified`]
+/// stimuli are in flight at once.
+pub const IDENTITY_COUNT: usize = IDENTITY_ALPHABET.len();
+
+/// The default horizon of `uart-echo` with identity, in intervals: an answer
+/// up to this many intervals late is still matched and timed exactly.
+pub const DEFAULT_HORIZON_INTERVALS: u32 = 8;
+
+/// The identity byte of stimulus `seq`.
+pub const fn identity_byte(seq: u64) -> u8 {
+    IDENTITY_ALPHABET[(seq % IDENTITY_COUNT as u64) as usize]
+}
+
+/// The identity (0..9) of an answer byte, or `None` for a byte outside
+/// [`IDENTITY_ALPHABET`].
+pub const fn identity_of(byte: u8) -> Option<usize> {
+    // The alphabet is 0x00 and the bytes of n leading ones (0x80 … 0xFF):
+    // a byte is in it when its complement's bits are all contiguous from bit 0.
+    let inv = !byte;
+    if inv & inv.wrapping_add(1) != 0 {
+        return None;
+    }
+    Some(byte.leading_ones() as usize)
+}
 
 /// Measurement modes; see DESIGN.md, "Measurement modes and lines".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -154,10 +196,38 @@ pub enum Edge {
 pub enum Stimulus {
     /// An edge on the stimulus GPIO (`gpio-echo`, GPIO `loopback`).
     Edge(Edge),
-    /// A byte on the stimulus UART (`uart-echo`, UART `loopback`).
+    /// The same byte on the stimulus UART for every stimulus (`uart-echo`,
+    /// UART `loopback`), for targets that answer with a constant: no
+    /// identity, so one stimulus is in flight at a time, as with an edge.
     Byte(u8),
     /// No stimulus (`periodic`).
     None,
+    /// A byte from [`IDENTITY_ALPHABET`] per stimulus (`uart-echo`, UART
+    /// `loopback`): stimulus `seq` sends [`identity_byte`]`(seq)`, the
+    /// probe pairs each answer with its stimulus by that byte, and up to
+    /// [`IDENTITY_COUNT`] stimuli are in flight.
+    Identified,
+}
+
+impl Stimulus {
+    /// Whether answers are matched by identity (several in flight).
+    pub const fn has_identity(self) -> bool {
+        matches!(self, Stimulus::Identified)
+    }
+
+    /// Whether the stimulus is a byte on a UART (fixed or identified).
+    pub const fn is_byte(self) -> bool {
+        matches!(self, Stimulus::Byte(_) | Stimulus::Identified)
+    }
+
+    /// How many stimuli may be in flight at once.
+    pub const fn window(self) -> usize {
+        if self.has_identity() {
+            IDENTITY_COUNT
+        } else {
+            1
+        }
+    }
 }
 
 /// A measurement's parameters, all in probe ticks.
@@ -171,11 +241,15 @@ pub struct Config {
     /// Each stimulus is delayed by a uniform random `0..=dither_ticks`
     /// so that stimuli do not phase-lock with the target's own tick.
     pub dither_ticks: u32,
-    /// A response later than this after its stimulus is a timeout sample.
-    /// Must be smaller than the interval.
+    /// A response later than this after its stimulus is a timeout sample:
+    /// a latency known only to exceed it. With one stimulus in flight (an
+    /// edge, a fixed byte) it must fit in the interval with dither and
+    /// guard; with [`Stimulus::Identified`] it is the horizon and may span
+    /// up to [`IDENTITY_COUNT`] intervals less dither and guard.
     pub timeout_ticks: u32,
-    /// Minimum quiet time after a response or timeout before the next
-    /// stimulus, so that a late answer is never matched to the next one.
+    /// Minimum quiet time after a sample ends (response or timeout) before
+    /// the next stimulus on the same slot: with one in flight, the next
+    /// stimulus; with identity, the next one with the same identity.
     pub guard_ticks: u32,
     /// Number of samples (echo) or edges (periodic) to take; `None` runs
     /// until [`HostMsg::Stop`].
@@ -260,9 +334,43 @@ pub struct Heartbeat {
     pub overruns: u32,
     /// Damaged frames received from the host.
     pub rx_bad_frames: u32,
-    /// Responses that matched no stimulus: after their stimulus's timeout,
-    /// or with none outstanding. Counted, never taken for an answer.
+    /// Answers that were not timed, stimuli that slipped, line faults.
+    pub anomalies: Anomalies,
+}
+
+/// What happened on the lines besides the samples: answers counted but
+/// never timed, stimuli that had to wait, and the board's line faults.
+/// Carried in every [`Heartbeat`] and in [`Stopped`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Anomalies {
+    /// Answers to a stimulus that had already timed out, answers with no
+    /// stimulus outstanding (one in flight at a time), and answers faster
+    /// than the line allows (an earlier stimulus's echo).
     pub late: u64,
+    /// Answers whose identity's stimulus had already been answered.
+    pub duplicates: u64,
+    /// Identity bytes that match no stimulus in flight (or an answer with
+    /// no byte while identity is on).
+    pub unmatched: u64,
+    /// Bytes outside [`IDENTITY_ALPHABET`] while identity is on.
+    pub wrong_bytes: u64,
+    /// Stimuli sent later than their schedule because the slot they need
+    /// was still busy: every identity held by an unanswered stimulus, or
+    /// (one in flight) the previous sample not yet over.
+    pub slipped: u64,
+    /// The longest of those delays, in ticks.
+    pub slip_max_ticks: u64,
+    /// Their sum, in ticks.
+    pub slip_total_ticks: u64,
+    /// Identities taken back from a timed-out stimulus without proof that
+    /// its answer is not coming (no later answer for a whole second): an
+    /// answer later than that could be credited to a newer stimulus.
+    pub reclaimed: u64,
+    /// Captures the hardware overwrote before they were read.
+    pub overcaptures: u32,
+    /// Receive errors on the target line (framing, noise, overrun).
+    pub line_errors: u32,
 }
 
 /// Totals of a finished measurement, in [`ProbeMsg::Stopped`].
@@ -281,8 +389,8 @@ pub struct Stopped {
     pub dropped: u64,
     /// Times the output queue was found full.
     pub overruns: u32,
-    /// Responses that matched no stimulus (see [`Heartbeat::late`]).
-    pub late: u64,
+    /// Untimed answers, slips and line faults of the run.
+    pub anomalies: Anomalies,
 }
 
 /// Why the probe refused or failed something.
@@ -297,7 +405,8 @@ pub enum ErrorCode {
     BadMessage,
     /// `interval_ticks` was zero in an echo mode.
     ZeroInterval,
-    /// `timeout_ticks` was not smaller than `interval_ticks`, or zero.
+    /// `timeout_ticks` was zero, or too long for the mode (see
+    /// [`Config::timeout_ticks`]).
     BadTimeout,
     /// `dither_ticks` or `guard_ticks` leave no room in the interval.
     BadDither,
@@ -399,6 +508,32 @@ mod tests {
         assert_eq!(ticks_to_ns(7, 0), 0);
         assert_eq!(ns_to_ticks(1_000_000, 100_000_000), 100_000);
         assert_eq!(ns_to_ticks(15, 100_000_000), 2);
+    }
+
+    /// Falling edges of `byte` on an 8N1 line: idle high, start bit low,
+    /// data LSB first, stop bit high.
+    fn falling_edges(byte: u8) -> usize {
+        let mut bits = vec![true, false];
+        bits.extend((0..8).map(|i| byte >> i & 1 == 1));
+        bits.push(true);
+        bits.windows(2).filter(|w| w[0] && !w[1]).count()
+    }
+
+    #[test]
+    fn the_identity_alphabet_is_exactly_the_bytes_with_one_falling_edge() {
+        for b in 0..=255u8 {
+            let one_edge = falling_edges(b) == 1;
+            assert_eq!(identity_of(b).is_some(), one_edge, "byte {b:#04x}");
+            assert_eq!(IDENTITY_ALPHABET.contains(&b), one_edge, "byte {b:#04x}");
+        }
+        for (i, &b) in IDENTITY_ALPHABET.iter().enumerate() {
+            assert_eq!(identity_of(b), Some(i));
+        }
+        for seq in [0u64, 1, 8, 9, 10, 1_000_001, u64::MAX] {
+            assert_eq!(identity_of(identity_byte(seq)), Some((seq % 9) as usize));
+        }
+        assert!(Stimulus::Identified.has_identity() && Stimulus::Identified.is_byte());
+        assert_eq!((Stimulus::Identified.window(), Stimulus::Byte(1).window()), (9, 1));
     }
 
     #[test]

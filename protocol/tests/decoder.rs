@@ -20,7 +20,7 @@ fn frames(n: usize, salt: u64) -> Vec<Vec<u8>> {
                     dropped: 0,
                     overruns: 0,
                     rx_bad_frames: 0,
-                    late: i,
+                    anomalies: Anomalies { late: i, ..Anomalies::default() },
                 }))
             } else {
                 let mut b = SampleBatchBuilder::new(100_000, 64);

@@ -53,14 +53,14 @@ proptest! {
     }
 
     #[test]
-    fn heartbeat(tick: u64, nonce: u32, running: bool, taken: u64, dropped: u64, overruns: u32, rx_bad_frames: u32, late: u64) {
-        round_trip_probe(ProbeMsg::Heartbeat(Heartbeat { tick, nonce, running, taken, dropped, overruns, rx_bad_frames, late }));
+    fn heartbeat(tick: u64, nonce: u32, running: bool, taken: u64, dropped: u64, overruns: u32, rx_bad_frames: u32, anomalies in anomalies()) {
+        round_trip_probe(ProbeMsg::Heartbeat(Heartbeat { tick, nonce, running, taken, dropped, overruns, rx_bad_frames, anomalies }));
     }
 
     #[test]
-    fn stopped(r in 0..3u8, end_tick: u64, taken: u64, timeouts: u64, dropped: u64, overruns: u32, late: u64) {
+    fn stopped(r in 0..3u8, end_tick: u64, taken: u64, timeouts: u64, dropped: u64, overruns: u32, anomalies in anomalies()) {
         let reason = [StopReason::CountReached, StopReason::HostStop, StopReason::Fault][r as usize];
-        round_trip_probe(ProbeMsg::Stopped(Stopped { reason, end_tick, taken, timeouts, dropped, overruns, late }));
+        round_trip_probe(ProbeMsg::Stopped(Stopped { reason, end_tick, taken, timeouts, dropped, overruns, anomalies }));
     }
 
     #[test]

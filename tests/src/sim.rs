@@ -37,8 +37,9 @@ use crate::rng::SplitMix64;
 pub enum Answer {
     /// Answered this many ticks after the stimulus, within the timeout.
     Response(u64),
-    /// Answered after the timeout (but before the guard ends): a timeout
-    /// sample, and a late response the engine must not match to anything.
+    /// Answered this many ticks after the stimulus, after the timeout: a
+    /// timeout sample, and a late response the engine must not match to
+    /// anything (nor time).
     Late(u64),
     /// Never answered.
     Missed,
@@ -74,6 +75,21 @@ pub enum Target {
         hi: u64,
         /// Unanswered stimuli per million.
         missed_ppm: u64,
+    },
+    /// A UART target that echoes every stimulus byte in order, like a tty:
+    /// an answer cannot overtake the one before it, so a slow answer holds
+    /// back the ones queued behind it. Latencies from [`uart_tail_answer`]
+    /// (body, tail up to 10 intervals, a few never sent); consecutive
+    /// answers are at least `byte_ticks` apart on the line.
+    InOrderUart {
+        /// Timer rate.
+        hz: u32,
+        /// The run's interval, in ticks.
+        interval: u64,
+        /// The run's timeout (horizon), in ticks.
+        timeout: u64,
+        /// One byte on the target line, in ticks.
+        byte_ticks: u64,
     },
     /// No echo: an edge every `period` ticks ± `jitter`, from `first`.
     Periodic {
@@ -119,6 +135,29 @@ pub fn realistic_answer(rng: &mut SplitMix64, hz: u32, timeout: u64, guard: u64)
     Answer::Response(ns_to_ticks(ns, hz).max(1))
 }
 
+/// The latency the in-order UART target intends for one stimulus, before
+/// queueing behind earlier answers (per million stimuli):
+///
+/// | share | latency |
+/// |---|---|
+/// | 2 000 | never answered |
+/// | 5 000 | tail: 1 to 10 intervals, uniform (beyond 8, past the horizon) |
+/// | 50 000 | 60 µs to 2 ms, skewed towards the low end |
+/// | the rest | body: 42–58 µs, triangular around 50 µs |
+pub fn uart_tail_answer(rng: &mut SplitMix64, hz: u32, interval: u64) -> Option<u64> {
+    let r = rng.range(0, 999_999);
+    let ns = if r < 2_000 {
+        return None;
+    } else if r < 7_000 {
+        return Some(rng.range(interval, 10 * interval));
+    } else if r < 57_000 {
+        60_000 + rng.range(0, 1_940_000).min(rng.range(0, 1_940_000))
+    } else {
+        42_000 + rng.range(0, 8_000) + rng.range(0, 8_000)
+    };
+    Some(ns_to_ticks(ns, hz).max(1))
+}
+
 /// How the host drains the probe's output.
 #[derive(Debug, Clone, Copy)]
 pub enum Drain {
@@ -152,6 +191,10 @@ pub struct SimParams {
     pub target: Target,
     /// The host's draining.
     pub drain: Drain,
+    /// Ticks from a response's capture until the board can deliver it (a
+    /// UART byte is read a byte time after its start bit is captured); the
+    /// board announces it as its response lag.
+    pub byte_lag: u64,
 }
 
 /// Counters of what the simulation exercised.
@@ -176,6 +219,17 @@ struct Compare {
     fire: u64,
     ccr: u64,
     fired: bool,
+    /// The byte a UART stimulus sends.
+    byte: Option<u8>,
+}
+
+/// A response latched by input capture: its tick, the byte (UART), and
+/// when the board can first deliver it.
+#[derive(Debug, Clone, Copy)]
+struct Latch {
+    tick: u64,
+    byte: Option<u8>,
+    visible: u64,
 }
 
 /// The simulated board, target and host.
@@ -202,7 +256,9 @@ pub struct Sim {
     oc: Option<Compare>,
     armed: Option<u32>,
     wake: Option<u64>,
-    latches: VecDeque<u64>,
+    latches: VecDeque<Latch>,
+    /// The in-order UART target's last answer on the line.
+    last_answer: Option<u64>,
     isr_delay_now: Option<u64>,
     next_edge: Option<u64>,
     to_probe: VecDeque<(u64, Vec<u8>)>,
@@ -218,7 +274,8 @@ impl Sim {
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE
             | Capabilities::EMULATED;
-        let engine = Engine::new(BoardInfo::new("sim", p.hz, p.bits, caps));
+        let lag = u32::try_from(p.byte_lag).expect("byte lag fits u32");
+        let engine = Engine::new(BoardInfo::new("sim", p.hz, p.bits, caps).with_response_lag(lag));
         let mask = p.bits.mask();
         assert!(p.bits != TimerBits::B64, "the simulation models a wrapping counter");
         assert!(p.start <= mask);
@@ -247,6 +304,7 @@ impl Sim {
             armed: None,
             wake: None,
             latches: VecDeque::new(),
+            last_answer: None,
             isr_delay_now: None,
             next_edge,
             to_probe: VecDeque::new(),
@@ -315,8 +373,10 @@ impl Sim {
         consider(self.oc.filter(|o| !o.fired).map(|o| o.fire), Ev::CompareFires);
         consider(self.next_edge, Ev::Edge);
         consider(Some((self.acked + 1) * self.period + self.ovf_delay_now), Ev::OverflowIsr);
-        let first_flag =
-            [self.oc.map(|o| o.fire), self.latches.front().copied(), self.wake].into_iter().flatten().min();
+        let first_flag = [self.oc.map(|o| o.fire), self.latches.front().map(|l| l.visible), self.wake]
+            .into_iter()
+            .flatten()
+            .min();
         if let Some(f) = first_flag {
             let d = *self.isr_delay_now.get_or_insert_with(|| self.rng.range(0, self.p.isr_delay));
             consider(Some((f + d).max(self.t)), Ev::TimerIsr);
@@ -370,17 +430,33 @@ impl Sim {
                     Answer::Response(self.rng.range(lo, hi))
                 }
             }
+            Target::InOrderUart { hz, interval, timeout, byte_ticks } => {
+                match uart_tail_answer(&mut self.rng, hz, interval) {
+                    None => Answer::Missed,
+                    Some(l) => {
+                        // Queued behind the previous answer on the line.
+                        let at = self.last_answer.map_or(s + l, |prev| (s + l).max(prev + byte_ticks));
+                        self.last_answer = Some(at);
+                        if at - s <= timeout {
+                            Answer::Response(at - s)
+                        } else {
+                            Answer::Late(at - s)
+                        }
+                    }
+                }
+            }
             Target::Periodic { .. } => Answer::Missed,
         };
+        let byte = o.byte;
         if let Answer::Response(l) | Answer::Late(l) = answer {
-            self.latch(s + l);
+            self.latch(s + l, byte);
         }
         self.truth.push((s, answer));
     }
 
     fn edge(&mut self) {
         let e = self.next_edge.expect("edge scheduled");
-        self.latch(e);
+        self.latch(e, None);
         self.truth_edges.push(e);
         if let Target::Periodic { period, jitter, first } = self.p.target {
             let k = self.truth_edges.len() as u64;
@@ -389,9 +465,9 @@ impl Sim {
         }
     }
 
-    fn latch(&mut self, c: u64) {
-        assert!(self.latches.back().is_none_or(|&b| b <= c), "captures out of order");
-        self.latches.push_back(c);
+    fn latch(&mut self, c: u64, byte: Option<u8>) {
+        assert!(self.latches.back().is_none_or(|b| b.tick <= c), "captures out of order");
+        self.latches.push_back(Latch { tick: c, byte, visible: c + self.p.byte_lag });
     }
 
     fn timer_isr(&mut self) {
@@ -404,14 +480,19 @@ impl Sim {
             self.engine.on_stimulus(self.ticks.capture(o.ccr, now), now);
         }
         let pending_wrap = (h / self.period > self.acked).then_some((self.acked + 1) * self.period);
-        while let Some(&c) = self.latches.front().filter(|&&c| c <= h) {
+        while let Some(&l) = self.latches.front().filter(|l| l.visible <= h) {
             self.latches.pop_front();
+            let c = l.tick;
             match pending_wrap {
                 Some(w) if c < w => self.counters.race_before_wrap += 1,
                 Some(_) => self.counters.race_after_wrap += 1,
                 None => {}
             }
-            self.engine.on_capture(self.ticks.capture(c & self.mask, now), now);
+            let tick = self.ticks.capture(c & self.mask, now);
+            match l.byte {
+                Some(b) => self.engine.on_response_byte(tick, b, now),
+                None => self.engine.on_capture(tick, now),
+            }
         }
         if self.wake.is_some_and(|w| w <= h) {
             self.wake = None;
@@ -453,14 +534,18 @@ impl Sim {
         match self.engine.stimulus_request() {
             Some(req) if self.armed != Some(req.id) => {
                 self.armed = Some(req.id);
+                let byte = match req.stimulus {
+                    latprobe_protocol::Stimulus::Byte(b) => Some(b),
+                    _ => None,
+                };
                 match self.ticks.compare_value(req.at, now) {
                     Some(ccr) => {
                         let fire = now + (ccr.wrapping_sub(now) & self.mask);
-                        self.oc = Some(Compare { fire, ccr, fired: false });
+                        self.oc = Some(Compare { fire, ccr, fired: false, byte });
                     }
                     None if req.at <= now => {
                         self.counters.software_stimuli += 1;
-                        self.oc = Some(Compare { fire: now, ccr: now & self.mask, fired: false });
+                        self.oc = Some(Compare { fire: now, ccr: now & self.mask, fired: false, byte });
                     }
                     None => {
                         // Too far for the counter: armed after a later wrap.

@@ -128,6 +128,33 @@ fn uart_echo_2000_samples_over_the_unix_socket() {
     assert!(log.iter().any(|l| l.contains("stopped: 2000 taken, 0 dropped")), "{}", log.join("\n"));
 }
 
+/// The real firmware pipelines identified stimuli: a target that answers
+/// every 40th byte 4 ms late (and holds the bytes behind it) is measured as
+/// it is, with a tail four intervals long, each answer credited to its own
+/// stimulus.
+#[test]
+fn uart_echo_identity_measures_answers_later_than_the_interval() {
+    let _serial = harness::serial();
+    let bench = Bench::start();
+    let echo = harness::SlowEcho::connect(&bench.target_sock(), 40, Duration::from_millis(4));
+    let port = format!("unix:{}", bench.host_sock().display());
+    let (_, r) = measure(&bench, &port, ("uart-echo", "1ms", 1000), &[], Duration::from_secs(120));
+    let seen = echo.stop();
+    assert_complete_echo_run(&r, 1000);
+    // Every stimulus was an identity byte, in the alphabet's order.
+    assert!(seen.len() >= 1000, "the target saw {} bytes", seen.len());
+    for (k, &b) in seen.iter().take(1000).enumerate() {
+        assert_eq!(b, latprobe_protocol::identity_byte(k as u64), "stimulus {k}");
+    }
+    let worst = r["worst"]["latency_ns"].as_u64().expect("a worst measured sample");
+    assert!(worst > 1_000_000, "the tail stops at the interval: worst {worst} ns\n{:#}", r["latency_ns"]);
+    let c = &r["counts"];
+    for key in ["duplicate_answers", "unmatched", "wrong_bytes"] {
+        assert_eq!(c[key].as_u64(), Some(0), "{key}: {c:#}");
+    }
+    assert_eq!(r["config"]["identity"].as_bool(), Some(true), "{:#}", r["config"]);
+}
+
 #[test]
 fn uart_echo_through_a_pty_with_the_serial_port_path() {
     let _serial = harness::serial();

@@ -86,7 +86,7 @@ fn assert_exact_echo_run(sim: &Sim, n: u64, hz: u32) {
     assert_eq!(stopped.taken, n);
     assert_eq!(stopped.timeouts, want_timeouts.len() as u64);
     assert_eq!((stopped.dropped, stopped.overruns), (0, 0));
-    assert_eq!(stopped.late, late, "the probe reports every late answer to the host");
+    assert_eq!(stopped.anomalies.late, late, "the probe reports every late answer to the host");
 
     // Percentiles (nearest rank) of what the host got equal the truth's.
     let truth_lat: Vec<u64> =
@@ -127,6 +127,7 @@ fn million_samples_16_bit_counter_at_1_mhz() {
         ovf_delay: 20_000, // 20 ms, under the 32.7 ms half period
         target: Target::Realistic { hz, timeout: 15_000, guard: 1_000 },
         drain: Drain::Fast,
+        byte_lag: 0,
     };
     let mut sim = boot(p, echo_config(hz, Some(MILLION), 0xd1_7e5));
     sim.run_to_stop(20 * MILLION);
@@ -152,6 +153,7 @@ fn million_samples_32_bit_counter_at_100_mhz_starting_near_the_wrap() {
         ovf_delay: 1_000_000_000, // 10 s, under the 21.5 s half period
         target: Target::Realistic { hz, timeout: 1_500_000, guard: 100_000 },
         drain: Drain::Fast,
+        byte_lag: 0,
     };
     let mut sim = boot(p, echo_config(hz, Some(MILLION), 0xabc));
     sim.run_to_stop(20 * MILLION);
@@ -177,6 +179,7 @@ fn slow_host(stop: Option<u64>) -> Sim {
         target: Target::Uniform { lo: 20, hi: 120, missed_ppm: 10_000 },
         // 40 bytes every 10 ms: 4 kB/s against ~10 kB/s of samples.
         drain: Drain::Slow { every: 10_000, bytes: 40 },
+        byte_lag: 0,
     };
     let config = Config {
         mode: Mode::GpioEcho,
@@ -251,6 +254,7 @@ fn periodic_edges_across_32_bit_wraps() {
         // 1 ms period, ±20 µs: the target's own timer.
         target: Target::Periodic { first: (1 << 32) - 40_000_000, period: 100_000, jitter: 2_000 },
         drain: Drain::Fast,
+        byte_lag: 0,
     };
     let config = Config {
         mode: Mode::Periodic,
@@ -272,4 +276,122 @@ fn periodic_edges_across_32_bit_wraps() {
     assert_eq!(ticks, sim.truth_edges[..n as usize]);
     assert!(host.edges.iter().enumerate().all(|(i, e)| e.seq == i as u64));
     assert!(sim.counters.ovf_isrs >= 2);
+}
+
+// ----- uart-echo with identity: the tail, measured as it is -----
+
+/// uart-echo with identity at a 1 ms interval: horizon (timeout) 8 ms,
+/// guard 0.1 ms, dither 0.5 ms (0.5 + 8 + 0.1 <= 9 intervals).
+fn identified_config(hz: u32, count: u64, seed: u64) -> Config {
+    let ms = hz / 1000;
+    Config {
+        mode: Mode::UartEcho,
+        interval_ticks: ms,
+        dither_ticks: ms / 2,
+        timeout_ticks: 8 * ms,
+        guard_ticks: ms / 10,
+        count: Some(count),
+        seed,
+        stimulus: Stimulus::Identified,
+    }
+}
+
+/// Every sample against the truth of an in-order target whose answers may
+/// come up to 10 intervals late: each measured latency is that stimulus's
+/// own answer, to the tick; the timeouts are exactly the stimuli without an
+/// answer within the horizon; and nothing else was timed.
+fn assert_exact_identity_run(sim: &Sim, n: u64, hz: u32) {
+    let host = &sim.host;
+    assert!(host.errors.is_empty(), "errors: {:?}", host.errors);
+    assert_eq!((host.bad_frames(), host.gaps, host.after_stopped), (0, 0, 0));
+    assert_eq!(host.samples.len() as u64, n);
+    let ms = u64::from(hz) / 1000;
+    let timeout = 8 * ms;
+    for (i, s) in host.samples.iter().enumerate() {
+        assert_eq!(s.seq, i as u64);
+        let (stim, answer) = sim.truth[i];
+        assert_eq!(s.stimulus_tick, stim, "seq {i}");
+        // Directly: a measured latency lands exactly on this stimulus's own
+        // answer, never on another stimulus's.
+        match (s.outcome, answer) {
+            (Outcome::Response(l), Answer::Response(truth)) => assert_eq!(u64::from(l), truth, "seq {i}"),
+            (Outcome::Timeout, Answer::Missed) => {}
+            (Outcome::Timeout, Answer::Late(truth)) => assert!(truth > timeout, "seq {i}: {truth}"),
+            (got, want) => panic!("seq {i}: got {got:?}, truth {want:?}"),
+        }
+    }
+    let truth = &sim.truth[..n as usize];
+    let late = truth.iter().filter(|t| matches!(t.1, Answer::Late(_))).count() as u64;
+    let missed = truth.iter().filter(|t| t.1 == Answer::Missed).count() as u64;
+    let beyond_interval =
+        truth.iter().filter(|t| matches!(t.1, Answer::Response(l) if l > ms)).count() as u64;
+    // The run exercised what it claims: answers measured beyond the
+    // interval (up to the horizon), answers past it, answers never sent.
+    assert!(beyond_interval > n / 200, "too few answers beyond one interval: {beyond_interval}");
+    assert!(late > n / 2000 && missed > n / 2000, "late {late}, missed {missed}");
+    let max_measured = host
+        .samples
+        .iter()
+        .filter_map(|s| if let Outcome::Response(l) = s.outcome { Some(u64::from(l)) } else { None })
+        .max()
+        .unwrap();
+    assert!(max_measured > 7 * ms, "the measured tail reaches the horizon: {max_measured}");
+
+    let stopped = host.stopped.expect("Stopped received");
+    assert_eq!((stopped.reason, stopped.taken), (StopReason::CountReached, n));
+    assert_eq!(stopped.timeouts, late + missed);
+    let a = stopped.anomalies;
+    eprintln!("late {late} missed {missed} beyond one interval {beyond_interval} max {max_measured}: {a:?}");
+    // Each answer past the horizon is counted late, once, and never timed;
+    // no answer is unmatched, duplicate or reclaimed in this run.
+    assert_eq!(a.late, late, "{a:?}");
+    assert_eq!((a.duplicates, a.unmatched, a.wrong_bytes, a.reclaimed), (0, 0, 0, 0), "{a:?}");
+    // A 10-interval answer holds its identity past the next use: the
+    // stimulus that needs it waits, and the wait is counted.
+    assert!(a.slipped > 0 && a.slip_max_ticks > 0, "{a:?}");
+    // A slipped stimulus is really later than its slot in the schedule.
+    let stims: Vec<u64> = truth.iter().map(|t| t.0).collect();
+    assert!(stims.windows(2).any(|w| w[1] - w[0] > ms + ms / 2), "no stimulus was delayed");
+}
+
+#[test]
+fn identity_million_samples_16_bit_counter_tail_up_to_ten_intervals() {
+    let hz = 1_000_000;
+    let ms = u64::from(hz) / 1000;
+    let p = SimParams {
+        bits: TimerBits::B16,
+        hz,
+        start: 0xf000,
+        seed: 0x1d16,
+        isr_delay: 30,
+        ovf_delay: 20_000,
+        target: Target::InOrderUart { hz, interval: ms, timeout: 8 * ms, byte_ticks: 87 },
+        drain: Drain::Fast,
+        byte_lag: 95,
+    };
+    let mut sim = boot(p, identified_config(hz, MILLION, 0x5eed));
+    sim.run_to_stop(30 * MILLION);
+    assert_exact_identity_run(&sim, MILLION, hz);
+    let c = sim.counters;
+    assert!(c.race_before_wrap > 10 && c.race_after_wrap > 10, "{c:?}");
+}
+
+#[test]
+fn identity_million_samples_32_bit_counter_at_100_mhz() {
+    let hz = 100_000_000;
+    let ms = u64::from(hz) / 1000;
+    let p = SimParams {
+        bits: TimerBits::B32,
+        hz,
+        start: (1 << 32) - 100_000_000,
+        seed: 0x1d32,
+        isr_delay: 3_000,
+        ovf_delay: 1_000_000_000,
+        target: Target::InOrderUart { hz, interval: ms, timeout: 8 * ms, byte_ticks: 8_681 },
+        drain: Drain::Fast,
+        byte_lag: 9_000,
+    };
+    let mut sim = boot(p, identified_config(hz, MILLION, 0x5eed2));
+    sim.run_to_stop(30 * MILLION);
+    assert_exact_identity_run(&sim, MILLION, hz);
 }

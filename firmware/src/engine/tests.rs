@@ -6,9 +6,9 @@ use std::vec::Vec;
 
 use latprobe_protocol::framing::{encode_raw, CRC};
 use latprobe_protocol::{
-    decode_message, encode_message, Capabilities, Config, Edge, EdgeStamp, ErrorCode, Feed, FrameDecoder,
-    Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, Sample, Stimulus, StopReason, Stopped, MAX_BATCH_COUNT,
-    PROTOCOL_VERSION,
+    decode_message, encode_message, Anomalies, Capabilities, Config, Edge, EdgeStamp, ErrorCode, Feed,
+    FrameDecoder, Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, Sample, Stimulus, StopReason, Stopped,
+    MAX_BATCH_COUNT, PROTOCOL_VERSION,
 };
 
 use super::*;
@@ -450,7 +450,7 @@ fn late_response_is_not_matched_to_the_next_stimulus() {
         ]
     );
     // Both are reported to the host, not only counted on the probe.
-    assert_eq!(stopped(&got).late, 2);
+    assert_eq!(stopped(&got).anomalies.late, 2);
 }
 
 #[test]
@@ -541,7 +541,7 @@ fn guard_pushes_a_late_schedule_later() {
 }
 
 #[test]
-fn stop_mid_run_flushes_then_stops() {
+fn stop_finishes_what_is_in_flight_then_stops() {
     let mut b = bench();
     b.configure(echo(None));
     b.start();
@@ -549,16 +549,38 @@ fn stop_mid_run_flushes_then_stops() {
         let s = b.fire();
         b.respond(s + 30);
     }
-    b.fire(); // in flight when the host stops: abandoned
+    let s = b.fire(); // in flight when the host stops: its sample is finished
     let got = b.ask(&HostMsg::Stop);
-    assert_eq!(samples(&got).len(), 10);
-    let s = stopped(&got);
-    assert_eq!((s.reason, s.taken, s.end_tick), (StopReason::HostStop, 10, b.now));
-    assert!(b.e.stimulus_request().is_none());
+    assert!(!got.iter().any(|g| matches!(g, Got::Stopped(_))), "{got:?}");
+    assert!(b.e.stimulus_request().is_none(), "no new stimulus after Stop");
+    b.respond(s + 40);
+    let got = b.drain();
+    let all = samples(&got);
+    assert_eq!(all.len(), 11, "{got:?}");
+    let st = stopped(&got);
+    assert_eq!((st.reason, st.taken, st.timeouts), (StopReason::HostStop, 11, 0));
+    assert_eq!(all.last().unwrap().outcome, Outcome::Response(40));
     assert_eq!(b.e.next_deadline(), None);
-    // The response of the abandoned stimulus is just late now.
+    // A stimulus in flight that never gets an answer ends as a timeout.
+    b.configure(echo(None));
+    b.start();
+    let s = b.fire();
+    let got = b.ask(&HostMsg::Stop);
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(b.e.next_deadline(), Some(s + 501));
+    b.poll_at(s + 501);
+    let got = b.drain();
+    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s, outcome: Outcome::Timeout }]);
+    assert_eq!(stopped(&got).timeouts, 1);
+    // A second Stop does not wait: what is in flight is abandoned.
+    b.configure(echo(None));
+    b.start();
+    b.fire();
+    assert!(b.ask(&HostMsg::Stop).is_empty());
+    let got = b.ask(&HostMsg::Stop);
+    assert_eq!(stopped(&got).taken, 0);
     b.respond(b.now + 30);
-    assert_eq!(b.e.stats().late_responses, 1);
+    assert_eq!(b.e.stats().late_responses, 1, "the abandoned stimulus's answer is late");
     assert!(b.drain().is_empty());
 }
 
@@ -846,7 +868,7 @@ fn uart_echo_faster_than_the_line_is_an_earlier_stimulus_echo() {
     b.respond(s0 + 120);
     let got = b.drain();
     assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(120) }]);
-    assert_eq!(stopped(&got).late, 1);
+    assert_eq!(stopped(&got).anomalies.late, 1);
 }
 
 #[test]
@@ -859,6 +881,197 @@ fn the_uart_floor_leaves_other_modes_alone() {
     b.respond(s0 + 3);
     let got = b.drain();
     assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(3) }]);
-    assert_eq!(stopped(&got).late, 0);
+    assert_eq!(stopped(&got).anomalies.late, 0);
     assert_eq!(BoardInfo::new("b", 1_000_000, TimerBits::B32, ALL).uart_echo_floor_ticks, 0);
+}
+
+// ----- identity: several stimuli in flight, answers matched by their byte -----
+
+fn identified(count: Option<u64>) -> Config {
+    Config {
+        mode: Mode::UartEcho,
+        interval_ticks: 1000,
+        dither_ticks: 0,
+        timeout_ticks: 8000,
+        guard_ticks: 100,
+        count,
+        seed: 7,
+        stimulus: Stimulus::Identified,
+    }
+}
+
+impl<const Q: usize> Bench<Q> {
+    /// Produce the requested stimulus; returns its tick and byte.
+    fn fire_byte(&mut self) -> (u64, u8) {
+        let req = self.e.stimulus_request().expect("a stimulus is requested");
+        let Stimulus::Byte(b) = req.stimulus else { panic!("not a byte: {req:?}") };
+        let t = self.fire();
+        (t, b)
+    }
+
+    fn answer(&mut self, tick: u64, byte: u8) {
+        self.now = self.now.max(tick);
+        self.e.on_response_byte(tick, byte, self.now);
+        self.e.poll(self.now);
+    }
+}
+
+#[test]
+fn identity_keeps_the_schedule_and_times_a_late_answer_exactly() {
+    let mut b = bench();
+    b.configure(identified(Some(4)));
+    let start = b.start();
+    // Four stimuli on their schedule, none answered yet.
+    let mut sent = Vec::new();
+    for k in 0..4u64 {
+        let (t, byte) = b.fire_byte();
+        assert_eq!(t, start + k * 1000, "stimulus {k} keeps its slot");
+        assert_eq!(byte, latprobe_protocol::identity_byte(k));
+        sent.push((t, byte));
+    }
+    assert!(b.e.stimulus_request().is_none(), "count sent");
+    // Answers in order; the first 3.5 intervals late, holding the others.
+    let first = sent[0].0 + 3500;
+    for (k, &(_, byte)) in sent.iter().enumerate() {
+        b.answer(first + 10 * k as u64, byte);
+    }
+    b.poll_at(b.now + 50_000);
+    let got = b.drain();
+    let s = samples(&got);
+    let lat: Vec<Outcome> = s.iter().map(|s| s.outcome).collect();
+    assert_eq!(
+        lat,
+        [Outcome::Response(3500), Outcome::Response(2510), Outcome::Response(1520), Outcome::Response(530)]
+    );
+    assert_eq!(stopped(&got).anomalies, Anomalies::default());
+}
+
+#[test]
+fn identity_counts_wrong_unmatched_duplicate_and_late_bytes_without_timing_them() {
+    let mut b = bench();
+    b.configure(identified(None));
+    b.start();
+    let (t0, b0) = b.fire_byte();
+    b.answer(t0 + 5, 0x55); // not in the alphabet
+    b.answer(t0 + 6, latprobe_protocol::identity_byte(3)); // no stimulus with that identity
+    b.answer(t0 + 7, b0); // the answer
+    b.answer(t0 + 8, b0); // again
+    b.e.on_capture(t0 + 9, t0 + 9); // a capture without its byte
+    let (t1, _) = b.fire_byte();
+    b.poll_at(t1 + 8001); // stimulus 1 times out
+    b.answer(t1 + 8002, latprobe_protocol::identity_byte(1)); // its answer, too late
+    let got = b.ask(&HostMsg::Stop);
+    let got = [got, b.drain()].concat();
+    let a = stopped(&got).anomalies;
+    assert_eq!((a.wrong_bytes, a.unmatched, a.duplicates, a.late), (1, 2, 1, 1), "{a:?}");
+    let s = samples(&got);
+    assert_eq!(s[0].outcome, Outcome::Response(7));
+    assert_eq!(s[1].outcome, Outcome::Timeout);
+}
+
+#[test]
+fn samples_go_out_in_order_when_a_later_answer_comes_first() {
+    let mut b = bench();
+    b.configure(identified(Some(3)));
+    b.start();
+    let (t0, _b0) = b.fire_byte();
+    let (t1, b1) = b.fire_byte();
+    let (t2, b2) = b.fire_byte();
+    // Stimulus 0 is never answered; 1 and 2 are.
+    b.answer(t1 + 100, b1);
+    b.answer(t2 + 100, b2);
+    assert!(samples(&b.drain()).is_empty(), "1 and 2 wait behind 0");
+    b.poll_at(t0 + 8001);
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(
+        s.iter().map(|s| s.outcome).collect::<Vec<_>>(),
+        [Outcome::Timeout, Outcome::Response(100), Outcome::Response(100)]
+    );
+    assert_eq!(stopped(&got).reason, StopReason::CountReached);
+}
+
+#[test]
+fn no_identity_free_means_the_next_stimulus_waits_and_the_slip_is_counted() {
+    let mut b = bench();
+    b.configure(identified(None));
+    let start = b.start();
+    let mut sent = Vec::new();
+    for _ in 0..9 {
+        sent.push(b.fire_byte());
+    }
+    // Stimulus 9 would reuse stimulus 0's identity, which is unanswered.
+    b.poll_at(start + 9000);
+    assert!(b.e.stimulus_request().is_none(), "identity 0 is still in flight");
+    // Stimulus 0 times out; no later answer proves its answer is not coming.
+    b.poll_at(sent[0].0 + 8001);
+    assert!(b.e.stimulus_request().is_none(), "a timed-out identity is held");
+    // The target answers 0 and then 1, both after their horizon: counted,
+    // not timed; and in order, nothing more of 0 can come.
+    b.answer(start + 12_000, sent[0].1);
+    b.answer(start + 12_010, sent[1].1);
+    let req = b.e.stimulus_request().expect("identity 0 is free again");
+    assert_eq!(req.seq, 9);
+    assert_eq!(req.at, start + 12_010 + LEAD as u64);
+    b.fire_byte();
+    let got = [b.ask(&HostMsg::Stop), b.drain()].concat();
+    let a = b.e.totals().anomalies;
+    assert_eq!(a.slipped, 1);
+    assert_eq!(a.slip_max_ticks, 3010 + LEAD as u64);
+    assert_eq!(a.late, 2, "stimuli 0 and 1 were answered after their timeout");
+    // After the slip the schedule keeps its spacing from the slipped one.
+    assert!(got.iter().all(|g| !matches!(g, Got::Error(..))));
+}
+
+#[test]
+fn a_target_that_stopped_answering_gets_its_identities_back_after_a_second() {
+    let mut b = bench();
+    b.configure(identified(None));
+    b.start();
+    let mut sent = Vec::new();
+    for _ in 0..9 {
+        sent.push(b.fire_byte());
+    }
+    // Nothing answered: identity 0 is held until a second after its timeout.
+    let release = sent[0].0 + 8000 + u64::from(HZ);
+    let mut t = sent[0].0 + 8001;
+    while b.e.stimulus_request().is_none() {
+        let d = b.e.next_deadline().expect("a deadline while blocked");
+        assert!(d > t - 1, "deadline in the past");
+        t = d;
+        b.poll_at(t);
+    }
+    assert_eq!(t, release, "woken exactly when the identity can be taken back");
+    assert_eq!(b.e.totals().anomalies.reclaimed, 1);
+    assert_eq!(b.e.stimulus_request().unwrap().seq, 9);
+}
+
+#[test]
+fn a_reused_identity_rejects_an_answer_faster_than_the_line() {
+    // 1 MHz ticks, a 10 kBd target line: one byte is 950 ticks (9.5 bits).
+    let mut b = Bench::<DEFAULT_TX_QUEUE>::with(board().with_uart_echo_floor(10_000));
+    b.configure(Config { interval_ticks: 2000, timeout_ticks: 1500, ..identified(Some(1)) });
+    b.start();
+    let (t0, b0) = b.fire_byte();
+    b.answer(t0 + 900, b0); // faster than the byte can have arrived: not this one's
+    b.answer(t0 + 1000, b0);
+    let got = b.drain();
+    assert_eq!(samples(&got)[0].outcome, Outcome::Response(1000));
+    assert_eq!(stopped(&got).anomalies.late, 1);
+}
+
+#[test]
+fn a_board_that_delivers_late_never_turns_an_answer_in_time_into_a_timeout() {
+    let mut b = Bench::<DEFAULT_TX_QUEUE>::with(board().with_response_lag(100));
+    b.configure(identified(Some(1)));
+    b.start();
+    let (t0, b0) = b.fire_byte();
+    // Not timed out at timeout + 1: the answer may still be on its way.
+    assert_eq!(b.e.next_deadline().map(|d| d.min(t0 + 8101)), Some(t0 + 8101));
+    b.poll_at(t0 + 8050);
+    assert!(samples(&b.drain()).is_empty());
+    // Its start bit was at the timeout exactly: a response, not a timeout.
+    b.answer(t0 + 8000, b0);
+    assert_eq!(samples(&b.drain())[0].outcome, Outcome::Response(8000));
 }

@@ -13,7 +13,23 @@ pub fn stimulus() -> impl Strategy<Value = Stimulus> {
         prop::sample::select(vec![Edge::Rising, Edge::Falling, Edge::Toggle]).prop_map(Stimulus::Edge),
         any::<u8>().prop_map(Stimulus::Byte),
         Just(Stimulus::None),
+        Just(Stimulus::Identified),
     ]
+}
+
+pub fn anomalies() -> impl Strategy<Value = Anomalies> {
+    (any::<[u64; 8]>(), any::<u32>(), any::<u32>()).prop_map(|(v, overcaptures, line_errors)| Anomalies {
+        late: v[0],
+        duplicates: v[1],
+        unmatched: v[2],
+        wrong_bytes: v[3],
+        slipped: v[4],
+        slip_max_ticks: v[5],
+        slip_total_ticks: v[6],
+        reclaimed: v[7],
+        overcaptures,
+        line_errors,
+    })
 }
 
 pub fn config() -> impl Strategy<Value = Config> {

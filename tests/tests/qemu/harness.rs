@@ -233,6 +233,65 @@ impl Drop for Drain {
     }
 }
 
+/// A target that echoes every byte in order, like a tty, but slowly: every
+/// `every`-th byte is held `delay` before it goes back, and the bytes
+/// behind it queue up (none overtakes another). Records the bytes it saw.
+pub struct SlowEcho {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl SlowEcho {
+    /// Connect to the target line's socket `sock` and start echoing.
+    pub fn connect(sock: &Path, every: usize, delay: Duration) -> SlowEcho {
+        let mut s = connect(sock);
+        s.set_read_timeout(Some(Duration::from_micros(200))).expect("read timeout");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut queue: std::collections::VecDeque<(std::time::Instant, u8)> = Default::default();
+            let mut buf = [0u8; 256];
+            while !flag.load(Ordering::Relaxed) {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        for &b in &buf[..n] {
+                            seen.push(b);
+                            let hold = if seen.len() % every == 0 { delay } else { Duration::ZERO };
+                            let due = std::time::Instant::now() + hold;
+                            let due = queue.back().map_or(due, |&(last, _)| due.max(last));
+                            queue.push_back((due, b));
+                        }
+                    }
+                    Err(_) => {}
+                }
+                let now = std::time::Instant::now();
+                while queue.front().is_some_and(|&(due, _)| due <= now) {
+                    let (_, b) = queue.pop_front().unwrap();
+                    if s.write_all(&[b]).is_err() {
+                        return seen;
+                    }
+                }
+            }
+            seen
+        });
+        SlowEcho { stop, handle: Some(handle) }
+    }
+
+    /// Stop echoing; the bytes the target saw.
+    pub fn stop(mut self) -> Vec<u8> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().map_or_else(Vec::new, |h| h.join().unwrap_or_default())
+    }
+}
+
+impl Drop for SlowEcho {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Connect to a unix socket, retrying while its server is not up yet.
 pub fn connect(sock: &Path) -> UnixStream {
     let until = Instant::now() + Duration::from_secs(20);

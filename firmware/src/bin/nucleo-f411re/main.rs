@@ -28,6 +28,7 @@ use defmt_rtt as _;
 use panic_probe as _;
 
 use embedded_hal::digital::OutputPin;
+use latprobe_firmware::capture::StartBitPairer;
 use latprobe_firmware::TickExtender;
 use stm32f4xx_hal::pac::TIM2;
 
@@ -79,7 +80,8 @@ pub struct Timer {
     uart_line: bool,
     /// A CH3 capture has been missing once: logged, not repeated.
     warned_no_tx_capture: bool,
-    overcaptures: u32,
+    /// UART answers: start-bit captures on CH2 waiting for their byte.
+    pairer: StartBitPairer,
 }
 
 impl core::fmt::Debug for Timer {
@@ -122,7 +124,7 @@ impl Timer {
             capturing: false,
             uart_line: false,
             warned_no_tx_capture: false,
-            overcaptures: 0,
+            pairer: StartBitPairer::new(SYSCLK_HZ, TARGET_BAUD),
         }
     }
 
@@ -150,6 +152,7 @@ impl Timer {
         }
         self.capturing = on;
         self.uart_line = uart;
+        self.pairer.clear();
         self.tim.ccer().modify(|_, w| w.cc2e().clear_bit());
         if on {
             // CC2P/CC2NP = 1/1: both edges; 1/0: falling (RM0383 §13.4.9).
@@ -160,17 +163,46 @@ impl Timer {
         self.tim.dier().modify(|_, w| w.cc2ie().bit(on));
     }
 
-    /// Re-open the UART response capture after a whole byte arrived.
-    fn reopen_uart_capture(&mut self) {
-        if self.capturing && self.uart_line {
-            self.tim.sr().write(|w| w.cc2if().clear_bit().cc2of().clear_bit());
-            self.tim.ccer().modify(|_, w| w.cc2e().set_bit());
+    /// Read a pending CH2 capture, if any: its raw value and whether the
+    /// hardware overwrote an earlier one (CC2OF, RM0383 §13.4.5). Call it
+    /// before reading `now`, so the capture is known to precede `now`.
+    fn take_response_capture(&mut self) -> Option<(u32, bool)> {
+        if self.tim.sr().read().cc2if().bit_is_clear() {
+            return None;
+        }
+        // Reading CCR2 clears CC2IF.
+        let raw = self.tim.ccr2().read().bits();
+        let over = self.tim.sr().read().cc2of().bit_is_set();
+        if over {
+            self.tim.sr().write(|w| w.cc2of().clear_bit());
+        }
+        Some((raw, over))
+    }
+
+    /// Hand a CH2 capture (read before `now`) on: in UART modes to the
+    /// start-bit pairer, which waits for its byte; else to the engine.
+    fn deliver_response_capture<const Q: usize>(
+        &mut self,
+        engine: &mut latprobe_firmware::Engine<Q>,
+        capture: Option<(u32, bool)>,
+        now: u64,
+    ) {
+        let Some((raw, over)) = capture else { return };
+        if over {
+            engine.count_overcapture();
+        }
+        let tick = self.ext.capture(u64::from(raw), now);
+        if self.uart_line {
+            self.pairer.push_capture(tick);
+        } else {
+            engine.on_capture(tick, now);
         }
     }
 }
 
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
+    use latprobe_firmware::capture::Paired;
     use latprobe_firmware::{BoardInfo, Engine, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::{Capabilities, Edge, Stimulus};
     use stm32f4xx_hal::{
@@ -204,7 +236,6 @@ mod app {
         host_rx_errors: u32,
         target_rx: Rx<USART1>,
         target_tx: Tx<USART1>,
-        target_rx_errors: u32,
         dma: DMA1,
         led: PA5<Output>,
     }
@@ -271,9 +302,12 @@ mod app {
             | Capabilities::HW_CAPTURE;
         // A uart-echo answer faster than one byte at the target line's baud
         // is an earlier stimulus's late echo, not this one's answer.
+        // A UART answer reaches the engine when its byte is read, up to a
+        // byte time and the interrupt's delay after its start-bit capture.
         let engine = Engine::new(
             BoardInfo::new("nucleo-f411re", SYSCLK_HZ, TimerBits::B32, caps)
-                .with_uart_echo_floor(TARGET_BAUD),
+                .with_uart_echo_floor(TARGET_BAUD)
+                .with_response_lag((2 * TARGET_BYTE_TICKS) as u32),
         );
         defmt::info!(
             "boot: latprobe-firmware {=str} on nucleo-f411re, timer {=u32} Hz, host link {=u32} Bd",
@@ -285,15 +319,7 @@ mod app {
         rtic::pend(Interrupt::TIM2);
         (
             Shared { engine, timer, trigger },
-            Local {
-                host_rx,
-                host_rx_errors: 0,
-                target_rx,
-                target_tx,
-                target_rx_errors: 0,
-                dma: dp.DMA1,
-                led,
-            },
+            Local { host_rx, host_rx_errors: 0, target_rx, target_tx, dma: dp.DMA1, led },
         )
     }
 
@@ -316,6 +342,9 @@ mod app {
                 // before the `now` read below, as TickExtender::capture needs.
                 t.take_overflow();
                 let sr = t.tim.sr().read();
+                // Captures first, `now` second: every capture read is then
+                // known to have latched before `now` (TickExtender::capture).
+                let response = t.take_response_capture();
                 let now = t.now();
                 if sr.cc1if().bit_is_set() {
                     t.tim.sr().write(|w| w.cc1if().clear_bit());
@@ -340,20 +369,10 @@ mod app {
                         engine.on_stimulus(t.ext.capture(u64::from(raw), now), now);
                     }
                 }
-                if sr.cc2if().bit_is_set() {
-                    let raw = t.tim.ccr2().read().bits();
-                    if t.tim.sr().read().cc2of().bit_is_set() {
-                        // Edges came faster than this interrupt: the first
-                        // ones are lost, the latest kept.
-                        t.overcaptures = t.overcaptures.wrapping_add(1);
-                        t.tim.sr().write(|w| w.cc2of().clear_bit());
-                    }
-                    if t.uart_line {
-                        t.tim.ccer().modify(|_, w| w.cc2e().clear_bit());
-                    }
+                if response.is_some() {
                     set(trigger, false);
-                    engine.on_capture(t.ext.capture(u64::from(raw), now), now);
                 }
+                t.deliver_response_capture(engine, response, now);
                 if sr.cc4if().bit_is_set() {
                     t.tim.sr().write(|w| w.cc4if().clear_bit());
                 }
@@ -375,7 +394,7 @@ mod app {
         for _ in 0..4 {
             // The response line captures during every run: echo responses,
             // loopback, periodic edges.
-            let uart = engine.config().is_some_and(|c| matches!(c.stimulus, Stimulus::Byte(_)));
+            let uart = engine.config().is_some_and(|c| c.stimulus.is_byte());
             t.capture_response(engine.is_running(), uart);
             if !engine.is_running() {
                 // Between runs the stimulus line rests at its idle level.
@@ -401,7 +420,7 @@ mod app {
                         t.done_id = Some(req.id);
                         t.armed = Armed::Byte { written };
                     }
-                    Stimulus::Byte(_) | Stimulus::None => {}
+                    Stimulus::Byte(_) | Stimulus::None | Stimulus::Identified => {}
                 },
             }
             // No CH3 capture two byte times after the write: PB10 is not
@@ -565,22 +584,40 @@ mod app {
         rtic::pend(Interrupt::DMA1_STREAM6);
     }
 
-    /// Target line receive (USART1): the echoed bytes. Their timestamps come
-    /// from CH2; here the byte is taken so the USART never overruns, and the
-    /// capture is re-opened for the next start bit.
-    #[task(binds = USART1, priority = 2, shared = [timer], local = [target_rx, target_rx_errors])]
-    fn target_rx(mut cx: target_rx::Context) {
+    /// Target line receive (USART1): the answer bytes. Each is paired with
+    /// its start bit's capture on CH2 (latprobe_firmware::capture), so the
+    /// engine gets the byte, which names the stimulus it answers, with the
+    /// hardware timestamp of its first edge.
+    #[task(binds = USART1, priority = 2, shared = [engine, timer], local = [target_rx])]
+    fn target_rx(cx: target_rx::Context) {
         use embedded_hal_nb::serial::Read as _;
-        for _ in 0..RX_BURST {
-            match cx.local.target_rx.read() {
-                Ok(_) => {}
-                Err(nb::Error::WouldBlock) => break,
-                Err(nb::Error::Other(_)) => {
-                    *cx.local.target_rx_errors = cx.local.target_rx_errors.wrapping_add(1)
+        let rx = cx.local.target_rx;
+        (cx.shared.engine, cx.shared.timer).lock(|engine, t| {
+            for _ in 0..RX_BURST {
+                match rx.read() {
+                    Ok(byte) => {
+                        // TIM2 cannot run inside this lock: take a start-bit
+                        // capture it has not serviced yet, then `now`.
+                        t.take_overflow();
+                        let capture = t.take_response_capture();
+                        let now = t.now();
+                        t.deliver_response_capture(engine, capture, now);
+                        if !t.uart_line {
+                            continue; // periodic over a GPIO: bytes mean nothing
+                        }
+                        match t.pairer.on_byte(byte, now) {
+                            Paired::Byte { tick, byte } => engine.on_response_byte(tick, byte, now),
+                            // Its start bit was overwritten before it was read.
+                            Paired::NoStartBit => engine.count_overcapture(),
+                        }
+                    }
+                    Err(nb::Error::WouldBlock) => break,
+                    Err(nb::Error::Other(_)) => engine.count_line_error(),
                 }
             }
-        }
-        cx.shared.timer.lock(|t| t.reopen_uart_capture());
+        });
+        // Re-plan: an answer can end a sample and free an identity.
+        rtic::pend(Interrupt::TIM2);
     }
 
     /// Host link transmit: DMA1 stream 6 sends the engine's output in chunks

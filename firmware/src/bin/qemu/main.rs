@@ -198,16 +198,20 @@ mod app {
     }
 
     /// Take every byte waiting on the target line, stamping each with the
-    /// counter read before its data register.
+    /// counter read before its data register. The byte goes with its stamp:
+    /// in uart-echo it names the stimulus it answers.
     fn drain_target(engine: &mut Engine<TX_QUEUE>, clock: &mut Clock, target: &mut Target) {
         // QEMU hands over one byte per DR read; the bound keeps a stuck
         // error flag from wedging the interrupt.
         for _ in 0..8 {
             let tick = clock.now();
             match target.rx.read() {
-                Ok(_) => engine.on_capture(tick, tick),
+                Ok(byte) => engine.on_response_byte(tick, byte, tick),
                 Err(nb::Error::WouldBlock) => break,
-                Err(nb::Error::Other(_)) => target.rx_errors = target.rx_errors.wrapping_add(1),
+                Err(nb::Error::Other(_)) => {
+                    target.rx_errors = target.rx_errors.wrapping_add(1);
+                    engine.count_line_error();
+                }
             }
         }
     }
