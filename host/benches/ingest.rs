@@ -57,11 +57,11 @@ fn preamble(out: &mut Vec<u8>) {
         mode: Mode::UartEcho,
         interval_ticks: INTERVAL,
         dither_ticks: 2_000,
-        timeout_ticks: 50_000,
+        timeout_ticks: 8 * INTERVAL,
         guard_ticks: 10_000,
         count: None,
         seed: 1,
-        stimulus: Stimulus::Byte(0x55),
+        stimulus: Stimulus::Identified,
     };
     frame(&ProbeMsg::Configured(config), out);
     frame(&ProbeMsg::Started { start_tick: 0, first_seq: 0 }, out);

@@ -3,8 +3,15 @@
 //! exact min/max/sum/count beside it, the worst case, and 1 µs bins for the
 //! cyclictest-style histfile.
 //!
-//! Timeouts are counted, never mixed into the latencies. Every tick is
-//! converted to nanoseconds with exact integer arithmetic ([`TickConv`]).
+//! A timeout is a *censored* sample: a latency known only to exceed the
+//! timeout. It stays in the population of every figure (DESIGN.md, "The
+//! tail is never cut off"): percentiles rank the timeouts above every
+//! measured latency, so a percentile or max that falls among them is
+//! [`Quantile::Above`] the timeout, never a smaller number; the 1 µs bins
+//! count a timeout as an overflow, so bins + overflows = samples, as in
+//! cyclictest. Only the mean and the minimum are over measured latencies,
+//! with the censored count beside them. Every tick is converted to
+//! nanoseconds with exact integer arithmetic ([`TickConv`]).
 
 use hdrhistogram::Histogram;
 use latprobe_protocol::{ticks_to_ns, EdgeBatch, Outcome, SampleBatch};
@@ -75,7 +82,10 @@ pub enum SeqVerdict {
 /// bitmap of the last [`SEQ_WINDOW`] numbers.
 #[derive(Debug, Clone)]
 pub struct SeqTracker {
+    /// The number expected next; once `u64::MAX` was seen it stays there
+    /// and `exhausted` says that every number has been passed.
     next: u64,
+    exhausted: bool,
     seen: [u64; (SEQ_WINDOW / 64) as usize],
     /// Sequence numbers never received (so far).
     pub lost: u64,
@@ -88,10 +98,17 @@ pub struct SeqTracker {
 impl SeqTracker {
     /// Expect `first` next.
     pub fn new(first: u64) -> Self {
-        Self { next: first, seen: [0; (SEQ_WINDOW / 64) as usize], lost: 0, duplicates: 0, out_of_order: 0 }
+        Self {
+            next: first,
+            exhausted: false,
+            seen: [0; (SEQ_WINDOW / 64) as usize],
+            lost: 0,
+            duplicates: 0,
+            out_of_order: 0,
+        }
     }
 
-    /// The sequence number expected next.
+    /// The sequence number expected next (`u64::MAX` once that was seen).
     pub fn next(&self) -> u64 {
         self.next
     }
@@ -105,7 +122,7 @@ impl SeqTracker {
     /// Account for `seq`.
     #[inline]
     pub fn observe(&mut self, seq: u64) -> SeqVerdict {
-        if seq >= self.next {
+        if seq >= self.next && !self.exhausted {
             let gap = seq - self.next;
             if gap >= SEQ_WINDOW {
                 self.seen = [0; (SEQ_WINDOW / 64) as usize];
@@ -120,10 +137,18 @@ impl SeqTracker {
             self.lost += gap;
             let (w, b) = Self::slot(seq);
             self.seen[w] |= b;
-            self.next = seq + 1;
+            match seq.checked_add(1) {
+                Some(n) => self.next = n,
+                None => {
+                    self.next = u64::MAX;
+                    self.exhausted = true;
+                }
+            }
             return SeqVerdict::New;
         }
-        if self.next - seq > SEQ_WINDOW {
+        // How far behind the next expected number (2^64 once exhausted).
+        let behind = u128::from(self.next) + u128::from(self.exhausted) - u128::from(seq);
+        if behind > u128::from(SEQ_WINDOW) {
             self.duplicates += 1;
             return SeqVerdict::Duplicate;
         }
@@ -133,7 +158,7 @@ impl SeqTracker {
             SeqVerdict::Duplicate
         } else {
             self.seen[w] |= b;
-            self.lost -= 1;
+            self.lost = self.lost.saturating_sub(1);
             self.out_of_order += 1;
             SeqVerdict::Late
         }
@@ -142,14 +167,14 @@ impl SeqTracker {
     /// The probe says numbers up to `end` (exclusive) were taken: any not
     /// seen by now are lost.
     pub fn finish(&mut self, end: u64) {
-        if end > self.next {
+        if end > self.next && !self.exhausted {
             self.lost += end - self.next;
             self.next = end;
         }
     }
 }
 
-/// The worst sample.
+/// The worst measured sample (a timeout is worse, but has no latency).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Worst {
     /// Its sequence number.
@@ -163,6 +188,44 @@ pub struct Worst {
 /// How many overflow sequence numbers the histfile lists (cyclictest lists
 /// a bounded number too and counts the rest).
 pub const OVERFLOW_SEQS_KEPT: usize = 1024;
+
+/// A latency figure over every sample, timeouts included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantile {
+    /// A measured latency in ns (within the histogram's 0.1 %, never below
+    /// the exact value it stands for, never above the exact maximum).
+    Value(u64),
+    /// The figure falls among the timeouts: a latency known only to exceed
+    /// this many ns (the timeout).
+    Above(u64),
+    /// No samples.
+    None,
+}
+
+impl Quantile {
+    /// The measured value, if the figure is one.
+    pub fn value(self) -> Option<u64> {
+        match self {
+            Quantile::Value(v) => Some(v),
+            Quantile::Above(_) | Quantile::None => None,
+        }
+    }
+
+    /// Whether the figure falls among the timeouts.
+    pub fn is_censored(self) -> bool {
+        matches!(self, Quantile::Above(_))
+    }
+}
+
+/// The rank (1-based) of quantile `q` among `n` samples: `max(1, ⌈q·n⌉)`,
+/// with `q` taken to 10⁻⁹ so that `0.999 · 1000` is exactly 999.
+pub fn rank(q: f64, n: u64) -> u64 {
+    const ONE: u128 = 1_000_000_000;
+    let ppb = (q.clamp(0.0, 1.0) * ONE as f64).round() as u128;
+    let r = (ppb * u128::from(n)).div_ceil(ONE);
+    // r <= n, a u64.
+    (r as u64).max(1)
+}
 
 /// Periodic-mode edge statistics: counts and raw intervals only.
 #[derive(Debug, Clone)]
@@ -190,26 +253,32 @@ pub struct Analysis {
     first_seq: u64,
     /// Sequence accounting of the samples.
     pub seq: SeqTracker,
+    /// Histogram of the measured latencies (responses only).
     hist: Histogram<u64>,
-    /// Samples with a response.
+    /// A sample without a response is a latency above this (ns).
+    timeout_ns: u64,
+    /// Samples with a response: measured latencies.
     pub responses: u64,
-    /// Samples that timed out.
+    /// Samples that timed out: latencies above the timeout (censored).
     pub timeouts: u64,
-    /// Smallest latency (meaningless while `responses == 0`).
+    /// Smallest measured latency (meaningless while `responses == 0`).
     pub min_ns: u64,
-    /// Largest latency.
+    /// Largest measured latency; the max of all samples is above the
+    /// timeout when there are timeouts (see [`Analysis::max`]).
     pub max_ns: u64,
-    /// Sum of latencies.
+    /// Sum of measured latencies.
     pub sum_ns: u128,
-    /// The worst sample.
+    /// The worst measured sample.
     pub worst: Option<Worst>,
     /// The latest latency, for a live display.
     pub last_ns: Option<u64>,
-    /// Latencies per 1 µs bin, from 0.
+    /// Measured latencies per 1 µs bin, from 0.
     pub bins: Vec<u64>,
-    /// Latencies beyond the last bin.
+    /// Latencies beyond the last bin, and timeouts: bins + overflows =
+    /// samples.
     pub overflows: u64,
-    /// Sequence numbers of the first [`OVERFLOW_SEQS_KEPT`] overflows.
+    /// Sequence numbers of the first [`OVERFLOW_SEQS_KEPT`] overflows; the
+    /// rest are counted in `overflows` only.
     pub overflow_seqs: Vec<u64>,
     /// Batches whose data did not decode (samples before the damage are used).
     pub bad_batches: u64,
@@ -219,8 +288,15 @@ pub struct Analysis {
 
 impl Analysis {
     /// A run on a timer of `timer_hz`, starting at `start_tick` with sample
-    /// `first_seq`, binning latencies up to `histfile_max_us`.
-    pub fn new(timer_hz: u32, start_tick: u64, first_seq: u64, histfile_max_us: u32) -> Self {
+    /// `first_seq`, binning latencies up to `histfile_max_us`, where a
+    /// sample without a response is a latency above `timeout_ns`.
+    pub fn new(
+        timer_hz: u32,
+        start_tick: u64,
+        first_seq: u64,
+        histfile_max_us: u32,
+        timeout_ns: u64,
+    ) -> Self {
         let conv = TickConv::new(timer_hz);
         // The largest latency the wire can carry: a u32 of ticks.
         let high = conv.ns32(u32::MAX).max(2);
@@ -237,6 +313,7 @@ impl Analysis {
             first_seq,
             seq: SeqTracker::new(first_seq),
             hist,
+            timeout_ns,
             responses: 0,
             timeouts: 0,
             min_ns: u64::MAX,
@@ -275,6 +352,11 @@ impl Analysis {
         self.responses + self.timeouts
     }
 
+    /// The timeout: every timeout sample is a latency above it (ns).
+    pub fn timeout_ns(&self) -> u64 {
+        self.timeout_ns
+    }
+
     /// Ingest one batch of echo samples.
     pub fn ingest_samples(&mut self, batch: &SampleBatch<'_>) {
         for s in batch.iter() {
@@ -289,9 +371,21 @@ impl Analysis {
                 continue;
             }
             match s.outcome {
-                Outcome::Timeout => self.timeouts += 1,
+                Outcome::Timeout => {
+                    self.timeouts += 1;
+                    self.overflow(s.seq);
+                }
                 Outcome::Response(t) => self.record(s.seq, s.stimulus_tick, self.conv.ns32(t)),
             }
+        }
+    }
+
+    /// A sample beyond the bins: a latency past the range, or a timeout.
+    #[inline]
+    fn overflow(&mut self, seq: u64) {
+        self.overflows += 1;
+        if self.overflow_seqs.len() < OVERFLOW_SEQS_KEPT {
+            self.overflow_seqs.push(seq);
         }
     }
 
@@ -313,12 +407,7 @@ impl Analysis {
         let bin = ns / 1000;
         match self.bins.get_mut(bin as usize) {
             Some(c) => *c += 1,
-            None => {
-                self.overflows += 1;
-                if self.overflow_seqs.len() < OVERFLOW_SEQS_KEPT {
-                    self.overflow_seqs.push(seq);
-                }
-            }
+            None => self.overflow(seq),
         }
     }
 
@@ -338,7 +427,7 @@ impl Analysis {
             }
             ed.edges += 1;
             if let Some((seq, tick)) = ed.last {
-                if e.seq == seq + 1 && e.tick >= tick {
+                if seq.checked_add(1) == Some(e.seq) && e.tick >= tick {
                     let ns = self.conv.ns(e.tick - tick);
                     ed.intervals += 1;
                     ed.min_ns = ed.min_ns.min(ns);
@@ -359,22 +448,59 @@ impl Analysis {
         }
     }
 
-    /// The latency at quantile `q` (0..=1), within 0.1 %, never above the
-    /// exact maximum nor below the exact minimum.
-    pub fn quantile(&self, q: f64) -> u64 {
-        if self.responses == 0 {
-            return 0;
+    /// The latency at quantile `q` (0..=1) over every sample, timeouts
+    /// ranked above every response: the sample of rank `max(1, ⌈q·N⌉)`. A
+    /// rank among the timeouts is [`Quantile::Above`] the timeout; a
+    /// measured one is the histogram's value (within 0.1 %, never below the
+    /// sample's, clamped to the exact minimum and maximum).
+    pub fn quantile(&self, q: f64) -> Quantile {
+        let n = self.samples();
+        if n == 0 {
+            return Quantile::None;
         }
-        self.hist.value_at_quantile(q).clamp(self.min_ns, self.max_ns)
+        let r = rank(q, n);
+        if r > self.responses {
+            return Quantile::Above(self.timeout_ns);
+        }
+        // The r-th smallest response: a quantile in the middle of its rank,
+        // so float rounding cannot move it to a neighbour.
+        let mid = (r as f64 - 0.5) / self.responses as f64;
+        Quantile::Value(self.hist.value_at_quantile(mid).clamp(self.min_ns, self.max_ns))
     }
 
-    /// Mean latency in ns, rounded down.
-    pub fn mean_ns(&self) -> u64 {
-        if self.responses == 0 {
-            0
+    /// The largest latency: above the timeout when any sample timed out,
+    /// else the exact measured maximum.
+    pub fn max(&self) -> Quantile {
+        if self.timeouts > 0 {
+            Quantile::Above(self.timeout_ns)
+        } else if self.responses > 0 {
+            Quantile::Value(self.max_ns)
         } else {
-            (self.sum_ns / u128::from(self.responses)) as u64
+            Quantile::None
         }
+    }
+
+    /// The smallest latency: the exact measured minimum, or above the
+    /// timeout when every sample timed out.
+    pub fn min(&self) -> Quantile {
+        if self.responses > 0 {
+            Quantile::Value(self.min_ns)
+        } else if self.timeouts > 0 {
+            Quantile::Above(self.timeout_ns)
+        } else {
+            Quantile::None
+        }
+    }
+
+    /// The largest measured latency, if any response came.
+    pub fn max_measured_ns(&self) -> Option<u64> {
+        (self.responses > 0).then_some(self.max_ns)
+    }
+
+    /// Mean of the measured latencies in ns, rounded down; the timeouts
+    /// ([`Analysis::timeouts`]) are not in it.
+    pub fn mean_ns(&self) -> Option<u64> {
+        (self.responses > 0).then(|| (self.sum_ns / u128::from(self.responses)) as u64)
     }
 }
 
@@ -430,8 +556,9 @@ mod tests {
     }
 
     #[test]
-    fn stats_are_exact_and_timeouts_kept_apart() {
-        let mut a = Analysis::new(100_000_000, 500, 0, 10);
+    fn stats_are_exact_and_timeouts_are_censored_overflows() {
+        // 100 MHz: 10 ns ticks; timeout 50 µs.
+        let mut a = Analysis::new(100_000_000, 500, 0, 10, 50_000);
         let s = |seq: u64, lat: Option<u32>| Sample {
             seq,
             stimulus_tick: 500 + seq * 1000,
@@ -442,19 +569,155 @@ mod tests {
         a.ingest_samples(&b.batch()); // the same batch again: all duplicates
         assert_eq!((a.responses, a.timeouts, a.seq.duplicates), (3, 1, 4));
         assert_eq!((a.min_ns, a.max_ns), (1_000, 20_000));
-        assert_eq!(a.mean_ns(), (1_000 + 2_500 + 20_000) / 3);
+        assert_eq!(a.mean_ns(), Some((1_000 + 2_500 + 20_000) / 3));
         assert_eq!(a.worst, Some(Worst { seq: 3, latency_ns: 20_000, at_ns_from_start: 30_000 }));
         assert_eq!(a.bins[1], 1);
         assert_eq!(a.bins[2], 1);
-        assert_eq!((a.overflows, a.overflow_seqs.clone()), (1, vec![3]));
-        assert_eq!(a.quantile(1.0), 20_000);
-        assert_eq!(a.quantile(0.0), 1_000);
+        // The 20 µs latency is past the 10 µs bins; the timeout too.
+        assert_eq!((a.overflows, a.overflow_seqs.clone()), (2, vec![1, 3]));
+        assert_eq!(a.bins.iter().sum::<u64>() + a.overflows, a.samples());
+        // 4 samples: ranks 1..=3 are measured, rank 4 is the timeout.
+        assert_eq!(a.quantile(0.0), Quantile::Value(1_000));
+        assert_eq!(a.quantile(0.75), Quantile::Value(20_000));
+        assert_eq!(a.quantile(0.76), Quantile::Above(50_000));
+        assert_eq!(a.quantile(1.0), Quantile::Above(50_000));
+        assert_eq!(a.max(), Quantile::Above(50_000));
+        assert_eq!(a.max_measured_ns(), Some(20_000));
+        assert_eq!(a.min(), Quantile::Value(1_000));
+    }
+
+    /// Feed `(seq, latency ticks or timeout)` in as many batches as needed.
+    fn ingest(a: &mut Analysis, samples: impl IntoIterator<Item = (u64, Option<u32>)>) {
+        let mut b = SampleBatchBuilder::new(1_000_000, 64);
+        for (seq, lat) in samples {
+            let s = Sample {
+                seq,
+                stimulus_tick: seq * 1_000_000,
+                outcome: lat.map_or(Outcome::Timeout, Outcome::Response),
+            };
+            if b.push(&s).is_err() {
+                a.ingest_samples(&b.batch());
+                b.clear();
+                b.push(&s).unwrap();
+            }
+        }
+        a.ingest_samples(&b.batch());
+    }
+
+    #[test]
+    fn ranks_are_exact_despite_float_quantiles() {
+        assert_eq!(rank(0.999, 1000), 999);
+        assert_eq!(rank(0.9999, 10_000), 9_999);
+        assert_eq!(rank(0.99, 100), 99);
+        assert_eq!(rank(0.9, 10), 9);
+        assert_eq!(rank(0.5, 3), 2);
+        assert_eq!(rank(0.0, 5), 1);
+        assert_eq!(rank(1.0, 5), 5);
+        assert_eq!(rank(0.5, 1), 1);
+        assert_eq!(rank(0.999, u64::MAX), u64::MAX - u64::MAX / 1000);
+    }
+
+    #[test]
+    fn percentiles_rank_timeouts_above_every_response() {
+        // 1 GHz: ticks are ns. Responses of 1..=990 µs, 10 timeouts at 1 ms.
+        let mut a = Analysis::new(1_000_000_000, 0, 0, 1000, 1_000_000);
+        let lat = |i: u64| (i + 1) as u32 * 1_000;
+        ingest(&mut a, (0..1000).map(|i| (i, if i % 100 == 99 { None } else { Some(lat(i - i / 100)) })));
+        assert_eq!((a.responses, a.timeouts), (990, 10));
+        let mut truth: Vec<u64> = (0..990).map(|i| u64::from(lat(i))).collect();
+        truth.sort_unstable();
+        for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.98, 0.989, 0.99] {
+            let r = rank(q, 1000) as usize;
+            let Quantile::Value(v) = a.quantile(q) else { panic!("q {q} must be measured") };
+            let t = truth[r - 1];
+            // Never below the truth, within HdrHistogram's 0.1 %.
+            assert!(v >= t && v <= t + t / 1000, "q {q}: {v} vs truth {t}");
+        }
+        // The boundary: rank 990 is the largest response, 991 the first timeout.
+        assert_eq!(a.quantile(0.99), Quantile::Value(990_000));
+        assert_eq!(a.quantile(0.991), Quantile::Above(1_000_000));
+        assert_eq!(a.quantile(0.999), Quantile::Above(1_000_000));
+        assert_eq!(a.quantile(0.9999), Quantile::Above(1_000_000));
+        assert_eq!(a.max(), Quantile::Above(1_000_000));
+        assert_eq!(a.max_measured_ns(), Some(990_000));
+        assert_eq!(a.worst.map(|w| (w.seq, w.latency_ns)), Some((998, 990_000)));
+        assert_eq!(a.mean_ns(), Some(truth.iter().sum::<u64>() / 990));
+        // Bins of 1 ms: 1..=990 µs fit, the timeouts overflow.
+        assert_eq!(a.overflows, 10);
+        assert_eq!(a.overflow_seqs, (0..10).map(|k| k * 100 + 99).collect::<Vec<_>>());
+        assert_eq!(a.bins.iter().sum::<u64>() + a.overflows, a.samples());
+    }
+
+    #[test]
+    fn a_run_of_timeouts_only_has_no_measured_figure() {
+        let mut a = Analysis::new(1_000_000_000, 0, 0, 100, 500_000);
+        ingest(&mut a, (0..2000).map(|i| (i, None)));
+        assert_eq!((a.responses, a.timeouts), (0, 2000));
+        for q in [0.0, 0.5, 0.99, 1.0] {
+            assert_eq!(a.quantile(q), Quantile::Above(500_000));
+        }
+        assert_eq!((a.min(), a.max()), (Quantile::Above(500_000), Quantile::Above(500_000)));
+        assert_eq!((a.mean_ns(), a.max_measured_ns(), a.worst), (None, None, None));
+        // Every timeout is an overflow; the list keeps the first ones.
+        assert_eq!(a.overflows, 2000);
+        assert_eq!(a.overflow_seqs.len(), OVERFLOW_SEQS_KEPT);
+        assert_eq!(a.overflow_seqs[..3], [0, 1, 2]);
+        assert_eq!(a.bins.iter().sum::<u64>(), 0);
+        // Nothing at all: no figure.
+        let empty = Analysis::new(1_000_000_000, 0, 0, 100, 500_000);
+        assert_eq!(
+            (empty.quantile(0.5), empty.max(), empty.min()),
+            (Quantile::None, Quantile::None, Quantile::None)
+        );
+    }
+
+    #[test]
+    fn without_timeouts_the_max_is_the_exact_measured_one() {
+        let mut a = Analysis::new(1_000_000_000, 0, 0, 100, 900_000);
+        ingest(&mut a, (0..500).map(|i| (i, Some(10_000 + (i as u32 * 7_919) % 80_000))));
+        let max = (0..500u32).map(|i| 10_000 + (i * 7_919) % 80_000).max().unwrap();
+        assert_eq!(a.timeouts, 0);
+        assert_eq!(a.max(), Quantile::Value(u64::from(max)));
+        assert_eq!(a.quantile(1.0), Quantile::Value(u64::from(max)));
+        assert!(!a.quantile(0.9999).is_censored());
+        assert_eq!(a.bins.iter().sum::<u64>() + a.overflows, 500);
+    }
+
+    #[test]
+    fn sequence_numbers_near_the_end_of_u64_do_not_overflow() {
+        let mut t = SeqTracker::new(u64::MAX - 2);
+        assert_eq!(t.observe(u64::MAX - 2), SeqVerdict::New);
+        assert_eq!(t.observe(u64::MAX), SeqVerdict::New); // MAX - 1 lost
+        assert_eq!(t.lost, 1);
+        assert_eq!(t.observe(u64::MAX), SeqVerdict::Duplicate);
+        assert_eq!(t.observe(u64::MAX - 1), SeqVerdict::Late);
+        assert_eq!(t.observe(u64::MAX - 2), SeqVerdict::Duplicate);
+        assert_eq!((t.lost, t.duplicates, t.out_of_order), (0, 2, 1));
+        t.finish(u64::MAX);
+        assert_eq!(t.lost, 0);
+        assert_eq!(t.observe(0), SeqVerdict::Duplicate);
+
+        let mut a = Analysis::new(1_000_000_000, 0, u64::MAX - 1, 10, 1_000);
+        let mut b = SampleBatchBuilder::new(1000, 64);
+        for seq in [u64::MAX - 1, u64::MAX] {
+            b.push(&Sample { seq, stimulus_tick: 5, outcome: Outcome::Response(100) }).unwrap();
+        }
+        a.ingest_samples(&b.batch());
+        a.ingest_samples(&b.batch());
+        assert_eq!((a.responses, a.seq.duplicates), (2, 2));
+        a.finish(u64::MAX, false);
+        use latprobe_protocol::{EdgeBatchBuilder, EdgeStamp};
+        let mut e = EdgeBatchBuilder::new(64);
+        e.push(&EdgeStamp { seq: u64::MAX, tick: 10 }).unwrap();
+        a.ingest_edges(&e.batch());
+        a.ingest_edges(&e.batch());
+        assert_eq!((a.edges.edges, a.edges.seq.duplicates), (1, 1));
     }
 
     #[test]
     fn edges_are_counted_with_raw_intervals() {
         use latprobe_protocol::{EdgeBatchBuilder, EdgeStamp};
-        let mut a = Analysis::new(1_000_000, 0, 0, 10);
+        let mut a = Analysis::new(1_000_000, 0, 0, 10, 0);
         let mut b = EdgeBatchBuilder::new(64);
         for (seq, tick) in [(0u64, 100u64), (1, 1_100), (2, 2_150)] {
             b.push(&EdgeStamp { seq, tick }).unwrap();

@@ -45,10 +45,10 @@ pub struct TimingArgs {
     /// Delay each stimulus by a uniform random extra of up to this, so stimuli do not phase-lock with the target's tick
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns)]
     pub dither: u64,
-    /// A response later than this is a timeout sample [default: half of what --dither leaves of the interval]
+    /// An answer later than this after its stimulus is a timeout sample, counted as a latency above it [default: with identity bytes (uart-echo without --byte) 8 intervals, at most 9 intervals less --dither and --guard; with one stimulus in flight (--byte, gpio-echo) the interval less --dither and --guard]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
     pub timeout: Option<u64>,
-    /// Quiet time after a response or timeout before the next stimulus [default: a tenth of the interval]
+    /// Quiet time after a sample ends (answer or timeout) before the next stimulus on its slot: the next stimulus with one in flight, the one 9 later with identity bytes [default: a tenth of the interval]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
     pub guard: Option<u64>,
     /// Seed of the dither sequence: the same seed gives the same schedule
@@ -65,7 +65,7 @@ pub struct TimingArgs {
 /// Output files, shared by `run` and `demo`.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
-    /// Write the JSON report (schema_version 1) to FILE
+    /// Write the JSON report (schema_version 2) to FILE
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write a cyclictest --histfile style histogram (1 us bins) to FILE

@@ -15,7 +15,9 @@
 pub mod analysis;
 pub mod cli;
 pub mod cmd;
+pub mod compare;
 pub mod error;
+pub mod import;
 pub mod link;
 pub mod rawfile;
 pub mod report;

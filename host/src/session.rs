@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use latprobe_protocol::{
-    ns_to_ticks, Capabilities, Config, Edge, ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg, Stimulus,
-    StopReason, Stopped, PROTOCOL_VERSION,
+    ns_to_ticks, ticks_to_ns, Capabilities, Config, Edge, ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg,
+    Stimulus, StopReason, Stopped, DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
 };
 use serde::{Deserialize, Serialize};
 
@@ -79,9 +79,9 @@ pub struct Request {
     pub interval_ns: u64,
     /// Random extra delay per stimulus, at most this.
     pub dither_ns: u64,
-    /// Response timeout; `None`: half of what the dither leaves of the interval.
+    /// Response timeout; `None`: the default of [`Request::timeout_ns_for`].
     pub timeout_ns: Option<u64>,
-    /// Quiet time before the next stimulus; `None`: a tenth of the interval.
+    /// Quiet time before the next stimulus on a slot; `None`: a tenth of the interval.
     pub guard_ns: Option<u64>,
     /// Samples to take; the probe stops by itself.
     pub count: Option<u64>,
@@ -89,16 +89,117 @@ pub struct Request {
     pub duration_ns: Option<u64>,
     /// Dither seed.
     pub seed: u64,
-    /// Stimulus byte in UART modes.
-    pub byte: u8,
+    /// Stimulus byte in UART modes: `None` sends identity bytes
+    /// ([`Stimulus::Identified`], several stimuli in flight), `Some(b)` the
+    /// fixed byte `b` every time (no identity, one in flight).
+    pub byte: Option<u8>,
     /// Stimulus edge in GPIO modes.
     pub edge: EdgeArg,
 }
 
+/// The default timeout for a window of `window` stimuli in flight, in any
+/// unit (ns or ticks), from the interval, dither and guard in that unit.
+///
+/// One in flight: what the interval leaves after dither and guard. With
+/// identity: [`DEFAULT_HORIZON_INTERVALS`] intervals, at most what nine
+/// intervals leave after dither and guard. Always below `window` intervals
+/// (the probe's rule), 0 when dither and guard leave nothing.
+pub fn default_timeout(window: usize, interval: u64, dither: u64, guard: u64) -> u64 {
+    let span = interval.saturating_mul(window as u64);
+    let room = span.saturating_sub(dither.saturating_add(guard)).min(span.saturating_sub(1));
+    if window > 1 {
+        room.min(interval.saturating_mul(u64::from(DEFAULT_HORIZON_INTERVALS)))
+    } else {
+        room
+    }
+}
+
+/// The probe's timing rules (firmware `validate`) for a window of `window`
+/// stimuli in flight, in any unit; `show` formats a value of that unit and
+/// `given` says whether the user gave `--timeout`. The error names the flags.
+fn check_timing(
+    window: usize,
+    [interval, dither, timeout, guard]: [u64; 4],
+    given: bool,
+    show: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let span = interval.saturating_mul(window as u64);
+    let (span_name, why) = if window > 1 {
+        (
+            format!("{window} × --interval ({})", show(span)),
+            format!("identity bytes: up to {window} stimuli in flight"),
+        )
+    } else {
+        (format!("--interval {}", show(interval)), "one stimulus in flight".to_string())
+    };
+    if timeout == 0 {
+        return Err(if given {
+            "--timeout must be longer than 0".into()
+        } else {
+            format!(
+                "--dither {} and --guard {} leave no time for a response in {span_name} ({why}): \
+                 lower them, raise --interval, or give --timeout",
+                show(dither),
+                show(guard)
+            )
+        });
+    }
+    if timeout >= span {
+        return Err(format!("--timeout {} must be shorter than {span_name} ({why})", show(timeout)));
+    }
+    if dither.saturating_add(timeout).saturating_add(guard) > span {
+        return Err(format!(
+            "--dither {} + --timeout {} + --guard {} must fit in {span_name} ({why})",
+            show(dither),
+            show(timeout),
+            show(guard)
+        ));
+    }
+    Ok(())
+}
+
 impl Request {
-    /// The effective timeout.
+    /// The stimulus for a board with `caps`: in UART modes identity bytes
+    /// without `--byte`, the fixed byte with it. A loopback measures
+    /// whichever line the board has: UART if it echoes bytes, else the
+    /// GPIO edge.
+    pub fn stimulus(&self, caps: Capabilities) -> Stimulus {
+        let uart = self.byte.map_or(Stimulus::Identified, Stimulus::Byte);
+        match self.mode.mode() {
+            Mode::Periodic => Stimulus::None,
+            Mode::UartEcho => uart,
+            Mode::GpioEcho => Stimulus::Edge(self.edge.edge()),
+            Mode::Loopback if caps.contains(Capabilities::UART_ECHO) => uart,
+            Mode::Loopback => Stimulus::Edge(self.edge.edge()),
+        }
+    }
+
+    /// The stimulus before the probe is known: a loopback is taken to be a
+    /// UART one (the larger window, the longer default timeout).
+    pub fn assumed_stimulus(&self) -> Stimulus {
+        self.stimulus(Capabilities::UART_ECHO)
+    }
+
+    /// Whether the window is known without the probe's capabilities.
+    fn window_known(&self) -> bool {
+        self.mode != ModeArg::Loopback || self.byte.is_some()
+    }
+
+    /// The effective timeout in ns for `window` stimuli in flight:
+    /// `--timeout`, else [`default_timeout`].
+    pub fn timeout_ns_for(&self, window: usize) -> u64 {
+        self.timeout_ns
+            .unwrap_or_else(|| default_timeout(window, self.interval_ns, self.dither_ns, self.guard_ns()))
+    }
+
+    /// The effective timeout in ns of the [`Request::assumed_stimulus`]
+    /// (0 in periodic mode, where nothing times out).
     pub fn timeout_ns(&self) -> u64 {
-        self.timeout_ns.unwrap_or(self.interval_ns.saturating_sub(self.dither_ns) / 2)
+        if self.mode.mode().is_echo() {
+            self.timeout_ns_for(self.assumed_stimulus().window())
+        } else {
+            0
+        }
     }
 
     /// The effective guard time.
@@ -111,27 +212,25 @@ impl Request {
         if self.interval_ns == 0 {
             return Err(Error::Usage("--interval must be longer than 0".into()));
         }
-        if self.mode.mode().is_echo() {
-            let t = self.timeout_ns();
-            if t == 0 {
-                return Err(Error::Usage("--timeout must be longer than 0".into()));
+        if let Some(b) = self.byte {
+            match self.mode {
+                ModeArg::GpioEcho => {
+                    return Err(Error::Usage(format!(
+                        "--byte 0x{b:02x} sets a UART stimulus: --mode gpio-echo sends an edge (--edge)"
+                    )))
+                }
+                ModeArg::Periodic => {
+                    return Err(Error::Usage(format!(
+                        "--byte 0x{b:02x} has no use in --mode periodic: the probe sends nothing"
+                    )))
+                }
+                ModeArg::UartEcho | ModeArg::Loopback => {}
             }
-            if t >= self.interval_ns {
-                return Err(Error::Usage(format!(
-                    "--timeout {} must be shorter than --interval {}",
-                    format_ns(t),
-                    format_ns(self.interval_ns)
-                )));
-            }
-            if self.dither_ns.saturating_add(t).saturating_add(self.guard_ns()) > self.interval_ns {
-                return Err(Error::Usage(format!(
-                    "--dither {} + --timeout {} + --guard {} must fit in --interval {}",
-                    format_ns(self.dither_ns),
-                    format_ns(t),
-                    format_ns(self.guard_ns()),
-                    format_ns(self.interval_ns)
-                )));
-            }
+        }
+        if self.mode.mode().is_echo() && self.window_known() {
+            let w = self.assumed_stimulus().window();
+            let values = [self.interval_ns, self.dither_ns, self.timeout_ns_for(w), self.guard_ns()];
+            check_timing(w, values, self.timeout_ns.is_some(), &format_ns).map_err(Error::Usage)?;
         }
         if self.count == Some(0) {
             return Err(Error::Usage("--count must be at least 1".into()));
@@ -142,12 +241,22 @@ impl Request {
         Ok(())
     }
 
-    /// The probe configuration for a timer of `timer_hz`.
+    /// The probe configuration for a timer of `timer_hz` on a board with
+    /// `caps`. A default timeout is worked out in the probe's ticks (so
+    /// rounding cannot break the probe's rules) and clamped to what a u32
+    /// of ticks holds; a timeout the user gave is taken as it is.
     pub fn config(&self, timer_hz: u32, caps: Capabilities) -> Result<Config, Error> {
         let mode = self.mode.mode();
         // In periodic mode the probe sends nothing: only the count matters
         // to it, so the other fields are carried as they are, clamped.
         let echo = mode.is_echo();
+        let too_long = |flag: &str, ns: u64| {
+            Error::Usage(format!(
+                "{flag} {} is too long for the probe: at {timer_hz} Hz it allows at most {}",
+                format_ns(ns),
+                format_ns(ticks_to_ns(u64::from(u32::MAX), timer_hz))
+            ))
+        };
         let ticks = |flag: &str, ns: u64| -> Result<u32, Error> {
             let t = ns_to_ticks(ns, timer_hz);
             if !echo {
@@ -159,29 +268,43 @@ impl Request {
                     format_ns(ns)
                 )));
             }
-            u32::try_from(t).map_err(|_| {
-                Error::Usage(format!(
-                    "{flag} {} is too long for the probe: at {timer_hz} Hz it allows at most {}",
-                    format_ns(ns),
-                    format_ns(latprobe_protocol::ticks_to_ns(u64::from(u32::MAX), timer_hz))
-                ))
-            })
+            u32::try_from(t).map_err(|_| too_long(flag, ns))
         };
-        let stimulus = match mode {
-            Mode::Periodic => Stimulus::None,
-            Mode::UartEcho => Stimulus::Byte(self.byte),
-            Mode::GpioEcho => Stimulus::Edge(self.edge.edge()),
-            // A loopback measures whichever line the board has: UART if it
-            // echoes bytes, else the GPIO edge.
-            Mode::Loopback if caps.contains(Capabilities::UART_ECHO) => Stimulus::Byte(self.byte),
-            Mode::Loopback => Stimulus::Edge(self.edge.edge()),
+        let stimulus = self.stimulus(caps);
+        if let (Some(b), Stimulus::Edge(_)) = (self.byte, stimulus) {
+            return Err(Error::Usage(format!(
+                "--byte 0x{b:02x}: this probe loops back GPIO edges only (it cannot echo bytes); \
+                 leave --byte out or use --edge"
+            )));
+        }
+        let interval = ticks("--interval", self.interval_ns)?;
+        let dither = ticks("--dither", self.dither_ns)?;
+        let guard = ticks("--guard", self.guard_ns())?;
+        let timeout = match self.timeout_ns {
+            Some(ns) => ticks("--timeout", ns)?,
+            None if !echo => 0,
+            None => {
+                let t = default_timeout(
+                    stimulus.window(),
+                    u64::from(interval),
+                    u64::from(dither),
+                    u64::from(guard),
+                );
+                u32::try_from(t).unwrap_or(u32::MAX)
+            }
         };
+        if echo {
+            let show = |t: u64| format_ns(ticks_to_ns(t, timer_hz));
+            let values = [interval, dither, timeout, guard].map(u64::from);
+            check_timing(stimulus.window(), values, self.timeout_ns.is_some(), &show)
+                .map_err(Error::Usage)?;
+        }
         Ok(Config {
             mode,
-            interval_ticks: ticks("--interval", self.interval_ns)?,
-            dither_ticks: ticks("--dither", self.dither_ns)?,
-            timeout_ticks: ticks("--timeout", self.timeout_ns())?,
-            guard_ticks: ticks("--guard", self.guard_ns())?,
+            interval_ticks: interval,
+            dither_ticks: dither,
+            timeout_ticks: timeout,
+            guard_ticks: guard,
             count: self.count,
             seed: self.seed,
             stimulus,
@@ -353,12 +476,22 @@ impl RunState {
                 // Started before any Hello: a stream joined mid-way. Without
                 // the timer rate nothing can be converted, so wait for ours.
                 let Some(hello) = &self.probe else { return };
-                if self.configured.is_none() {
-                    return;
-                }
+                let Some(config) = self.configured else { return };
                 self.started = Some(StartInfo { start_tick, first_seq });
-                self.analysis =
-                    Some(Analysis::new(hello.timer_hz, start_tick, first_seq, self.histfile_max_us));
+                // A sample without an answer is a latency above the timeout
+                // the probe accepted (periodic mode has none).
+                let timeout_ns = if self.periodic {
+                    0
+                } else {
+                    ticks_to_ns(u64::from(config.timeout_ticks), hello.timer_hz)
+                };
+                self.analysis = Some(Analysis::new(
+                    hello.timer_hz,
+                    start_tick,
+                    first_seq,
+                    self.histfile_max_us,
+                    timeout_ns,
+                ));
             }
             ProbeMsg::Stopped(s) => {
                 if !self.running() {
@@ -403,7 +536,9 @@ pub struct SessionOptions {
     pub request: Request,
     /// No byte for this long is an error.
     pub silence: Duration,
-    /// How long to wait for Stopped after sending Stop.
+    /// How long to wait for Stopped after sending Stop. The probe lets the
+    /// stimuli in flight finish first (answer or timeout), so this includes
+    /// the timeout.
     pub stop_wait: Duration,
 }
 
@@ -479,8 +614,11 @@ impl Driver<'_> {
     fn refused(&self, code: ErrorCode, detail: String) -> Error {
         let hint = match code {
             ErrorCode::ZeroInterval => "raise --interval",
-            ErrorCode::BadTimeout => "make --timeout shorter than --interval",
-            ErrorCode::BadDither => "lower --dither or --guard, or raise --interval",
+            ErrorCode::BadTimeout => {
+                "make --timeout shorter than --interval (one stimulus in flight: --byte, gpio-echo) \
+                 or than 9 intervals (identity bytes)"
+            }
+            ErrorCode::BadDither => "lower --dither, --timeout or --guard, or raise --interval",
             ErrorCode::ZeroCount => "give --count at least 1",
             ErrorCode::UnsupportedMode => "choose another --mode",
             ErrorCode::BadStimulus => "check --byte or --edge for this --mode",
@@ -673,6 +811,15 @@ pub fn replay(path: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Re
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
     let mut link = Link::new(Box::new(source), None);
     while link.poll(Duration::ZERO, |inc| state.on_incoming(inc))? != Polled::Closed {}
+    // A recording of a probe of another protocol version (an older
+    // latprobe's raw file) has no frame this build can read.
+    if let (Some(theirs), None) = (state.other_version, &state.probe) {
+        return Err(Error::Usage(format!(
+            "{} was recorded from a probe of protocol version {theirs}; this latprobe reads version \
+             {PROTOCOL_VERSION}: use the JSON report of that run, or the latprobe that recorded it",
+            path.display()
+        )));
+    }
     let (ended_by, complete, error) = match state.stopped.map(|s| s.reason) {
         Some(StopReason::CountReached) => (EndedBy::CountReached, true, None),
         Some(StopReason::HostStop) => {
@@ -707,4 +854,117 @@ pub fn replay(path: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Re
             replayed_from: Some(path.display().to_string()),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(mode: ModeArg, byte: Option<u8>) -> Request {
+        Request {
+            mode,
+            interval_ns: 1_000_000,
+            dither_ns: 0,
+            timeout_ns: None,
+            guard_ns: None,
+            count: Some(10),
+            duration_ns: None,
+            seed: 1,
+            byte,
+            edge: EdgeArg::Rising,
+        }
+    }
+
+    const UART: Capabilities = Capabilities::UART_ECHO;
+    const GPIO: Capabilities = Capabilities(Capabilities::GPIO_ECHO.0 | Capabilities::LOOPBACK.0);
+
+    fn usage(r: Result<impl std::fmt::Debug, Error>) -> String {
+        match r {
+            Err(Error::Usage(m)) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_timeouts_follow_the_window() {
+        // Identity: 8 intervals, at most 9 intervals less dither and guard.
+        let r = req(ModeArg::UartEcho, None);
+        assert_eq!(r.assumed_stimulus(), Stimulus::Identified);
+        assert_eq!(r.timeout_ns(), 8_000_000);
+        let r = Request { dither_ns: 1_000_000, guard_ns: Some(200_000), ..req(ModeArg::UartEcho, None) };
+        assert_eq!(r.timeout_ns(), 7_800_000);
+        r.validate().unwrap();
+        // One in flight: the interval less dither and guard.
+        let r = req(ModeArg::UartEcho, Some(0x55));
+        assert_eq!(r.assumed_stimulus(), Stimulus::Byte(0x55));
+        assert_eq!(r.timeout_ns(), 900_000);
+        assert_eq!(req(ModeArg::GpioEcho, None).timeout_ns(), 900_000);
+        // With neither guard nor dither it stays below the interval.
+        let r = Request { guard_ns: Some(0), ..req(ModeArg::GpioEcho, None) };
+        assert_eq!(r.timeout_ns(), 999_999);
+        r.validate().unwrap();
+        assert_eq!(req(ModeArg::Periodic, None).timeout_ns(), 0);
+        // In ticks, the same rule.
+        let c = req(ModeArg::UartEcho, None).config(100_000_000, UART).unwrap();
+        assert_eq!((c.timeout_ticks, c.stimulus), (800_000, Stimulus::Identified));
+        let c = req(ModeArg::UartEcho, Some(7)).config(100_000_000, UART).unwrap();
+        assert_eq!((c.timeout_ticks, c.stimulus), (90_000, Stimulus::Byte(7)));
+        let c = Request { guard_ns: Some(0), ..req(ModeArg::GpioEcho, None) }.config(3, GPIO);
+        assert!(c.is_err(), "an interval of 0 ticks at 3 Hz: {c:?}");
+    }
+
+    #[test]
+    fn a_default_timeout_is_clamped_to_the_probe_a_given_one_is_refused() {
+        // 1 s at 1 GHz: 8 intervals do not fit u32 ticks; the default is clamped.
+        let r = Request { interval_ns: 1_000_000_000, ..req(ModeArg::UartEcho, None) };
+        r.validate().unwrap();
+        let c = r.config(1_000_000_000, UART).unwrap();
+        assert_eq!(c.timeout_ticks, u32::MAX);
+        assert_eq!(c.interval_ticks, 1_000_000_000);
+        let given = Request { timeout_ns: Some(5_000_000_000), ..r };
+        given.validate().unwrap();
+        let m = usage(given.config(1_000_000_000, UART));
+        assert!(m.contains("--timeout 5s is too long"), "{m}");
+    }
+
+    #[test]
+    fn bad_timing_names_the_flags_for_the_window() {
+        let r = Request { timeout_ns: Some(2_000_000), ..req(ModeArg::UartEcho, None) };
+        r.validate().unwrap(); // identity: 2 ms fits 9 intervals
+        let m = usage(Request { byte: Some(0x55), ..r.clone() }.validate());
+        assert!(m.contains("--timeout 2ms must be shorter than --interval 1ms"), "{m}");
+        let m = usage(Request { timeout_ns: Some(9_000_000), ..r.clone() }.validate());
+        assert!(m.contains("--timeout 9ms must be shorter than 9 × --interval (9ms)"), "{m}");
+        let m = usage(Request { timeout_ns: Some(8_950_000), ..r.clone() }.validate());
+        assert!(
+            m.contains("--dither 0ns + --timeout 8.95ms + --guard 100us must fit in 9 × --interval"),
+            "{m}"
+        );
+        let m = usage(Request { dither_ns: 900_000, ..req(ModeArg::UartEcho, Some(1)) }.validate());
+        assert!(m.contains("--dither 900us and --guard 100us leave no time"), "{m}");
+        let m = usage(Request { timeout_ns: Some(0), ..r }.validate());
+        assert!(m.contains("--timeout must be longer than 0"), "{m}");
+    }
+
+    #[test]
+    fn byte_fits_only_the_uart_stimulus() {
+        let m = usage(req(ModeArg::GpioEcho, Some(0x55)).validate());
+        assert!(m.starts_with("--byte 0x55") && m.contains("gpio-echo"), "{m}");
+        let m = usage(req(ModeArg::Periodic, Some(0x55)).validate());
+        assert!(m.starts_with("--byte 0x55") && m.contains("periodic"), "{m}");
+        // A loopback takes the line the board has.
+        let lb = req(ModeArg::Loopback, None);
+        lb.validate().unwrap();
+        assert_eq!(lb.config(1_000_000, UART).unwrap().stimulus, Stimulus::Identified);
+        let c = lb.config(1_000_000, GPIO).unwrap();
+        assert_eq!((c.stimulus, c.timeout_ticks), (Stimulus::Edge(Edge::Rising), 900));
+        let m = usage(req(ModeArg::Loopback, Some(0x55)).config(1_000_000, GPIO));
+        assert!(m.starts_with("--byte 0x55: this probe loops back GPIO edges only"), "{m}");
+        // Dither that fits identity's nine intervals but not a GPIO loopback's one.
+        let lb = Request { dither_ns: 950_000, ..req(ModeArg::Loopback, None) };
+        lb.validate().unwrap();
+        lb.config(1_000_000, UART).unwrap();
+        let m = usage(lb.config(1_000_000, GPIO));
+        assert!(m.contains("--dither 950us and --guard 100us leave no time"), "{m}");
+    }
 }

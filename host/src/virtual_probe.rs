@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use latprobe_firmware::{BoardInfo, Engine, TimerBits};
-use latprobe_protocol::{Capabilities, Stimulus};
+use latprobe_protocol::{identity_byte, Capabilities, Stimulus};
 
 use crate::source::{pair, Socket};
 use crate::Error;
@@ -238,10 +238,11 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
                 if n <= 0 {
                     break;
                 }
-                // Bytes read together were all there by `t`: each is a
-                // capture at `t`, the earliest time this board can vouch for.
-                for _ in 0..n {
-                    engine.on_capture(t, t);
+                // Bytes read together were all there by `t`: each is an
+                // answer at `t`, the earliest time this board can vouch
+                // for, with its byte (the identity, when identity is on).
+                for &byte in &buf[..n as usize] {
+                    engine.on_response_byte(t, byte, t);
                 }
             }
         } else if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
@@ -266,8 +267,11 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
         // The stimulus, if one is due: stamp, write, report.
         if let Some(req) = engine.stimulus_request() {
             if fired != Some(req.id) && now_ns() >= req.at {
+                // The engine names the byte of every stimulus: the fixed
+                // byte, or this stimulus's identity byte.
                 let byte = match req.stimulus {
                     Stimulus::Byte(b) => b,
+                    Stimulus::Identified => identity_byte(req.seq),
                     Stimulus::Edge(_) | Stimulus::None => 0x55,
                 };
                 let t = now_ns();

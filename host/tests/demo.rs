@@ -4,11 +4,19 @@
 
 mod common;
 
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::process::Stdio;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::*;
-use latprobe::report::histfile;
+use latprobe::link::Link;
+use latprobe::rawfile::RunContext;
+use latprobe::report::{self, histfile, Ending};
+use latprobe::session::{self, EdgeArg, EndedBy, ModeArg, Request, RunState, SessionOptions};
+use latprobe::virtual_probe::VirtualProbe;
 
 #[test]
 fn demo_measures_this_machine_and_its_outputs_agree() {
@@ -60,10 +68,14 @@ fn demo_measures_this_machine_and_its_outputs_agree() {
         r["target"]
     );
 
+    // Without --byte the demo runs with identity bytes.
+    assert_eq!(r["config"]["identity"], true, "{}", r["config"]);
+    assert_eq!(r["config"]["timeout_ns"], 8_000_000, "{}", r["config"]);
+
     let p = histfile::parse(&std::fs::read_to_string(&hist).unwrap()).unwrap();
     assert_eq!(p.bins.iter().map(|b| b.1).sum::<u64>(), p.total);
-    assert_eq!(p.total + p.overflows, r["counts"]["responses"].as_u64().unwrap());
-    assert_eq!(p.max_us, r["latency_ns"]["max"].as_u64().unwrap() / 1000);
+    assert_eq!(p.total + p.overflows, r["counts"]["samples"].as_u64().unwrap());
+    assert_eq!(p.max_us, r["latency_ns"]["max_measured"].as_u64().unwrap() / 1000);
 
     // The raw file replays to the same report.
     let replayed = dir.path().join("replayed.json");
@@ -107,4 +119,164 @@ fn demo_without_a_responder_says_how_to_build_it() {
     let o = run(&["demo", "--duration", "1s", "--responder", "/nonexistent/latprobe-responder"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--responder"), "{}", show(&o));
+}
+
+#[test]
+fn demo_with_a_fixed_byte_keeps_one_stimulus_in_flight() {
+    ensure_responder();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.json");
+    let o = run(&["demo", "--count", "300", "--byte", "0x55", "--output", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert_counts_add_up(&r);
+    assert_eq!(r["counts"]["samples"], 300);
+    assert_eq!(
+        (r["config"]["identity"].as_bool(), r["config"]["stimulus"].as_str()),
+        (Some(false), Some("byte 0x55"))
+    );
+    assert_eq!(r["config"]["timeout_ns"], 900_000);
+    assert!(r["notes"].to_string().contains("identity is off"), "{}", r["notes"]);
+}
+
+/// How the fake target answers the `i`-th byte it receives: after this
+/// delay, or never.
+fn late_target_delay(i: u64) -> Option<Duration> {
+    if i % 250 == 249 {
+        None
+    } else if i % 20 == 19 {
+        Some(Duration::from_millis(3))
+    } else {
+        Some(Duration::from_micros(200))
+    }
+}
+
+/// A target on the virtual probe's pty that echoes every byte after
+/// [`late_target_delay`]: later than the interval for one in twenty, never
+/// for one in 250. Bytes answered late overtake none: each goes out when due.
+fn late_target(path: std::path::PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+        let mut pending: Vec<(Instant, u8)> = Vec::new();
+        let mut received = 0u64;
+        let mut buf = [0u8; 256];
+        while !stop.load(Ordering::SeqCst) {
+            match tty.read(&mut buf) {
+                Ok(n) => {
+                    let now = Instant::now();
+                    for &b in &buf[..n] {
+                        if let Some(d) = late_target_delay(received) {
+                            pending.push((now + d, b));
+                        }
+                        received += 1;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("read {}: {e}", path.display()),
+            }
+            let now = Instant::now();
+            pending.sort_by_key(|p| p.0);
+            while pending.first().is_some_and(|p| p.0 <= now) {
+                let (_, b) = pending.remove(0);
+                tty.write_all(&[b]).expect("echo");
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        received
+    })
+}
+
+#[test]
+fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
+    // The virtual probe (the real engine) against a target that answers
+    // one stimulus in twenty 3 ms late (three intervals) and one in 250
+    // never. With identity the late answers are timed exactly; the silent
+    // ones are timeouts at the top of every figure.
+    let (probe, host_end) = VirtualProbe::start(None).expect("start the virtual probe");
+    let stop = Arc::new(AtomicBool::new(false));
+    let target = late_target(probe.slave_path().to_path_buf(), stop.clone());
+    let request = Request {
+        mode: ModeArg::UartEcho,
+        interval_ns: 1_000_000,
+        dither_ns: 0,
+        timeout_ns: None,
+        guard_ns: None,
+        count: Some(1000),
+        duration_ns: None,
+        seed: 1,
+        byte: None,
+        edge: EdgeArg::Rising,
+    };
+    let ctx = RunContext {
+        tool_version: latprobe::TOOL_VERSION.into(),
+        source: "virtual".into(),
+        started_at: "2025-01-01T00:00:00Z".into(),
+        request: request.clone(),
+        histfile_max_us: 1000,
+        target: None,
+        notes: Vec::new(),
+    };
+    let mut state = RunState::new(ctx.histfile_max_us, false);
+    let mut link = Link::new(Box::new(host_end), None);
+    let opts = SessionOptions { request, silence: Duration::from_secs(3), stop_wait: Duration::from_secs(5) };
+    let signals = AtomicUsize::new(0);
+    let ended = session::run(&mut link, &mut state, &opts, &signals, &mut |_, _| {});
+    stop.store(true, Ordering::SeqCst);
+    let received = target.join().expect("the fake target");
+    drop(link);
+    probe.stop().expect("the virtual probe stops cleanly");
+    assert_eq!(ended.expect("the run succeeds"), EndedBy::CountReached);
+    assert_eq!(received, 1000, "every stimulus reached the target");
+
+    let r = report::build(
+        &ctx,
+        &state,
+        0,
+        Ending {
+            ended_by: EndedBy::CountReached,
+            complete: true,
+            error: None,
+            ended_at: ctx.started_at.clone(),
+            replayed_from: None,
+        },
+    );
+    let j: serde_json::Value = serde_json::from_str(&report::json::to_string(&r)).unwrap();
+    assert_counts_add_up(&j);
+    let c = &r.counts;
+    assert_eq!((c.samples, c.lost, c.wrong_bytes, c.unmatched), (1000, 0, 0, 0), "{c:?}");
+    // The four silent stimuli at least (a loaded machine may add more).
+    assert!(c.timeouts >= 4, "{c:?}");
+    assert_eq!(r.config.timeout_ns, 8_000_000);
+    let l = r.latency_ns.as_ref().expect("latency figures");
+    // 48 answers came 3 ms late (seq 499 and 999 were silent): the largest
+    // measured latency and p99 (rank 990 of 1000, above the 948 prompt
+    // answers) are beyond the 1 ms interval, timed, not cut off.
+    let max_measured = l.max_measured.expect("measured samples");
+    assert!(max_measured >= 3_000_000, "{l:?}");
+    assert!(l.p99.is_some_and(|p| p >= 3_000_000), "{l:?}");
+    let w = r.worst.as_ref().unwrap();
+    // (Which sample is worst is the machine's business: a loaded one may
+    // delay a prompt answer further.)
+    assert_eq!(w.latency_ns, max_measured, "{w:?}");
+    // The tail past the measured: p99.9 (rank 999) and the max fall among
+    // the timeouts, censored above the 8 ms timeout.
+    assert_eq!((l.p99_9, l.max, l.censored_above), (None, None, 8_000_000), "{l:?}");
+
+    let text = report::text::summary(&r);
+    let table = text.lines().skip_while(|l| !l.starts_with("latency µs")).nth(1).unwrap();
+    let cells: Vec<&str> = table.split_whitespace().collect();
+    assert_eq!(cells[4..], [">8000.00", ">8000.00", ">8000.00"], "{text}");
+    assert!(text.contains(&format!("{} of 1000 samples timed out (>8000.00 µs)", c.timeouts)), "{text}");
+    let hist = histfile::render(&r);
+    let p = histfile::parse(&hist).unwrap();
+    assert_eq!(p.total + p.overflows, 1000);
+    assert_eq!(p.max_us, max_measured / 1000);
+    assert!(p.max_us >= 3000, "{hist}");
+    // The 3 ms answers overflow a 1000 us histogram, as do the timeouts.
+    assert!(p.overflows >= 48 + c.timeouts, "{hist}");
 }

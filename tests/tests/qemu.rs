@@ -38,7 +38,7 @@ fn count(r: &Value, key: &str) -> u64 {
 /// timeout, none lost, sequence contiguous, a complete and valid report
 /// from the qemu board that says it is emulated.
 fn assert_complete_echo_run(r: &Value, n: u64) {
-    assert_eq!(r["schema_version"], 1, "{r:#}");
+    assert_eq!(r["schema_version"], 2, "{r:#}");
     assert_eq!(r["complete"], true, "{r:#}");
     assert_eq!(r["ended_by"], "count-reached", "{r:#}");
     assert_eq!(r["probe"]["board"], "qemu");
@@ -57,6 +57,13 @@ fn assert_complete_echo_run(r: &Value, n: u64) {
     for key in ["lost", "duplicates", "out_of_order", "dropped_by_probe", "overruns", "bad_frames"] {
         assert_eq!(count(r, key), 0, "counts.{key} in\n{:#}", r["counts"]);
     }
+    // Censoring: every sample is in the population, and the histfile's
+    // bins plus overflows add up to the samples.
+    let l = &r["latency_ns"];
+    assert_eq!(l["measured"].as_u64().unwrap() + l["censored"].as_u64().unwrap(), n, "{l:#}");
+    let h = &r["histogram"];
+    let in_bins: u64 = h["bins"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
+    assert_eq!(in_bins + h["overflows"].as_u64().unwrap(), n, "{h:#}");
 }
 
 fn run_ok(bench: &Bench, args: &[&str], limit: Duration) -> harness::Outcome {

@@ -38,6 +38,9 @@ pub struct DemoArgs {
     /// Run the responder and the virtual probe's thread at this SCHED_FIFO priority (1-99; a warning if not permitted)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub priority: Option<u8>,
+    /// Send this fixed byte, hex (0x55) or decimal, for every stimulus: identity off, one stimulus in flight [default: identity bytes, up to 9 in flight, late answers timed up to --timeout]
+    #[arg(long, value_name = "BYTE", value_parser = super::run::parse_byte)]
+    pub byte: Option<u8>,
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
@@ -148,7 +151,7 @@ impl Drop for Responder {
 /// Run `latprobe demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let req =
-        super::run::request(ModeArg::UartEcho, &args.timing, Some(args.duration), 0x55, EdgeArg::Rising);
+        super::run::request(ModeArg::UartEcho, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
     let req =
         if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
@@ -166,7 +169,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     eprintln!("latprobe demo: {VIRTUAL_NOTE}.");
     eprintln!(
-        "latprobe demo: uart-echo every {} through {} to {} for {}",
+        "latprobe demo: uart-echo, {}, every {} through {} to {} for {}",
+        crate::report::stimulus_name(req.assumed_stimulus()),
         crate::units::format_ns(req.interval_ns),
         probe.slave_path().display(),
         bin.display(),
@@ -193,9 +197,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {
+        stop_wait: super::run::stop_wait(&args.timing, &req),
         request: req,
         silence: args.timing.silence_timeout,
-        stop_wait: super::run::stop_wait(&args.timing),
     };
     let result = super::measure(Link::new(Box::new(host_end), raw), &ctx, &opts, &args.out);
     // The link is closed now: the engine thread ends, then the responder.

@@ -14,9 +14,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::cli::{Cli, Command, OutputArgs};
 use crate::link::Link;
 use crate::rawfile::RunContext;
+use crate::report::text::ns_cell;
 use crate::report::{self as rep, Ending, Report};
 use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
-use crate::units::{format_duration, format_ns};
+use crate::units::format_duration;
 use crate::{signals, timefmt, Error};
 
 /// Run the parsed command line.
@@ -88,7 +89,7 @@ pub fn progress_line(s: &RunState, elapsed: Duration) -> String {
     };
     let lost = a.seq.lost;
     let elapsed = format_duration(Duration::from_secs(elapsed.as_secs()));
-    if a.responses == 0 {
+    if a.samples() == 0 {
         return format!(
             "{elapsed}  samples {}  timeouts {}  lost {lost}  edges {}",
             a.samples(),
@@ -96,12 +97,14 @@ pub fn progress_line(s: &RunState, elapsed: Duration) -> String {
             a.edges.edges
         );
     }
+    // Timeouts rank above every response: p99 and max are `>timeout` when
+    // they fall among them.
     format!(
         "{elapsed}  samples {}  timeouts {}  lost {lost}  p99 {}  max {}",
         a.samples(),
         a.timeouts,
-        format_ns(a.quantile(0.99)),
-        format_ns(a.max_ns)
+        ns_cell(a.quantile(0.99)),
+        ns_cell(a.max())
     )
 }
 

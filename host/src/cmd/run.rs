@@ -27,9 +27,9 @@ pub struct RunArgs {
     /// Stop after this long (the host sends Stop): 10s, 5min
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
     pub duration: Option<u64>,
-    /// The stimulus byte in uart-echo and UART loopback modes, hex (0x55) or decimal
-    #[arg(long, value_name = "BYTE", default_value = "0x55", value_parser = parse_byte)]
-    pub byte: u8,
+    /// Send this fixed byte, hex (0x55) or decimal, for every stimulus in uart-echo and UART loopback: identity off, one stimulus in flight, an answer after --timeout counted late but never timed; for targets that answer with a constant [default: identity bytes, up to 9 stimuli in flight, late answers timed up to --timeout]
+    #[arg(long, value_name = "BYTE", value_parser = parse_byte)]
+    pub byte: Option<u8>,
     /// The stimulus edge in gpio-echo and GPIO loopback modes
     #[arg(long, value_enum, default_value = "rising")]
     pub edge: EdgeArg,
@@ -54,7 +54,7 @@ pub(crate) fn request(
     mode: ModeArg,
     timing: &TimingArgs,
     duration: Option<u64>,
-    byte: u8,
+    byte: Option<u8>,
     edge: EdgeArg,
 ) -> Request {
     Request {
@@ -71,9 +71,11 @@ pub(crate) fn request(
     }
 }
 
-/// How long to wait for the last batches and Stopped after Stop.
-pub(crate) fn stop_wait(timing: &TimingArgs) -> Duration {
-    timing.silence_timeout.max(Duration::from_secs(2))
+/// How long to wait for the last batches and Stopped after Stop: the probe
+/// first lets the stimuli in flight finish (answer or timeout), so the
+/// request's timeout comes on top.
+pub(crate) fn stop_wait(timing: &TimingArgs, req: &Request) -> Duration {
+    timing.silence_timeout.max(Duration::from_secs(2)) + Duration::from_nanos(req.timeout_ns())
 }
 
 /// Run `latprobe run`.
@@ -94,10 +96,44 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     eprintln!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), args.port);
     let opts = SessionOptions {
+        stop_wait: stop_wait(&args.timing, &req),
         request: req,
         silence: args.timing.silence_timeout,
-        stop_wait: stop_wait(&args.timing),
     };
     super::measure(Link::new(src, raw), &ctx, &opts, &args.out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let argv = [&["latprobe", "run", "--port", "/dev/null"][..], extra].concat();
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Run(a) => a,
+            _ => unreachable!("parsed run"),
+        }
+    }
+
+    fn wait_of(a: &RunArgs) -> Duration {
+        stop_wait(&a.timing, &request(a.mode, &a.timing, a.duration, a.byte, a.edge))
+    }
+
+    #[test]
+    fn stop_waits_for_the_stimuli_in_flight_too() {
+        // The probe lets in-flight stimuli finish before Stopped: the wait
+        // is the silence timeout (at least 2 s) plus the timeout.
+        assert_eq!(wait_of(&args(&["--interval", "1ms"])), Duration::from_millis(3_008));
+        assert_eq!(wait_of(&args(&["--interval", "1s"])), Duration::from_secs(3 + 8));
+        assert_eq!(wait_of(&args(&["--byte", "0x55"])), Duration::from_micros(3_000_900));
+        assert_eq!(
+            wait_of(&args(&["--silence-timeout", "1s", "--timeout", "5ms"])),
+            Duration::from_millis(2_005)
+        );
+        assert_eq!(wait_of(&args(&["--mode", "periodic"])), Duration::from_secs(3));
+        assert_eq!(args(&[]).byte, None, "--byte has no default");
+        assert_eq!(args(&["--byte", "85"]).byte, Some(0x55));
+    }
 }

@@ -5,18 +5,24 @@
 //! # Histogram
 //! 000000 000000        one row per 1 µs bin, all bins 0..max_us
 //! ...
-//! # Total: 000010000   latencies inside the bins (overflows excluded)
+//! # Total: 000010000   measured latencies inside the bins
 //! # Min Latencies: 00012
 //! # Avg Latencies: 00015
 //! # Max Latencies: 00098
-//! # Histogram Overflows: 00000
+//! # Histogram Overflows: 00003
 //! # Histogram Overflow at cycle number:
-//! # Thread 0: 01234 05678 # 00012 others
+//! # Thread 0: 01234 05678 # 00001 others
 //! ```
 //!
 //! Latencies are in whole µs, rounded down (bin `i` holds `[i, i+1)` µs).
-//! latprobe's own `#` comment lines come first; timeouts are not latencies
-//! and appear only there.
+//! A timeout is a sample whose latency is above the timeout: it counts as
+//! an overflow, its sequence number listed with the others, so `Total` +
+//! `Histogram Overflows` = samples, as in cyclictest. Like cyclictest, the
+//! overflow list holds the first ones and ends with `# NNNNN others` for
+//! the rest. `Min`, `Avg` and `Max Latencies` are over the measured
+//! latencies (cyclictest's own max is of what it measured); when samples
+//! timed out, latprobe's own `#` comment lines, which come first, say that
+//! the true max is censored above the timeout.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,19 +40,30 @@ pub fn render(r: &Report) -> String {
         }
     }
     let mut s = String::with_capacity(16 * counts.len() + 512);
+    let c = &r.counts;
     let _ = writeln!(s, "# latprobe {}: latencies measured by the probe's clock, 1 us bins", r.tool_version);
     let _ = writeln!(
         s,
         "# latprobe: samples {} responses {} timeouts {} lost {}",
-        r.counts.samples, r.counts.responses, r.counts.timeouts, r.counts.lost
+        c.samples, c.responses, c.timeouts, c.lost
     );
+    let l = r.latency_ns.as_ref();
+    if c.timeouts > 0 {
+        let bound = crate::report::text::us_floor(l.map_or(r.config.timeout_ns, |l| l.censored_above), 3);
+        let _ = writeln!(
+            s,
+            "# latprobe: the {} timeouts are latencies above {bound} us, counted as overflows; Max \
+             Latencies is the largest measured: the true max is censored (>{bound} us)",
+            c.timeouts,
+        );
+    }
     let _ = writeln!(s, "# Histogram");
     for (i, c) in counts.iter().enumerate() {
         let _ = writeln!(s, "{i:06} {c:06}");
     }
     let total: u64 = counts.iter().sum();
-    let (min, avg, max) =
-        r.latency_ns.as_ref().map_or((0, 0, 0), |l| (l.min / 1000, l.mean / 1000, l.max / 1000));
+    let us = |v: Option<u64>| v.map_or(0, |v| v / 1000);
+    let (min, avg, max) = l.map_or((0, 0, 0), |l| (us(l.min), us(l.mean), us(l.max_measured)));
     let _ = writeln!(s, "# Total: {total:09}");
     let _ = writeln!(s, "# Min Latencies: {min:05}");
     let _ = writeln!(s, "# Avg Latencies: {avg:05}");
@@ -61,6 +78,8 @@ pub fn render(r: &Report) -> String {
     if h.overflows > listed {
         let _ = write!(s, " # {:05} others", h.overflows - listed);
     }
+    // cyclictest ends the file with an empty line.
+    let _ = writeln!(s);
     let _ = writeln!(s);
     s
 }
@@ -88,6 +107,8 @@ pub struct Parsed {
     pub overflows: u64,
     /// The listed overflow cycle numbers.
     pub overflow_cycles: Vec<u64>,
+    /// Overflows not listed (`# NNNNN others`).
+    pub overflow_others: u64,
 }
 
 /// Parse a histfile of one column (ours or cyclictest's with one thread).
@@ -106,9 +127,12 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
                     "Histogram Overflows" => p.overflows = num(val, line)?,
                     "Histogram Overflow at cycle number" => in_cycles = true,
                     "Thread 0" if in_cycles => {
-                        let listed = val.split('#').next().unwrap_or("");
+                        let (listed, others) = val.split_once('#').unwrap_or((val, ""));
                         for v in listed.split_whitespace() {
                             p.overflow_cycles.push(num(v, line)?);
+                        }
+                        if let Some(n) = others.trim().strip_suffix("others") {
+                            p.overflow_others = num(n, line)?;
                         }
                     }
                     _ => {}

@@ -1,9 +1,13 @@
 //! The JSON report (`--output FILE.json`); its schema is documented in
-//! [`super`].
+//! [`super`]. Version 1 reports are read too, converted to version 2.
 
 use std::path::Path;
 
+use serde_json::{json, Map, Value};
+
 use super::{Report, SCHEMA_VERSION};
+use crate::analysis::rank;
+use crate::units::format_ns;
 use crate::Error;
 
 /// `r` as pretty JSON.
@@ -18,21 +22,206 @@ pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 
-/// Read a report written by [`write()`].
+/// Read a report written by [`write()`], or by a latprobe of schema
+/// version 1 (converted by [`upgrade_v1`]).
 pub fn read(path: &Path) -> Result<Report, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::io(format!("cannot read the report {}", path.display()), e))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let mut value: Value = serde_json::from_str(&text).map_err(|e| {
         Error::Usage(format!("{} is neither a latprobe raw file nor a JSON report: {e}", path.display()))
     })?;
-    let version = value.get("schema_version").and_then(serde_json::Value::as_u64);
-    if version != Some(u64::from(SCHEMA_VERSION)) {
-        return Err(Error::Usage(format!(
-            "{} has schema_version {}, this latprobe reads version {SCHEMA_VERSION}",
-            path.display(),
-            version.map_or_else(|| "missing".to_string(), |v| v.to_string())
-        )));
+    let not_a_report = |e: String| Error::Usage(format!("{} is not a latprobe report: {e}", path.display()));
+    match value.get("schema_version").and_then(Value::as_u64) {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(1) => upgrade_v1(&mut value).map_err(not_a_report)?,
+        version => {
+            return Err(Error::Usage(format!(
+                "{} has schema_version {}, this latprobe reads versions 1 and {SCHEMA_VERSION}",
+                path.display(),
+                version.map_or_else(|| "missing".to_string(), |v| v.to_string())
+            )))
+        }
     }
-    serde_json::from_value(value)
-        .map_err(|e| Error::Usage(format!("{} is not a latprobe report: {e}", path.display())))
+    serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))
+}
+
+/// The counters schema 2 added: version 1 did not carry them.
+const V2_COUNTS: [&str; 9] = [
+    "duplicate_answers",
+    "unmatched",
+    "wrong_bytes",
+    "slipped",
+    "slip_max_ns",
+    "slip_total_ns",
+    "reclaimed",
+    "overcaptures",
+    "line_errors",
+];
+
+/// Convert a schema version 1 report to version 2, in place.
+///
+/// Version 1 took its latency figures over the responses only and kept the
+/// timeouts apart. The conversion keeps what is still true and says what is
+/// not known: a percentile whose rank over all samples falls among the
+/// timeouts becomes censored (`null`), as does the max when there were
+/// timeouts; the other percentiles keep version 1's response-only values,
+/// which can be below the true ones, and a note says so with the number of
+/// timeouts they left out. The histogram's overflows take in the timeouts
+/// (whose sequence numbers version 1 did not keep), so bins + overflows =
+/// samples again. The anomaly counters version 1 lacked read 0, and a note
+/// says they were not recorded.
+pub fn upgrade_v1(v: &mut Value) -> Result<(), String> {
+    let obj = v.as_object_mut().ok_or("the top level is not an object")?;
+    let get_u64 = |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_u64);
+    let config = obj.get_mut("config").and_then(Value::as_object_mut).ok_or("no config")?;
+    config.entry("identity").or_insert(Value::Bool(false));
+    let timeout_ns = get_u64(config, "timeout_ns").ok_or("no config.timeout_ns")?;
+    let counts = obj.get_mut("counts").and_then(Value::as_object_mut).ok_or("no counts")?;
+    counts.entry("late_responses").or_insert(json!(0));
+    for k in V2_COUNTS {
+        counts.entry(k).or_insert(json!(0));
+    }
+    let responses = get_u64(counts, "responses").ok_or("no counts.responses")?;
+    let timeouts = get_u64(counts, "timeouts").ok_or("no counts.timeouts")?;
+    let samples = responses + timeouts;
+
+    let old = obj.get("latency_ns").cloned().unwrap_or(Value::Null);
+    let latency = match old.as_object() {
+        Some(l) => {
+            let field = |k: &str| get_u64(l, k).ok_or(format!("no latency_ns.{k}"));
+            let max = field("max")?;
+            let mut new = json!({
+                "measured": responses,
+                "censored": timeouts,
+                "censored_above": timeout_ns,
+                "min": field("min")?,
+                "mean": field("mean")?,
+                "max": if timeouts > 0 { Value::Null } else { json!(max) },
+                "max_measured": max,
+            });
+            for (k, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999)] {
+                let censored = rank(q, samples) > responses;
+                new[k] = if censored { Value::Null } else { json!(field(k)?) };
+            }
+            new
+        }
+        None if timeouts > 0 => json!({
+            "measured": 0, "censored": timeouts, "censored_above": timeout_ns,
+            "min": null, "mean": null, "p50": null, "p90": null, "p99": null, "p99_9": null,
+            "p99_99": null, "max": null, "max_measured": null,
+        }),
+        None => Value::Null,
+    };
+    obj.insert("latency_ns".into(), latency);
+
+    let hist = obj.get_mut("histogram").and_then(Value::as_object_mut).ok_or("no histogram")?;
+    let overflows = get_u64(hist, "overflows").ok_or("no histogram.overflows")?;
+    hist.insert("overflows".into(), json!(overflows + timeouts));
+
+    let mut note = "converted from a schema_version 1 report".to_string();
+    if timeouts > 0 {
+        note += &format!(
+            ": its latency figures were over the {responses} responses only and left out the {timeouts} \
+             timeouts (latencies above {}); the percentiles that fall among the timeouts and the max are \
+             now censored, the others are still version 1's response-only values and can be below the \
+             true ones; the histogram's overflows now include the timeouts, whose sequence numbers \
+             version 1 did not keep",
+            format_ns(timeout_ns)
+        );
+    } else {
+        note += " (no timeouts: its latency figures stand as they were)";
+    }
+    note += "; version 1 recorded no probe anomalies but late responses: the other anomaly counts read 0";
+    let notes = obj.entry("notes").or_insert(json!([]));
+    notes.as_array_mut().ok_or("notes is not a list")?.push(Value::String(note));
+    obj.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version 1 report as latprobe 0.1 wrote it: 1000 samples, 10
+    /// timeouts, figures over the 990 responses only.
+    fn v1_report(timeouts: u64) -> Value {
+        let responses = 1000 - timeouts;
+        json!({
+            "schema_version": 1,
+            "tool_version": "0.1.0",
+            "complete": true,
+            "ended_by": "count-reached",
+            "error": null,
+            "source": "/dev/ttyACM0",
+            "replayed_from": null,
+            "probe": null,
+            "config": {
+                "mode": "uart-echo", "interval_ns": 1_000_000, "dither_ns": 0, "timeout_ns": 500_000,
+                "guard_ns": 100_000, "count": 1000, "duration_ns": null, "seed": 1,
+                "stimulus": "byte 0x55", "ticks": null
+            },
+            "started_at": "2025-01-01T00:00:00Z",
+            "ended_at": "2025-01-01T00:00:01Z",
+            "probe_elapsed_ns": 1_000_000_000u64,
+            "counts": {
+                "samples": 1000, "responses": responses, "timeouts": timeouts, "lost": 0, "duplicates": 0,
+                "out_of_order": 0, "dropped_by_probe": 0, "overruns": 0, "late_responses": timeouts,
+                "bad_frames": 0, "probe_taken": 1000
+            },
+            "latency_ns": {
+                "min": 10_000, "max": 400_000, "mean": 50_000, "p50": 45_000, "p90": 60_000,
+                "p99": 90_000, "p99_9": 300_000, "p99_99": 400_000
+            },
+            "worst": { "seq": 250, "latency_ns": 400_000, "at_ns_from_start": 250_000_000u64 },
+            "histogram": {
+                "bin_ns": 1000, "max_us": 1000, "bins": [[10, responses]], "overflows": 0,
+                "overflow_seqs": []
+            },
+            "target": null,
+            "periodic": null,
+            "notes": []
+        })
+    }
+
+    #[test]
+    fn a_v1_report_is_converted_with_its_timeouts_censored() {
+        let mut v = v1_report(10);
+        upgrade_v1(&mut v).unwrap();
+        let r: Report = serde_json::from_value(v).unwrap();
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        assert!(!r.config.identity);
+        let l = r.latency_ns.as_ref().unwrap();
+        assert_eq!((l.measured, l.censored, l.censored_above), (990, 10, 500_000));
+        // Ranks over 1000 samples: p99 is rank 990 (the last response),
+        // p99.9 rank 999 (a timeout).
+        assert_eq!((l.p50, l.p90, l.p99), (Some(45_000), Some(60_000), Some(90_000)));
+        assert_eq!((l.p99_9, l.p99_99, l.max), (None, None, None));
+        assert_eq!((l.min, l.mean, l.max_measured), (Some(10_000), Some(50_000), Some(400_000)));
+        assert_eq!(r.histogram.overflows, 10);
+        let note = r.notes.last().unwrap();
+        assert!(note.contains("990 responses only") && note.contains("10 timeouts"), "{note}");
+        assert!(note.contains("above 500us"), "{note}");
+        assert_eq!(r.counts.duplicate_answers, 0);
+    }
+
+    #[test]
+    fn a_v1_report_without_timeouts_keeps_its_figures() {
+        let mut v = v1_report(0);
+        upgrade_v1(&mut v).unwrap();
+        let r: Report = serde_json::from_value(v).unwrap();
+        let l = r.latency_ns.unwrap();
+        assert_eq!((l.max, l.p99_99, l.censored), (Some(400_000), Some(400_000), 0));
+        assert!(r.notes.last().unwrap().contains("stand as they were"));
+    }
+
+    #[test]
+    fn a_v1_report_of_timeouts_only_is_all_censored() {
+        let mut v = v1_report(1000);
+        v["latency_ns"] = Value::Null;
+        upgrade_v1(&mut v).unwrap();
+        let r: Report = serde_json::from_value(v).unwrap();
+        let l = r.latency_ns.unwrap();
+        assert_eq!((l.measured, l.censored, l.min, l.max, l.p50), (0, 1000, None, None, None));
+        assert_eq!(r.histogram.overflows, 1000);
+    }
 }

@@ -5,14 +5,19 @@
 //! A report is built from a [`RunState`] (live, or a replayed raw file) or
 //! read back from JSON, so `latprobe report` renders every output again.
 //!
-//! # JSON schema, `schema_version` 1
+//! # JSON schema, `schema_version` 2
 //!
 //! All times are integer nanoseconds of the probe's clock unless the name
 //! says otherwise; absent values are `null`.
 //!
+//! A timeout is a sample too: a latency known only to exceed the timeout
+//! (*censored*). Every figure counts it (DESIGN.md, "The tail is never cut
+//! off"); a figure that falls among the timeouts is `null` in `latency_ns`,
+//! with the bound in `latency_ns.censored_above`.
+//!
 //! | field | meaning |
 //! |---|---|
-//! | `schema_version` | 1; bumped when a field changes meaning or goes away |
+//! | `schema_version` | 2; bumped when a field changes meaning or goes away (version 1 files are read and converted, see [`json::read`]) |
 //! | `tool_version` | latprobe version that made the report |
 //! | `complete` | the run ended as asked (`--count` reached or `--duration` elapsed) and the probe confirmed Stop |
 //! | `ended_by` | `count-reached`, `duration-elapsed`, `interrupted` (signal), `failed`, `stream-ended` (replay of a cut file) |
@@ -20,16 +25,16 @@
 //! | `source` | the port the bytes came from |
 //! | `replayed_from` | the raw file a replay read, else null |
 //! | `probe` | the probe's Hello: `protocol_version`, `firmware_version`, `board`, `timer_hz`, `timer_bits`, `capabilities` (bits), `capability_names`, `max_batch` |
-//! | `config` | `mode`, `interval_ns`, `dither_ns`, `timeout_ns`, `guard_ns`, `count`, `duration_ns`, `seed`, `stimulus`, and `ticks` {`interval`, `dither`, `timeout`, `guard`} as the probe accepted them (ns fields are then converted back from those ticks) |
+//! | `config` | `mode`, `interval_ns`, `dither_ns`, `timeout_ns` (the horizon: answers up to it are timed), `guard_ns`, `count`, `duration_ns`, `seed`, `stimulus` (`identified (9-byte alphabet)`, `byte 0x55`, `edge rising`, `none`), `identity` (answers matched by identity byte, several stimuli in flight; false for a fixed `--byte`, edges, periodic), and `ticks` {`interval`, `dither`, `timeout`, `guard`} as the probe accepted them (ns fields are then converted back from those ticks) |
 //! | `started_at`, `ended_at` | wall clock, RFC 3339 UTC |
 //! | `probe_elapsed_ns` | start to stop on the probe's clock |
-//! | `counts` | `samples` (= `responses` + `timeouts`), `responses`, `timeouts`, `lost` (sequence numbers never received, whatever the cause), `duplicates`, `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`, `late_responses` (echo answers that matched no stimulus: after their timeout, or with none outstanding), `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped) |
-//! | `latency_ns` | over responses only: `min`, `max`, `mean` (exact), `p50`, `p90`, `p99`, `p99_9`, `p99_99` (HdrHistogram, 3 significant digits); null without responses |
-//! | `worst` | `seq`, `latency_ns`, `at_ns_from_start` of the largest latency |
-//! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs, non-empty bins only), `overflows` (latencies ≥ max_us), `overflow_seqs` (sequence numbers of the first 1024 overflows) |
+//! | `counts` | `samples` (= `responses` + `timeouts`), `responses` (measured), `timeouts` (censored: latency above the timeout), `lost` (sequence numbers never received, whatever the cause), `duplicates` (sample sequence numbers received twice), `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`; the probe's anomalies: `late_responses` (answers after their stimulus's timeout, with none outstanding, or faster than the line allows: counted, not timed), `duplicate_answers` (a second answer with the identity of an already answered stimulus), `unmatched` (identity bytes matching no stimulus in flight), `wrong_bytes` (bytes outside the identity alphabet), `slipped` (stimuli sent late because their slot was busy), `slip_max_ns`, `slip_total_ns`, `reclaimed` (identities taken back from timed-out stimuli without proof their answer was not coming), `overcaptures`, `line_errors`; `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped) |
+//! | `latency_ns` | over every sample, timeouts ranked above every response: `measured` (responses), `censored` (timeouts), `censored_above` (the timeout, ns); `min`, `p50`, `p90`, `p99`, `p99_9`, `p99_99` (rank `max(1, ⌈q·samples⌉)`; a measured rank is the HdrHistogram value, 3 significant digits, never below the sample's), `max` (exact): each `null` when it falls among the timeouts (it is then above `censored_above`); `mean` (exact, over the measured only; `null` without responses), `max_measured` (largest measured latency, `null` without responses). The whole field is `null` without samples |
+//! | `worst` | the worst *measured* sample: `seq`, `latency_ns`, `at_ns_from_start` (a timeout is worse but has no latency) |
+//! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs of measured latencies, non-empty bins only), `overflows` (latencies ≥ max_us and timeouts: bins + overflows = samples), `overflow_seqs` (sequence numbers of the first 1024 overflows; the rest are only counted) |
 //! | `target` | target metadata (`--target-meta FILE`, or the responder's in `demo`), verbatim JSON |
 //! | `periodic` | periodic mode only: `edges`, `lost`, `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals, and a `note`: the fitted analysis comes in a later issue |
-//! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's) |
+//! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's, or what the anomalies mean) |
 
 pub mod histfile;
 pub mod json;
@@ -37,12 +42,14 @@ pub mod text;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Quantile;
 use crate::rawfile::RunContext;
 use crate::session::{EndedBy, ModeArg, ProbeHello, RunState};
-use latprobe_protocol::{ticks_to_ns, Stimulus};
+use crate::units::format_ns;
+use latprobe_protocol::{ticks_to_ns, Anomalies, Stimulus};
 
 /// The schema version written into every JSON report.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A finished run's report; the source of every output format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,9 +80,9 @@ pub struct Report {
     pub probe_elapsed_ns: Option<u64>,
     /// Counters.
     pub counts: Counts,
-    /// Latency statistics.
+    /// Latency statistics over every sample, timeouts censored.
     pub latency_ns: Option<Latency>,
-    /// The worst sample.
+    /// The worst measured sample.
     pub worst: Option<WorstReport>,
     /// The 1 µs histogram.
     pub histogram: HistReport,
@@ -106,7 +113,7 @@ pub struct ConfigReport {
     pub interval_ns: u64,
     /// Dither.
     pub dither_ns: u64,
-    /// Timeout.
+    /// Timeout: answers up to it are timed, later ones are timeout samples.
     pub timeout_ns: u64,
     /// Guard.
     pub guard_ns: u64,
@@ -116,8 +123,12 @@ pub struct ConfigReport {
     pub duration_ns: Option<u64>,
     /// Dither seed.
     pub seed: u64,
-    /// The stimulus, e.g. `byte 0x55`, `edge rising`, `none`.
+    /// The stimulus, e.g. `identified (9-byte alphabet)`, `byte 0x55`,
+    /// `edge rising`, `none`.
     pub stimulus: String,
+    /// Whether answers are matched by their identity byte (several stimuli
+    /// in flight, late answers timed up to the timeout).
+    pub identity: bool,
     /// The probe's accepted values in ticks.
     pub ticks: Option<TicksReport>,
 }
@@ -140,52 +151,106 @@ pub struct TicksReport {
 pub struct Counts {
     /// Responses plus timeouts.
     pub samples: u64,
-    /// Samples with a response.
+    /// Samples with a response: measured.
     pub responses: u64,
-    /// Samples without one.
+    /// Samples without one: latencies above the timeout.
     pub timeouts: u64,
     /// Sequence numbers never received.
     pub lost: u64,
-    /// Received twice.
+    /// Sample sequence numbers received twice.
     pub duplicates: u64,
     /// Received late.
     pub out_of_order: u64,
     /// Dropped by the probe's full queue.
     pub dropped_by_probe: u64,
-    /// Times the probe's queue was full.
+    /// Times the probe's queue was found full.
     pub overruns: u64,
-    /// Echo responses that matched no stimulus (after their timeout, or
-    /// with none outstanding), as the probe counted them.
-    #[serde(default)]
+    /// Answers after their stimulus's timeout, with none outstanding, or
+    /// faster than the line allows: counted, not timed.
     pub late_responses: u64,
+    /// Answers with the identity of a stimulus already answered.
+    pub duplicate_answers: u64,
+    /// Identity bytes matching no stimulus in flight.
+    pub unmatched: u64,
+    /// Bytes outside the identity alphabet while identity is on.
+    pub wrong_bytes: u64,
+    /// Stimuli sent later than their schedule because their slot was busy.
+    pub slipped: u64,
+    /// The longest of those delays.
+    pub slip_max_ns: u64,
+    /// Their sum.
+    pub slip_total_ns: u64,
+    /// Identities taken back from timed-out stimuli without proof that
+    /// their answer was not coming.
+    pub reclaimed: u64,
+    /// Captures the probe's hardware overwrote before they were read.
+    pub overcaptures: u64,
+    /// Receive errors on the target line.
+    pub line_errors: u64,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// The probe's own total.
     pub probe_taken: Option<u64>,
 }
 
-/// Latency statistics over responses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Exact minimum.
-    pub min: u64,
-    /// Exact maximum.
-    pub max: u64,
-    /// Exact mean, rounded down.
-    pub mean: u64,
-    /// Median.
-    pub p50: u64,
-    /// 90th percentile.
-    pub p90: u64,
-    /// 99th.
-    pub p99: u64,
-    /// 99.9th.
-    pub p99_9: u64,
-    /// 99.99th.
-    pub p99_99: u64,
+impl Counts {
+    /// Whether the probe counted any anomaly.
+    pub fn any_anomaly(&self) -> bool {
+        self.late_responses
+            + self.duplicate_answers
+            + self.unmatched
+            + self.wrong_bytes
+            + self.slipped
+            + self.reclaimed
+            + self.overcaptures
+            + self.line_errors
+            > 0
+    }
 }
 
-/// The worst sample.
+/// Latency statistics over every sample: a figure that falls among the
+/// timeouts is `None`, known only to be above `censored_above`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Samples with a measured latency (responses).
+    pub measured: u64,
+    /// Timeout samples: latencies above `censored_above`.
+    pub censored: u64,
+    /// The timeout.
+    pub censored_above: u64,
+    /// Exact minimum; `None` when every sample timed out.
+    pub min: Option<u64>,
+    /// Exact mean of the measured latencies, rounded down; `None` without
+    /// responses.
+    pub mean: Option<u64>,
+    /// Median.
+    pub p50: Option<u64>,
+    /// 90th percentile.
+    pub p90: Option<u64>,
+    /// 99th.
+    pub p99: Option<u64>,
+    /// 99.9th.
+    pub p99_9: Option<u64>,
+    /// 99.99th.
+    pub p99_99: Option<u64>,
+    /// Exact maximum; `None` when any sample timed out.
+    pub max: Option<u64>,
+    /// The largest measured latency; `None` without responses.
+    pub max_measured: Option<u64>,
+}
+
+impl Latency {
+    /// A figure of this table as a [`Quantile`]: `None` is above the bound.
+    pub fn figure(&self, v: Option<u64>) -> Quantile {
+        match v {
+            Some(v) => Quantile::Value(v),
+            None if self.measured + self.censored > 0 => Quantile::Above(self.censored_above),
+            None => Quantile::None,
+        }
+    }
+}
+
+/// The worst measured sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorstReport {
     /// Sequence number.
@@ -203,9 +268,9 @@ pub struct HistReport {
     pub bin_ns: u64,
     /// Range in µs.
     pub max_us: u32,
-    /// Sparse `[start_us, count]`.
+    /// Sparse `[start_us, count]` of measured latencies.
     pub bins: Vec<[u64; 2]>,
-    /// Latencies beyond the range.
+    /// Latencies beyond the range, and timeouts.
     pub overflows: u64,
     /// Sequence numbers of the first overflows.
     pub overflow_seqs: Vec<u64>,
@@ -257,11 +322,109 @@ pub struct Ending {
 const PERIODIC_NOTE: &str = "raw intervals between consecutive edges on the probe's clock, no more: \
     the fitted analysis (period, ppm offset, deviation from the fit) comes in a later release";
 
-fn stimulus_name(s: Stimulus) -> String {
+/// The stimulus as a report names it.
+pub fn stimulus_name(s: Stimulus) -> String {
     match s {
+        Stimulus::Identified => "identified (9-byte alphabet)".into(),
         Stimulus::Byte(b) => format!("byte 0x{b:02x}"),
         Stimulus::Edge(e) => format!("edge {}", format!("{e:?}").to_lowercase()),
         Stimulus::None => "none".into(),
+    }
+}
+
+/// The latency table of `a`: every figure over all samples, censored
+/// where it falls among the timeouts; `None` without samples.
+pub fn latency_of(a: &crate::analysis::Analysis) -> Option<Latency> {
+    (a.samples() > 0).then(|| Latency {
+        measured: a.responses,
+        censored: a.timeouts,
+        censored_above: a.timeout_ns(),
+        min: a.min().value(),
+        mean: a.mean_ns(),
+        p50: a.quantile(0.5).value(),
+        p90: a.quantile(0.9).value(),
+        p99: a.quantile(0.99).value(),
+        p99_9: a.quantile(0.999).value(),
+        p99_99: a.quantile(0.9999).value(),
+        max: a.max().value(),
+        max_measured: a.max_measured_ns(),
+    })
+}
+
+/// The notes the counts call for: what the anomalies mean for the figures.
+fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<String>) {
+    let timeout = format_ns(config.timeout_ns);
+    if echo && !config.identity && config.stimulus.starts_with("byte") {
+        notes.push(format!(
+            "identity is off ({}, fixed): one stimulus in flight at a time, and an answer later than the \
+             timeout ({timeout}) cannot be told from the next one's: it is counted late, never timed; \
+             leave --byte out to time late answers up to 9 intervals",
+            config.stimulus
+        ));
+    }
+    if c.late_responses > 0 {
+        notes.push(format!(
+            "{} late answers (after their stimulus's timeout of {timeout}, with none outstanding, or faster \
+             than the line allows) were counted, not timed: a stimulus whose answer came after its timeout \
+             is a timeout sample, a latency above {timeout}",
+            c.late_responses
+        ));
+    }
+    if c.slipped > 0 {
+        let why = if config.identity {
+            "waited for a free identity: the target had not yet answered any later stimulus (answers \
+             queued about as far behind as the horizon)"
+        } else {
+            "waited for the previous sample and its guard to end (the probe fell behind its schedule)"
+        };
+        notes.push(format!(
+            "{} stimuli {why}, longest {}, {} in all",
+            c.slipped,
+            format_ns(c.slip_max_ns),
+            format_ns(c.slip_total_ns)
+        ));
+    }
+    if c.reclaimed > 0 {
+        notes.push(format!(
+            "{} identities were taken back from timed-out stimuli with no proof that their answer was not \
+             still coming: an answer later than that could be credited to a newer stimulus with the same \
+             identity",
+            c.reclaimed
+        ));
+    }
+    if c.duplicate_answers > 0 {
+        notes.push(format!(
+            "{} answers repeated the identity of a stimulus already answered: counted, not timed (does the \
+             target echo twice?)",
+            c.duplicate_answers
+        ));
+    }
+    if c.unmatched > 0 {
+        notes.push(format!(
+            "{} answers matched no stimulus in flight: counted, not timed (an answer after its identity was \
+             reused, or one the target made up)",
+            c.unmatched
+        ));
+    }
+    if c.wrong_bytes > 0 {
+        notes.push(format!(
+            "{} answer bytes were outside the identity alphabet: counted, not timed (does the target echo \
+             exactly what it receives? Noise on the line?)",
+            c.wrong_bytes
+        ));
+    }
+    if c.overcaptures > 0 {
+        notes.push(format!(
+            "{} captures were overwritten in the probe's hardware before they were read: edges came faster \
+             than the probe could take them",
+            c.overcaptures
+        ));
+    }
+    if c.line_errors > 0 {
+        notes.push(format!(
+            "{} receive errors (framing, noise, overrun) on the target line: check wiring, levels and baud",
+            c.line_errors
+        ));
     }
 }
 
@@ -280,6 +443,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             duration_ns: req.duration_ns,
             seed: c.seed,
             stimulus: stimulus_name(c.stimulus),
+            identity: c.stimulus.has_identity(),
             ticks: Some(TicksReport {
                 interval: c.interval_ticks,
                 dither: c.dither_ticks,
@@ -296,20 +460,18 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             count: req.count,
             duration_ns: req.duration_ns,
             seed: req.seed,
-            stimulus: match req.mode {
-                ModeArg::Periodic => "none".into(),
-                ModeArg::GpioEcho => format!("edge {}", format!("{:?}", req.edge).to_lowercase()),
-                _ => format!("byte 0x{:02x}", req.byte),
-            },
+            stimulus: stimulus_name(req.assumed_stimulus()),
+            identity: req.assumed_stimulus().has_identity(),
             ticks: None,
         },
     };
     let a = state.analysis.as_ref();
-    let (dropped, overruns, late) = match (state.stopped, state.heartbeat) {
-        (Some(s), _) => (s.dropped, u64::from(s.overruns), s.late),
-        (None, Some(h)) => (h.dropped, u64::from(h.overruns), h.late),
-        (None, None) => (0, 0, 0),
+    let (dropped, overruns, an) = match (state.stopped, state.heartbeat) {
+        (Some(s), _) => (s.dropped, u64::from(s.overruns), s.anomalies),
+        (None, Some(h)) => (h.dropped, u64::from(h.overruns), h.anomalies),
+        (None, None) => (0, 0, Anomalies::default()),
     };
+    let ns = |ticks: u64| hz.map_or(0, |hz| ticks_to_ns(ticks, hz));
     let counts = Counts {
         samples: a.map_or(0, |a| a.samples()),
         responses: a.map_or(0, |a| a.responses),
@@ -319,20 +481,19 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         out_of_order: a.map_or(0, |a| a.seq.out_of_order),
         dropped_by_probe: dropped,
         overruns,
-        late_responses: late,
+        late_responses: an.late,
+        duplicate_answers: an.duplicates,
+        unmatched: an.unmatched,
+        wrong_bytes: an.wrong_bytes,
+        slipped: an.slipped,
+        slip_max_ns: ns(an.slip_max_ticks),
+        slip_total_ns: ns(an.slip_total_ticks),
+        reclaimed: an.reclaimed,
+        overcaptures: u64::from(an.overcaptures),
+        line_errors: u64::from(an.line_errors),
         bad_frames: bad_frames + a.map_or(0, |a| a.bad_batches),
         probe_taken: state.stopped.map(|s| s.taken),
     };
-    let latency = a.filter(|a| a.responses > 0).map(|a| Latency {
-        min: a.min_ns,
-        max: a.max_ns,
-        mean: a.mean_ns(),
-        p50: a.quantile(0.5),
-        p90: a.quantile(0.9),
-        p99: a.quantile(0.99),
-        p99_9: a.quantile(0.999),
-        p99_99: a.quantile(0.9999),
-    });
     let histogram = HistReport {
         bin_ns: 1000,
         max_us: ctx.histfile_max_us,
@@ -358,18 +519,12 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         }
     });
     let mut notes = ctx.notes.clone();
-    if late > 0 {
-        notes.push(format!(
-            "{late} responses came after their timeout (or with no stimulus outstanding): counted, not \
-             measured; an answer that late can also be taken for the next stimulus's, so raise --timeout \
-             or --guard if they matter"
-        ));
-    }
     if state.probe.as_ref().is_some_and(ProbeHello::is_emulated) && notes.is_empty() {
         notes.push(
             "the probe is emulated or virtual: its timestamps do not come from independent hardware".into(),
         );
     }
+    anomaly_notes(&counts, &config, req.mode.mode().is_echo(), &mut notes);
     Report {
         schema_version: SCHEMA_VERSION,
         tool_version: ctx.tool_version.clone(),
@@ -387,7 +542,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         ended_at: end.ended_at,
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
-        latency_ns: latency,
+        latency_ns: a.and_then(latency_of),
         worst: a.and_then(|a| a.worst).map(|w| WorstReport {
             seq: w.seq,
             latency_ns: w.latency_ns,
@@ -397,5 +552,136 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         target: ctx.target.clone(),
         periodic,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::Incoming;
+    use crate::session::{EdgeArg, Request};
+    use latprobe_protocol::{
+        Capabilities, Config, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped,
+    };
+
+    /// A run folded from real messages: 1 GHz timer, 1 ms interval, a
+    /// 200 µs histogram, timeout 8 ms; `outcome(seq)` for 300 samples.
+    fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
+        let request = Request {
+            mode: ModeArg::UartEcho,
+            interval_ns: 1_000_000,
+            dither_ns: 0,
+            timeout_ns: None,
+            guard_ns: None,
+            count: Some(300),
+            duration_ns: None,
+            seed: 1,
+            byte: None,
+            edge: EdgeArg::Rising,
+        };
+        let ctx = RunContext {
+            tool_version: "test".into(),
+            source: "test".into(),
+            started_at: "2025-01-01T00:00:00Z".into(),
+            request: request.clone(),
+            histfile_max_us: 200,
+            target: None,
+            notes: Vec::new(),
+        };
+        let hz = 1_000_000_000;
+        let config: Config = request.config(hz, Capabilities::UART_ECHO).unwrap();
+        assert_eq!((config.timeout_ticks, config.stimulus), (8_000_000, Stimulus::Identified));
+        let mut state = RunState::new(200, false);
+        let info = ProbeInfo {
+            protocol_version: latprobe_protocol::PROTOCOL_VERSION,
+            firmware_version: "t",
+            board: "t",
+            timer_hz: hz,
+            timer_bits: 64,
+            capabilities: Capabilities::UART_ECHO,
+            max_batch: 64,
+        };
+        state.on_incoming(Incoming::Message(ProbeMsg::Hello(info)));
+        state.on_incoming(Incoming::Message(ProbeMsg::Configured(config)));
+        state.on_incoming(Incoming::Message(ProbeMsg::Started { start_tick: 0, first_seq: 0 }));
+        let mut b = SampleBatchBuilder::new(config.interval_ticks, 64);
+        for seq in 0..300 {
+            let s = Sample { seq, stimulus_tick: seq * 1_000_000, outcome: outcome(seq) };
+            if b.push(&s).is_err() {
+                state.on_incoming(Incoming::Message(ProbeMsg::SampleBatch(b.batch())));
+                b.clear();
+                b.push(&s).unwrap();
+            }
+        }
+        state.on_incoming(Incoming::Message(ProbeMsg::SampleBatch(b.batch())));
+        let timeouts = (0..300).filter(|&s| outcome(s) == Outcome::Timeout).count() as u64;
+        let stopped = Stopped {
+            reason: StopReason::CountReached,
+            end_tick: 300_000_000,
+            taken: 300,
+            timeouts,
+            dropped: 0,
+            overruns: 0,
+            anomalies: Anomalies::default(),
+        };
+        state.on_incoming(Incoming::Message(ProbeMsg::Stopped(stopped)));
+        let end = Ending {
+            ended_by: EndedBy::CountReached,
+            complete: true,
+            error: None,
+            ended_at: "2025-01-01T00:00:01Z".into(),
+            replayed_from: None,
+        };
+        build(&ctx, &state, 0, end)
+    }
+
+    /// Responses of 10..=159 µs (150 in range) and 300 µs (out of range),
+    /// every 30th sample a timeout.
+    fn mixed(seq: u64) -> Outcome {
+        if seq % 30 == 29 {
+            Outcome::Timeout
+        } else if seq % 2 == 0 {
+            Outcome::Response(300_000)
+        } else {
+            Outcome::Response(10_000 + seq as u32 * 500)
+        }
+    }
+
+    #[test]
+    fn histfile_totals_count_every_sample_and_the_timeouts_as_overflows() {
+        let r = run_of(mixed);
+        assert_eq!((r.counts.samples, r.counts.timeouts), (300, 10));
+        let text = histfile::render(&r);
+        let p = histfile::parse(&text).unwrap();
+        assert_eq!(p.total + p.overflows, 300);
+        assert_eq!(p.bins.iter().map(|b| b.1).sum::<u64>(), p.total);
+        // Out of range: the 300 µs answers (even seqs) and every timeout
+        // (seq ≡ 29 mod 30), in order.
+        let over: Vec<u64> = (0..300).filter(|&s| s % 30 == 29 || s % 2 == 0).collect();
+        assert_eq!(p.overflow_cycles, over);
+        assert_eq!(p.overflows, over.len() as u64);
+        assert_eq!(p.max_us, 300);
+        assert!(text.contains("the true max is censored (>8000.000 us)"), "{text}");
+    }
+
+    #[test]
+    fn every_format_shows_the_censored_tail_alike() {
+        let r = run_of(mixed);
+        let l = r.latency_ns.as_ref().unwrap();
+        // 300 samples, 10 timeouts on top: p99 is rank 297 > 290 responses.
+        assert_eq!((l.measured, l.censored, l.censored_above), (290, 10, 8_000_000));
+        assert_eq!((l.p90, l.p99, l.max, l.max_measured), (Some(300_000), None, None, Some(300_000)));
+        let back: Report = serde_json::from_str(&json::to_string(&r)).unwrap();
+        assert_eq!(back, r);
+        let s = text::summary(&r);
+        assert!(s.contains("Max:   >8000"), "{s}");
+        assert!(s.contains("10 of 300 samples timed out (>8000.00 µs): percentiles from p99 up"), "{s}");
+        // A run without timeouts has nothing censored anywhere.
+        let clean = run_of(|seq| Outcome::Response(10_000 + seq as u32));
+        let l = clean.latency_ns.as_ref().unwrap();
+        assert_eq!((l.censored, l.max, l.max_measured), (0, Some(10_299), Some(10_299)));
+        let s = text::summary(&clean);
+        assert!(!s.contains('>') && !s.contains("timed out"), "{s}");
+        assert!(!histfile::render(&clean).contains("censored"));
     }
 }

@@ -1,10 +1,42 @@
 //! The terminal summary: a cyclictest-like line (Min/Avg/Max in µs and the
-//! count), a percentile table, and the counters that qualify the figures.
+//! count of samples), a percentile table over every sample with the
+//! censored cells as `>bound`, and the counters that qualify the figures.
 
 use std::fmt::Write as _;
 
 use super::Report;
+use crate::analysis::Quantile;
 use crate::units::{format_ns, us_fixed};
+
+/// `ns` in µs with `places` decimals, rounded *down*: the bound of a
+/// censored figure (`>X` must not claim more than the timeout).
+pub fn us_floor(ns: u64, places: u32) -> String {
+    let p = 10u64.pow(places);
+    let scaled = u128::from(ns) * u128::from(p) / 1000;
+    if places == 0 {
+        return format!("{scaled}");
+    }
+    let p = u128::from(p);
+    format!("{}.{:0width$}", scaled / p, scaled % p, width = places as usize)
+}
+
+/// A figure in µs with two decimals, `>bound` when censored, `-` when absent.
+pub fn us_cell(q: Quantile) -> String {
+    match q {
+        Quantile::Value(v) => us_fixed(v, 2),
+        Quantile::Above(b) => format!(">{}", us_floor(b, 2)),
+        Quantile::None => "-".into(),
+    }
+}
+
+/// A figure in readable units, `>bound` when censored, `-` when absent.
+pub fn ns_cell(q: Quantile) -> String {
+    match q {
+        Quantile::Value(v) => format_ns(v),
+        Quantile::Above(b) => format!(">{}", format_ns(b)),
+        Quantile::None => "-".into(),
+    }
+}
 
 /// The summary of `r`, as printed at the end of a run or by `report`.
 pub fn summary(r: &Report) -> String {
@@ -15,15 +47,41 @@ pub fn summary(r: &Report) -> String {
         |p| format!("{} {}, {} Hz timer", p.hello.board, p.hello.firmware_version, p.hello.timer_hz),
     );
     let _ = writeln!(s, "latprobe {} on {} ({probe})", r.config.mode_name(), r.source);
-    let (min, avg, max) =
-        r.latency_ns.as_ref().map_or((0, 0, 0), |l| (l.min / 1000, l.mean / 1000, l.max / 1000));
+    if r.config.mode.mode().is_echo() {
+        let stim = if r.config.identity {
+            format!("{}, late answers timed up to {}", r.config.stimulus, format_ns(r.config.timeout_ns))
+        } else {
+            format!("{}, identity off: one in flight", r.config.stimulus)
+        };
+        let _ = writeln!(s, "stimulus {stim}");
+    }
     // cyclictest's own line: `T: 0 ( pid) P:99 I:1000 C: 100000 Min: 3 Act: 5 Avg: 4 Max: 17`,
-    // without the thread, priority and "Act" that have no meaning here.
+    // without the thread, priority and "Act" that have no meaning here. C
+    // counts every sample; a censored Max is `>timeout`.
+    let whole = |q: Quantile| match q {
+        Quantile::Value(v) => (v / 1000).to_string(),
+        Quantile::Above(b) => format!(">{}", b / 1000),
+        Quantile::None => "0".into(),
+    };
+    let (min, avg, max, measured) = match &r.latency_ns {
+        Some(l) => (
+            whole(l.figure(l.min)),
+            l.mean.map_or_else(|| "-".to_string(), |m| (m / 1000).to_string()),
+            whole(l.figure(l.max)),
+            l.measured,
+        ),
+        None => ("0".into(), "0".into(), "0".into(), 0),
+    };
+    let avg_note = match (c.timeouts, measured) {
+        (0, _) => String::new(),
+        (_, 0) => ", none measured".to_string(),
+        (_, m) => format!(", Avg over the {m} measured"),
+    };
     let _ = writeln!(
         s,
-        "I:{} C:{:>7} Min:{:>7} Avg:{:>5} Max:{:>8}  (µs; C counts responses)",
+        "I:{} C:{:>7} Min:{:>7} Avg:{:>5} Max:{:>8}  (µs; C counts every sample{avg_note})",
         r.config.interval_ns / 1000,
-        c.responses,
+        c.samples,
         min,
         avg,
         max
@@ -35,7 +93,7 @@ pub fn summary(r: &Report) -> String {
                 "latency µs  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 "min", "p50", "p90", "p99", "p99.9", "p99.99", "max"
             );
-            let f = |v| us_fixed(v, 2);
+            let f = |v: Option<u64>| us_cell(l.figure(v));
             let _ = writeln!(
                 s,
                 "            {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -47,9 +105,32 @@ pub fn summary(r: &Report) -> String {
                 f(l.p99_99),
                 f(l.max)
             );
+            if l.censored > 0 {
+                let names = [
+                    ("min", l.min),
+                    ("p50", l.p50),
+                    ("p90", l.p90),
+                    ("p99", l.p99),
+                    ("p99.9", l.p99_9),
+                    ("p99.99", l.p99_99),
+                ];
+                let first = names.iter().find(|(_, v)| v.is_none()).map(|(n, _)| *n);
+                let which = match first {
+                    Some("min") => "every figure is censored".to_string(),
+                    Some(n) => format!("percentiles from {n} up and the max are censored"),
+                    None => "the max is censored".to_string(),
+                };
+                let _ = writeln!(
+                    s,
+                    "{} of {} samples timed out (>{} µs): {which}",
+                    l.censored,
+                    l.measured + l.censored,
+                    us_floor(l.censored_above, 2)
+                );
+            }
         }
         None => {
-            let _ = writeln!(s, "no responses: no latency figures");
+            let _ = writeln!(s, "no samples: no latency figures");
         }
     }
     let _ = writeln!(
@@ -57,27 +138,53 @@ pub fn summary(r: &Report) -> String {
         "samples {}  responses {}  timeouts {}  lost {}  overruns {}",
         c.samples, c.responses, c.timeouts, c.lost, c.overruns
     );
-    if c.duplicates + c.out_of_order + c.dropped_by_probe + c.bad_frames + c.late_responses > 0 {
+    if c.duplicates + c.out_of_order + c.dropped_by_probe + c.bad_frames > 0 {
         let _ = writeln!(
             s,
-            "duplicates {}  out of order {}  dropped by probe {}  bad frames {}  late responses {}",
-            c.duplicates, c.out_of_order, c.dropped_by_probe, c.bad_frames, c.late_responses
+            "duplicates {}  out of order {}  dropped by probe {}  bad frames {}",
+            c.duplicates, c.out_of_order, c.dropped_by_probe, c.bad_frames
         );
+    }
+    if c.any_anomaly() {
+        // Only what happened: each anomaly that is not zero.
+        let mut parts = Vec::new();
+        for (name, n) in [
+            ("late", c.late_responses),
+            ("duplicate answers", c.duplicate_answers),
+            ("unmatched", c.unmatched),
+            ("wrong bytes", c.wrong_bytes),
+        ] {
+            if n > 0 {
+                parts.push(format!("{name} {n}"));
+            }
+        }
+        if c.slipped > 0 {
+            parts.push(format!("slipped {} (longest {})", c.slipped, format_ns(c.slip_max_ns)));
+        }
+        for (name, n) in
+            [("reclaimed", c.reclaimed), ("overcaptures", c.overcaptures), ("line errors", c.line_errors)]
+        {
+            if n > 0 {
+                parts.push(format!("{name} {n}"));
+            }
+        }
+        let _ = writeln!(s, "anomalies: {}", parts.join("  "));
     }
     if let Some(w) = &r.worst {
         let _ = writeln!(
             s,
-            "worst {} at sample {}, {} after start",
+            "worst measured {} at sample {}, {} after start",
             format_ns(w.latency_ns),
             w.seq,
             format_ns(w.at_ns_from_start)
         );
     }
-    if r.histogram.overflows > 0 {
+    let range_overflows = r.histogram.overflows.saturating_sub(c.timeouts);
+    if range_overflows > 0 {
         let _ = writeln!(
             s,
-            "{} latencies above the {} µs histogram range",
-            r.histogram.overflows, r.histogram.max_us
+            "{range_overflows} measured latencies above the {} µs histogram range",
+            r.histogram.max_us
         );
     }
     if let Some(p) = &r.periodic {
@@ -123,5 +230,21 @@ impl super::ConfigReport {
     /// The mode as named on the command line.
     pub fn mode_name(&self) -> &'static str {
         self.mode.mode().name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_censored_bound_is_rounded_down() {
+        assert_eq!(us_floor(500_009, 2), "500.00");
+        assert_eq!(us_floor(8_000_000, 2), "8000.00");
+        assert_eq!(us_floor(1_999, 0), "1");
+        assert_eq!(us_cell(Quantile::Above(500_009)), ">500.00");
+        assert_eq!(us_cell(Quantile::Value(11_944)), "11.94");
+        assert_eq!(ns_cell(Quantile::Above(1_500_000)), ">1.5ms");
+        assert_eq!(ns_cell(Quantile::None), "-");
     }
 }

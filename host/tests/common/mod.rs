@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use latprobe_protocol::framing::{encode_raw, CRC};
 use latprobe_protocol::{
-    encode_message, Capabilities, Config, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg,
-    Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped, MAX_FRAME_LEN,
+    encode_message, Anomalies, Capabilities, Config, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat,
+    HostMsg, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped, MAX_FRAME_LEN,
     MAX_RAW_LEN,
 };
 
@@ -40,11 +40,23 @@ pub struct FakeOpts {
     pub faults: bool,
     /// Report a damaged host frame (Error BadFrame) before answering Configure.
     pub noise: bool,
+    /// The outcome of sample `seq`.
+    pub outcomes: fn(u64) -> Outcome,
+    /// The anomalies the probe reports in heartbeats and Stopped; `None`:
+    /// every timeout's answer came late (`late` = timeouts so far).
+    pub anomalies: Option<Anomalies>,
 }
 
 impl Default for FakeOpts {
     fn default() -> Self {
-        Self { script: Script::Normal, pace: Duration::from_millis(2), faults: false, noise: false }
+        Self {
+            script: Script::Normal,
+            pace: Duration::from_millis(2),
+            faults: false,
+            noise: false,
+            outcomes: fake_outcome,
+            anomalies: None,
+        }
     }
 }
 
@@ -247,7 +259,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 (HostMsg::Stop, _) => {
                     if running {
                         running = false;
-                        send(&mut s, &stopped(StopReason::HostStop, seq, start_tick, config))
+                        send(&mut s, &stopped(StopReason::HostStop, seq, start_tick, config, &opts))
                     } else {
                         true
                     }
@@ -274,7 +286,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
             let sample = Sample {
                 seq,
                 stimulus_tick: start_tick + seq * u64::from(c.interval_ticks),
-                outcome: fake_outcome(seq),
+                outcome: (opts.outcomes)(seq),
             };
             if b.push(&sample).is_err() {
                 break;
@@ -300,6 +312,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 nonce: 0,
                 running: true,
                 taken: seq,
+                anomalies: anomalies(seq, &opts),
                 ..Default::default()
             };
             if !send(&mut s, &ProbeMsg::Heartbeat(hb)) {
@@ -308,25 +321,38 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
         }
         if c.count.is_some_and(|n| seq >= n) {
             running = false;
-            if !send(&mut s, &stopped(StopReason::CountReached, seq, start_tick, config)) {
+            if !send(&mut s, &stopped(StopReason::CountReached, seq, start_tick, config, &opts)) {
                 return;
             }
         }
     }
 }
 
-fn stopped(reason: StopReason, taken: u64, start_tick: u64, c: Option<Config>) -> ProbeMsg<'static> {
+fn timeouts(taken: u64, opts: &FakeOpts) -> u64 {
+    (0..taken).filter(|&s| (opts.outcomes)(s) == Outcome::Timeout).count() as u64
+}
+
+fn anomalies(taken: u64, opts: &FakeOpts) -> Anomalies {
+    // The fake's default story: every timed-out answer did come, too late.
+    opts.anomalies.unwrap_or(Anomalies { late: timeouts(taken, opts), ..Anomalies::default() })
+}
+
+fn stopped(
+    reason: StopReason,
+    taken: u64,
+    start_tick: u64,
+    c: Option<Config>,
+    opts: &FakeOpts,
+) -> ProbeMsg<'static> {
     let interval = c.map_or(0, |c| u64::from(c.interval_ticks));
-    let timeouts = (0..taken).filter(|&s| fake_outcome(s) == Outcome::Timeout).count() as u64;
     ProbeMsg::Stopped(Stopped {
         reason,
         end_tick: start_tick + taken * interval,
         taken,
-        timeouts,
+        timeouts: timeouts(taken, opts),
         dropped: 0,
         overruns: 0,
-        // The fake's story: every timed-out answer did come, too late.
-        late: timeouts,
+        anomalies: anomalies(taken, opts),
     })
 }
 
@@ -356,17 +382,27 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
-/// The counts of a report must add up.
+/// The counts of a report must add up: samples are responses and timeouts,
+/// the histogram holds every sample (a timeout is an overflow), and the
+/// latency table counts every sample.
 pub fn assert_counts_add_up(r: &serde_json::Value) {
     let c = &r["counts"];
     let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k} in {r}"));
     assert_eq!(n("samples"), n("responses") + n("timeouts"), "{c}");
     let bins: u64 = r["histogram"]["bins"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
-    assert_eq!(
-        bins + r["histogram"]["overflows"].as_u64().unwrap(),
-        n("responses"),
-        "histogram vs responses"
-    );
+    assert_eq!(bins + r["histogram"]["overflows"].as_u64().unwrap(), n("samples"), "histogram vs samples");
+    let l = &r["latency_ns"];
+    if n("samples") == 0 {
+        assert!(l.is_null(), "{l}");
+    } else {
+        assert_eq!(l["measured"].as_u64(), Some(n("responses")), "{l}");
+        assert_eq!(l["censored"].as_u64(), Some(n("timeouts")), "{l}");
+        assert_eq!(l["censored_above"], r["config"]["timeout_ns"], "{l}");
+        // A figure is null exactly when it falls among the timeouts.
+        assert_eq!(l["max"].is_null(), n("timeouts") > 0, "{l}");
+        assert_eq!(l["min"].is_null(), n("responses") == 0, "{l}");
+        assert_eq!(l["max_measured"].is_null(), n("responses") == 0, "{l}");
+    }
     if let Some(taken) = c["probe_taken"].as_u64() {
         assert_eq!(n("samples") + n("lost"), taken, "samples + lost must be what the probe took: {c}");
     }

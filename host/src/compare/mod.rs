@@ -1,0 +1,165 @@
+//! Side-by-side tables of latency runs from different sources (latprobe's
+//! external probe, cyclictest, rtla timerlat), as text, Markdown, CSV or
+//! JSON.
+//!
+//! Everything here works on the neutral [`Column`]: the caller turns each
+//! run into one (an imported file with [`Column::from_imported`]) and
+//! [`render`] lays them out. A figure the source does not give is
+//! [`Cell::Unknown`] and prints `n/a`; a percentile the source only bounds
+//! (it fell among a histogram's overflows) is [`Cell::Above`] and prints
+//! `>bound`. Nothing is filled in.
+//!
+//! ```text
+//!  ImportedRun ─from_imported─▶ Column ─┐
+//!  latprobe report ───(caller)─▶ Column ─┴─▶ render(columns, format, baseline) ─▶ String
+//! ```
+
+mod render;
+
+use crate::import::ImportedRun;
+
+pub use render::render;
+
+/// One figure of a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// A value in nanoseconds.
+    Value(u64),
+    /// Censored: the value lies at or beyond this bound (ns) and is not
+    /// known more closely, e.g. a percentile that fell among a histogram's
+    /// overflows. Printed `>bound`.
+    Above(u64),
+    /// The source does not give this figure. Printed `n/a`.
+    Unknown,
+}
+
+/// One run, as one column of the table. Latencies are nanoseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// The column's heading.
+    pub label: String,
+    /// Who measured: `"external probe"` or
+    /// `"in-kernel self-measurement (cyclictest 2.40)"`.
+    pub source: String,
+    /// What was measured (latprobe's mode, or the tool's thread/context).
+    pub mode: Option<String>,
+    /// The period between samples, when known.
+    pub interval_ns: Option<u64>,
+    /// All samples taken, including timeouts or overflows.
+    pub samples: u64,
+    /// Smallest latency.
+    pub min: Cell,
+    /// Mean latency.
+    pub avg: Cell,
+    /// Median.
+    pub p50: Cell,
+    /// 90th percentile.
+    pub p90: Cell,
+    /// 99th percentile.
+    pub p99: Cell,
+    /// 99.9th percentile.
+    pub p99_9: Cell,
+    /// 99.99th percentile.
+    pub p99_99: Cell,
+    /// Largest latency.
+    pub max: Cell,
+    /// Samples without a latency inside the measured range: the probe's
+    /// timeouts, or a histogram's overflows.
+    pub timeouts_or_overflows: u64,
+    /// Samples lost on the way, when the source can tell.
+    pub lost: Option<u64>,
+    /// Facts about the run (kernel release, preemption model, command
+    /// line, ...) as `(name, value)`, in the order they should print.
+    /// [`render`] prints the ones every column shares once, outside the
+    /// table, and the others as rows.
+    pub meta: Vec<(String, String)>,
+}
+
+/// The output format of [`render`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned plain text for a terminal or a mail.
+    Text,
+    /// A GitHub-flavoured Markdown table (also reads as plain text).
+    Markdown,
+    /// RFC 4180 CSV, one column per run, latencies in µs with 3 decimals.
+    Csv,
+    /// JSON, latencies in ns.
+    Json,
+}
+
+impl Column {
+    /// The column for one imported thread or CPU context, headed `label`.
+    /// Percentiles come from [`ImportedRun::quantile`] (bin upper edges,
+    /// censored among overflows); min, avg and max are the tool's own.
+    pub fn from_imported(run: &ImportedRun, label: &str) -> Column {
+        let opt = |v: Option<u64>| v.map_or(Cell::Unknown, Cell::Value);
+        let version = run.tool_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+        let extra = &run.extra;
+        let text = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let sysinfo = |k: &str| extra.get("sysinfo").and_then(|s| s.get(k)).map(text);
+
+        let mut meta = Vec::new();
+        let mut push = |k: &str, v: Option<String>| {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                meta.push((k.to_owned(), v));
+            }
+        };
+        push("kernel release", sysinfo("release"));
+        push("kernel version", sysinfo("version"));
+        push("preemption model", sysinfo("version").and_then(|v| preemption_model(&v)));
+        push(
+            "PREEMPT_RT",
+            extra.get("sysinfo").and_then(|s| s.get("realtime")).and_then(|r| r.as_u64()).map(|r| {
+                if r == 1 {
+                    "yes".to_owned()
+                } else {
+                    "no".to_owned()
+                }
+            }),
+        );
+        push("machine", sysinfo("machine"));
+        push("host", sysinfo("nodename"));
+        push("cmdline", run.cmdline.clone());
+        push("file", Some(run.source_file.clone()));
+        push("cpu", run.cpu.map(|c| c.to_string()));
+        push("duration", extra.get("duration").map(text));
+        push("started", extra.get("start_time").map(text));
+        push("return code", extra.get("return_code").filter(|r| r.as_i64() != Some(0)).map(text));
+        let unit_source = extra.get("time_unit_source").and_then(|v| v.as_str()).unwrap_or("");
+        if unit_source.contains("does not say") {
+            let unit = extra.get("time_unit").and_then(|v| v.as_str()).unwrap_or("us");
+            push("time unit", Some(format!("{unit}, assumed ({unit_source})")));
+        }
+        Column {
+            label: label.to_owned(),
+            source: format!("in-kernel self-measurement ({}{version})", run.tool),
+            mode: Some(format!("{} {}", run.tool, run.thread)),
+            interval_ns: run.interval_ns,
+            samples: run.count,
+            min: opt(run.min_ns),
+            avg: opt(run.avg_ns),
+            p50: run.quantile(0.50),
+            p90: run.quantile(0.90),
+            p99: run.quantile(0.99),
+            p99_9: run.quantile(0.999),
+            p99_99: run.quantile(0.9999),
+            max: opt(run.max_ns),
+            timeouts_or_overflows: run.overflows,
+            lost: None,
+            meta,
+        }
+    }
+}
+
+/// The preemption model named in a kernel's `uname -v` string.
+fn preemption_model(version: &str) -> Option<String> {
+    let words: Vec<&str> = version.split_whitespace().collect();
+    ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"]
+        .iter()
+        .find(|m| words.contains(m))
+        .map(|m| (*m).to_owned())
+}

@@ -1,0 +1,523 @@
+//! cyclictest's text histogram: the `--histfile=FILE` file and the `-h N`
+//! (or `-H N`) stdout, which may also hold the periodic status lines.
+//!
+//! ```text
+//! # /dev/cpu_dma_latency set to 0us          comments, `policy:` lines,
+//! T: 0 ( 4265) P:80 I:500 C:  400 Min: ...   status lines (last one per thread wins)
+//! # Histogram
+//! 000000 000000\t000000                      one row per bin, from 0, one column per
+//! ...                                        thread (+ a sum column with -H)
+//! # Total: 000000400 000000399               in-histogram samples (optional: older versions)
+//! # Min Latencies: 00011 00012
+//! # Avg Latencies: 00015 00020               truncated to whole units
+//! # Max Latencies: 00410 00458
+//! # Histogram Overflows: 00001 00002
+//! # Histogram Overflow at cycle number:
+//! # Thread 0: 00209                          listed cycles, then `# N others`
+//! # Thread 1: 00003 00042
+//! ```
+//!
+//! The bins, min, avg and max share one unit, µs or (with `-N`) ns, which
+//! the file does not state: see [`ImportOptions::cyclictest_unit`].
+
+use serde_json::{Map, Value};
+
+use super::{
+    clip, strip_escapes, unit_extra, HistogramRange, ImportError, ImportOptions, ImportedRun, TimeUnit,
+};
+
+/// One `T:` status line.
+struct Status {
+    line: usize,
+    interval_us: u64,
+    cycles: u64,
+    min: i64,
+    avg: i64,
+    max: i64,
+    /// The unit the width of the `Act:` field shows, if it shows one.
+    unit: Option<TimeUnit>,
+}
+
+/// A trailer line's numbers and where it was.
+struct Summary {
+    line: usize,
+    values: Vec<u64>,
+}
+
+pub(super) fn parse(
+    name: &str,
+    text: &str,
+    options: &ImportOptions,
+) -> Result<Vec<ImportedRun>, ImportError> {
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
+    let lines: Vec<(usize, &str)> =
+        text.lines().enumerate().map(|(i, l)| (i + 1, strip_escapes(l).trim_end_matches('\r'))).collect();
+    let end_line = lines.len() + 1;
+    let mut it = lines.iter().copied().filter(|(_, l)| !l.trim().is_empty()).peekable();
+
+    // Preamble: up to `# Histogram`.
+    let mut comments = Vec::new();
+    let mut cmdline = None;
+    let mut statuses: Vec<(u32, Status)> = Vec::new();
+    let mut first = true;
+    loop {
+        let Some((n, line)) = it.next() else {
+            let why = if statuses.is_empty() {
+                "found end of file"
+            } else {
+                "found end of file after the status lines (status lines alone cannot show that the \
+                 run finished: import the --histfile or --json output)"
+            };
+            return Err(err(end_line, format!("expected '# Histogram', {why}")));
+        };
+        let t = line.trim();
+        if t == "# Histogram" {
+            break;
+        } else if first && t.starts_with("cyclictest ") {
+            cmdline = Some(t.to_owned());
+        } else if t.starts_with("T:") {
+            let (thread, status) = parse_status(t, n).map_err(|m| err(n, m))?;
+            statuses.retain(|(th, _)| *th != thread);
+            statuses.push((thread, status));
+        } else if t.starts_with('#') {
+            comments.push(Value::from(t));
+        } else if !t.starts_with("policy:") {
+            return Err(err(
+                n,
+                format!(
+                    "expected '# Histogram', a status line 'T: ...' or a '#' comment, found '{}'",
+                    clip(t)
+                ),
+            ));
+        }
+        first = false;
+    }
+
+    // Rows.
+    let mut rows: Vec<Vec<u64>> = Vec::new();
+    let mut row_width: Option<(usize, usize)> = None; // (columns, first row's line)
+    while let Some(&(n, line)) = it.peek() {
+        if line.trim_start().starts_with('#') {
+            break;
+        }
+        it.next();
+        let mut fields = line.split_whitespace();
+        let index = fields.next().unwrap_or("");
+        let expected = rows.len();
+        match index.parse::<u64>() {
+            Ok(i) if i == expected as u64 => {}
+            Ok(_) => {
+                return Err(err(n, format!("expected histogram bin {expected:06}, found '{}'", clip(index))))
+            }
+            Err(_) => {
+                return Err(err(
+                    n,
+                    format!("expected a histogram bin number in column 1, found '{}'", clip(index)),
+                ))
+            }
+        }
+        let mut counts = Vec::new();
+        for (k, cell) in fields.enumerate() {
+            let v = cell.parse::<u64>().map_err(|_| {
+                err(n, format!("expected a number of samples in column {}, found '{}'", k + 2, clip(cell)))
+            })?;
+            counts.push(v);
+        }
+        match row_width {
+            None if counts.is_empty() => {
+                return Err(err(n, "expected a number of samples in column 2, found end of line".into()))
+            }
+            None => row_width = Some((counts.len(), n)),
+            Some((w, first_line)) if w != counts.len() => {
+                return Err(err(
+                    n,
+                    format!("expected {w} sample columns as on line {first_line}, found {}", counts.len()),
+                ))
+            }
+            Some(_) => {}
+        }
+        rows.push(counts);
+    }
+
+    // Trailer.
+    let mut next_summary = |label: &str, optional: bool| -> Result<Option<Summary>, ImportError> {
+        let prefix = format!("# {label}:");
+        match it.peek().copied() {
+            Some((n, line)) if line.trim_start().starts_with(&prefix) => {
+                it.next();
+                let rest = &line.trim_start()[prefix.len()..];
+                let mut values = Vec::new();
+                for (k, cell) in rest.split_whitespace().enumerate() {
+                    values.push(cell.parse::<u64>().map_err(|_| {
+                        err(
+                            n,
+                            format!(
+                                "expected a number for thread {k} after '{prefix}', found '{}'",
+                                clip(cell)
+                            ),
+                        )
+                    })?);
+                }
+                Ok(Some(Summary { line: n, values }))
+            }
+            _ if optional => Ok(None),
+            Some((n, line)) => Err(err(n, format!("expected '{prefix}', found '{}'", clip(line.trim())))),
+            None => {
+                Err(err(end_line, format!("expected '{prefix}', found end of file (the file is cut short)")))
+            }
+        }
+    };
+    let total = next_summary("Total", true)?;
+    let mut required = |label: &str| {
+        next_summary(label, false)?.ok_or_else(|| err(end_line, format!("expected '# {label}:'")))
+    };
+    let min = required("Min Latencies")?;
+    let avg = required("Avg Latencies")?;
+    let max = required("Max Latencies")?;
+    let over = required("Histogram Overflows")?;
+
+    let threads = min.values.len();
+    if threads == 0 {
+        return Err(err(
+            min.line,
+            "expected one minimum per thread after '# Min Latencies:', found none".into(),
+        ));
+    }
+    let columns = row_width.map_or(threads, |(w, _)| w);
+    let histofall = columns == threads + 1;
+    if columns != threads && !histofall {
+        let (_, first_line) = row_width.unwrap_or((0, min.line));
+        return Err(err(
+            first_line,
+            format!("expected {threads} sample columns (one per thread, as '# Min Latencies:' lists), found {columns}"),
+        ));
+    }
+    let with_sum = threads + usize::from(histofall);
+    let check_len = |s: &Summary, label: &str, want: usize| -> Result<(), ImportError> {
+        if s.values.len() == want {
+            Ok(())
+        } else {
+            Err(err(s.line, format!("expected {want} numbers after '# {label}:', found {}", s.values.len())))
+        }
+    };
+    check_len(&avg, "Avg Latencies", threads)?;
+    check_len(&max, "Max Latencies", with_sum)?;
+    check_len(&over, "Histogram Overflows", with_sum)?;
+    if let Some(total) = &total {
+        check_len(total, "Total", with_sum)?;
+    }
+
+    // Overflow cycle lists.
+    match it.next() {
+        Some((_, l)) if l.trim() == "# Histogram Overflow at cycle number:" => {}
+        Some((n, l)) => {
+            return Err(err(
+                n,
+                format!("expected '# Histogram Overflow at cycle number:', found '{}'", clip(l.trim())),
+            ))
+        }
+        None => {
+            return Err(err(
+                end_line,
+                "expected '# Histogram Overflow at cycle number:', found end of file (the file is cut short)"
+                    .into(),
+            ))
+        }
+    }
+    let mut cycles_listed: Vec<(Vec<u64>, u64)> = Vec::new();
+    for t in 0..threads {
+        let prefix = format!("# Thread {t}:");
+        let (n, line) = match it.next() {
+            Some((n, l)) if l.trim_start().starts_with(&prefix) => (n, l),
+            Some((n, l)) => return Err(err(n, format!("expected '{prefix}', found '{}'", clip(l.trim())))),
+            None => {
+                return Err(err(
+                    end_line,
+                    format!("expected '{prefix}', found end of file (the file is cut short)"),
+                ))
+            }
+        };
+        let mut listed = Vec::new();
+        let mut others = 0;
+        let mut tokens = line.trim_start()[prefix.len()..].split_whitespace();
+        while let Some(tok) = tokens.next() {
+            if tok == "#" {
+                let count = tokens.next().unwrap_or("");
+                others = count.parse::<u64>().map_err(|_| {
+                    err(n, format!("expected a number of other overflows after '#', found '{}'", clip(count)))
+                })?;
+                if tokens.next() != Some("others") || tokens.next().is_some() {
+                    return Err(err(n, format!("expected '# {count} others' to end the line")));
+                }
+                break;
+            }
+            listed.push(
+                tok.parse::<u64>().map_err(|_| {
+                    err(n, format!("expected an overflow cycle number, found '{}'", clip(tok)))
+                })?,
+            );
+        }
+        if (listed.len() as u64).saturating_add(others) != over.values[t] {
+            return Err(err(
+                n,
+                format!(
+                    "thread {t} lists {} overflow cycles and {others} others, but '# Histogram Overflows:' \
+                     says {}",
+                    listed.len(),
+                    over.values[t]
+                ),
+            ));
+        }
+        cycles_listed.push((listed, others));
+    }
+    let mut smis = None;
+    for (n, line) in it {
+        let t = line.trim();
+        if t.starts_with("# SMIs:") && smis.is_none() {
+            smis = Some(Value::from(t["# SMIs:".len()..].trim()));
+        } else {
+            return Err(err(
+                n,
+                format!("expected end of file after the overflow lists, found '{}'", clip(t)),
+            ));
+        }
+    }
+
+    // The unit.
+    let status_unit = {
+        let mut seen = None;
+        for (_, s) in &statuses {
+            match (seen, s.unit) {
+                (_, None) => {}
+                (None, u) => seen = u,
+                (Some(a), Some(b)) if a != b => {
+                    return Err(err(
+                        s.line,
+                        "status lines disagree on their unit (µs and ns field widths)".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        seen
+    };
+    let cmd_unit = cmdline.as_deref().map(|c| {
+        if c.split_whitespace().any(|a| a == "-N" || a == "--nsecs") {
+            TimeUnit::Nanos
+        } else {
+            TimeUnit::Micros
+        }
+    });
+    let evidence =
+        status_unit.map(|u| (u, "status line field width")).or(cmd_unit.map(|u| (u, "command line")));
+    let (unit, unit_source) = match (options.cyclictest_unit, evidence) {
+        (Some(asked), Some((seen, how))) if asked != seen => {
+            return Err(err(
+                1,
+                format!(
+                    "the caller says the figures are in {}, but the file's {how} shows {}",
+                    asked.name(),
+                    seen.name()
+                ),
+            ))
+        }
+        (Some(asked), _) => (asked, "given by the caller"),
+        (None, Some((seen, how))) => (seen, how),
+        (None, None) => (TimeUnit::Micros, "cyclictest default (the file does not say)"),
+    };
+    let u = unit.ns();
+    let limit = rows.len() as u64;
+    if let Some((th, s)) = statuses.iter().find(|(th, _)| *th as usize >= threads) {
+        return Err(err(
+            s.line,
+            format!("status line for thread {th}, but the histogram has {threads} threads"),
+        ));
+    }
+
+    let mut runs = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let bins: Vec<(u64, u64)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r[t] > 0)
+            .map(|(i, r)| ((i as u64).saturating_mul(u), r[t]))
+            .collect();
+        let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
+        if let Some(total) = &total {
+            if total.values[t] != in_hist {
+                return Err(err(
+                    total.line,
+                    format!(
+                        "'# Total:' says {} samples for thread {t}, but its histogram column sums to {in_hist}",
+                        total.values[t]
+                    ),
+                ));
+            }
+        }
+        let overflows = over.values[t];
+        let count = in_hist.saturating_add(overflows);
+        let (tmin, tavg, tmax) = (min.values[t], avg.values[t], max.values[t]);
+        if count > 0 {
+            check_against_bins(&bins, u, limit, overflows, tmin, tmax, t)
+                .map_err(|(which, m)| err(if which { max.line } else { min.line }, m))?;
+        }
+        let status = statuses.iter().find(|(th, _)| *th as usize == t).map(|(_, s)| s);
+        if let Some(s) = status {
+            let as_i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            if s.cycles != count
+                || (count > 0 && (s.min != as_i(tmin) || s.avg != as_i(tavg) || s.max != as_i(tmax)))
+            {
+                return Err(err(
+                    s.line,
+                    format!(
+                        "thread {t}'s last status line (C:{} Min:{} Avg:{} Max:{}) disagrees with the \
+                         histogram's summary (C:{count} Min:{tmin} Avg:{tavg} Max:{tmax})",
+                        s.cycles, s.min, s.avg, s.max
+                    ),
+                ));
+            }
+        }
+
+        let mut extra = Map::new();
+        extra.insert("format".into(), Value::from("cyclictest histogram"));
+        extra.extend(unit_extra(unit, unit_source));
+        extra.insert("histofall".into(), Value::from(histofall));
+        if !comments.is_empty() {
+            extra.insert("comments".into(), Value::from(comments.clone()));
+        }
+        if let Some(s) = &smis {
+            extra.insert("smis".into(), s.clone());
+        }
+        let (overflow_cycles, overflow_others) = cycles_listed[t].clone();
+        runs.push(ImportedRun {
+            tool: "cyclictest".into(),
+            tool_version: None,
+            cmdline: cmdline.clone(),
+            source_file: name.to_owned(),
+            thread: format!("T{t}"),
+            cpu: None,
+            interval_ns: status.map(|s| s.interval_us.saturating_mul(1000)),
+            count,
+            min_ns: (count > 0).then(|| tmin.saturating_mul(u)),
+            avg_ns: (count > 0).then(|| tavg.saturating_mul(u)),
+            max_ns: (count > 0).then(|| tmax.saturating_mul(u)),
+            avg_resolution_ns: u,
+            bins_ns: bins,
+            bin_width_ns: u,
+            overflows,
+            overflow_cycles,
+            overflow_others,
+            histogram: HistogramRange::Exact(limit.saturating_mul(u)),
+            extra: Value::Object(extra),
+        });
+    }
+    Ok(runs)
+}
+
+/// The summary's min and max must sit where the bins say: both are whole
+/// units like the bins, so the lowest non-empty bin is the min (when the
+/// min is in range) and, without overflows, the highest is the max. The
+/// error says whether the max (`true`) or the min line is at fault.
+pub(super) fn check_against_bins(
+    bins: &[(u64, u64)],
+    unit_ns: u64,
+    limit_units: u64,
+    overflows: u64,
+    min: u64,
+    max: u64,
+    thread: usize,
+) -> Result<(), (bool, String)> {
+    if min > max {
+        return Err((false, format!("thread {thread}'s min {min} is above its max {max}")));
+    }
+    if overflows == 0 && max >= limit_units {
+        return Err((
+            true,
+            format!(
+                "thread {thread}'s max {max} lies beyond the histogram ({limit_units} bins), but it has no \
+                 overflows"
+            ),
+        ));
+    }
+    if overflows > 0 && max < limit_units {
+        return Err((
+            true,
+            format!("thread {thread} has {overflows} overflows, but its max {max} lies inside the histogram"),
+        ));
+    }
+    if let (Some(first), Some(last)) = (bins.first(), bins.last()) {
+        if min < limit_units && first.0 != min.saturating_mul(unit_ns) {
+            return Err((
+                false,
+                format!("thread {thread}'s min {min} is not its lowest histogram bin {}", first.0 / unit_ns),
+            ));
+        }
+        if overflows == 0 && last.0 != max.saturating_mul(unit_ns) {
+            return Err((
+                true,
+                format!("thread {thread}'s max {max} is not its highest histogram bin {}", last.0 / unit_ns),
+            ));
+        }
+    } else if overflows == 0 {
+        return Err((true, format!("thread {thread} has samples but an empty histogram and no overflows")));
+    }
+    Ok(())
+}
+
+/// `T: 0 ( 4265) P:80 I:500 C:    400 Min:     11 Act:   12 Avg:   15 Max:     410`
+fn parse_status(line: &str, n: usize) -> Result<(u32, Status), String> {
+    const KEYS: [&str; 8] = ["T:", " P:", " I:", " C:", " Min:", " Act:", " Avg:", " Max:"];
+    let mut pos = Vec::with_capacity(KEYS.len());
+    let mut from = 0;
+    for key in KEYS {
+        let at = line[from..]
+            .find(key)
+            .map(|i| i + from)
+            .ok_or_else(|| format!("expected '{}' in the status line '{}'", key.trim(), clip(line)))?;
+        pos.push((at, at + key.len()));
+        from = at + key.len();
+    }
+    let raw = |k: usize| -> &str {
+        let end = if k + 1 < pos.len() {
+            pos[k + 1].0
+        } else {
+            line[pos[k].1..].find(" SMI:").map_or(line.len(), |i| i + pos[k].1)
+        };
+        &line[pos[k].1..end]
+    };
+    let num = |k: usize| -> Result<i64, String> {
+        let r = raw(k).trim();
+        r.parse::<i64>().map_err(|_| {
+            format!("expected a number after '{}' in the status line, found '{}'", KEYS[k].trim(), clip(r))
+        })
+    };
+    let thread_raw = raw(0);
+    let thread_txt = thread_raw.split('(').next().unwrap_or("").trim();
+    let thread = thread_txt
+        .parse::<u32>()
+        .map_err(|_| format!("expected a thread number after 'T:', found '{}'", clip(thread_txt)))?;
+    let nonneg = |k: usize| -> Result<u64, String> {
+        u64::try_from(num(k)?)
+            .map_err(|_| format!("expected a count after '{}', found a negative number", KEYS[k].trim()))
+    };
+    // `Act:%5ld` in µs, `Act:%8ld` in ns: a padded field of exactly that
+    // width shows the unit.
+    let act = raw(5);
+    let unit = match act.len() {
+        5 if act.starts_with(' ') => Some(TimeUnit::Micros),
+        8 if act.starts_with(' ') => Some(TimeUnit::Nanos),
+        _ => None,
+    };
+    Ok((
+        thread,
+        Status {
+            line: n,
+            interval_us: nonneg(2)?,
+            cycles: nonneg(3)?,
+            min: num(4)?,
+            avg: num(6)?,
+            max: num(7)?,
+            unit,
+        },
+    ))
+}

@@ -1,0 +1,283 @@
+//! cyclictest's `--json=FILE` results (rt-tests 2.x, `"file_version": 1`).
+//!
+//! ```text
+//! { "cmdline:": "cyclictest ... -h 100 --json=x.json",  keys end with a colon
+//!   "rt_test_version:": "2.40", "return_code": 0, "sysinfo": {...},
+//!   "resolution_in_ns": 0,                                1 with -N
+//!   "thread": { "0": { "histogram": {"11": 2, ...},      sparse, in-range bins only
+//!                      "cycles": 300, "min": 11, "max": 43, "avg": 22.33,
+//!                      "cpu": 0, "node": 0 }, ... } }
+//! ```
+//!
+//! The JSON has no overflow count: overflows are `cycles` minus the
+//! histogram's sum, and the histogram's range comes from the command
+//! line's `-h`/`-H`. Without `-h` cyclictest keeps no histogram at all.
+
+use serde_json::{Map, Value};
+
+use super::cyclictest_hist::check_against_bins;
+use super::{clip, unit_extra, HistogramRange, ImportError, ImportedRun, TimeUnit};
+
+pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportError> {
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
+    let root: Value = serde_json::from_str(text)
+        .map_err(|e| err(e.line().max(1), format!("expected cyclictest JSON: {e}")))?;
+    let Some(root) = root.as_object() else {
+        return Err(err(1, "expected a JSON object".into()));
+    };
+    let line_of = |needle: &str, after: usize| -> usize {
+        text.lines()
+            .enumerate()
+            .skip(after.saturating_sub(1))
+            .find(|(_, l)| l.contains(needle))
+            .map_or(after.max(1), |(i, _)| i + 1)
+    };
+    let Some(threads) = root.get("thread").and_then(Value::as_object) else {
+        let found =
+            if root.contains_key("thread") { "a 'thread' that is not an object" } else { "no 'thread'" };
+        return Err(err(
+            line_of("\"thread\"", 1),
+            format!("expected cyclictest --json output with a 'thread' object, found {found}"),
+        ));
+    };
+    let cmdline = root.get("cmdline:").and_then(Value::as_str).map(str::to_owned);
+    let version = root.get("rt_test_version:").and_then(Value::as_str).map(str::to_owned);
+    let args: Vec<&str> = cmdline.as_deref().map(|c| c.split_whitespace().collect()).unwrap_or_default();
+
+    let (unit, unit_source) = match root.get("resolution_in_ns").and_then(Value::as_u64) {
+        Some(1) => (TimeUnit::Nanos, "resolution_in_ns"),
+        Some(0) => (TimeUnit::Micros, "resolution_in_ns"),
+        Some(other) => {
+            return Err(err(
+                line_of("\"resolution_in_ns\"", 1),
+                format!("expected resolution_in_ns 0 or 1, found {other}"),
+            ))
+        }
+        None if args.iter().any(|a| *a == "-N" || *a == "--nsecs") => (TimeUnit::Nanos, "command line"),
+        None if cmdline.is_some() => (TimeUnit::Micros, "command line"),
+        None => (TimeUnit::Micros, "cyclictest default (the file does not say)"),
+    };
+    let u = unit.ns();
+    let hist_arg =
+        option_value(&args, "-h", "--histogram").or_else(|| option_value(&args, "-H", "--histofall"));
+    let hist_flag = args.iter().any(|a| {
+        a.starts_with("-h") && !a.starts_with("--")
+            || a.starts_with("--histogram")
+            || a.starts_with("-H")
+            || a.starts_with("--histofall")
+    });
+    let interval_us = if cmdline.is_some() {
+        match option_value(&args, "-i", "--interval") {
+            Some(v) => v.parse::<u64>().ok(),
+            None => Some(1000),
+        }
+    } else {
+        None
+    };
+
+    if let Some(n) = root.get("num_threads").and_then(Value::as_u64) {
+        if n != threads.len() as u64 {
+            return Err(err(
+                line_of("\"num_threads\"", 1),
+                format!("num_threads says {n}, but 'thread' holds {}", threads.len()),
+            ));
+        }
+    }
+    let mut keyed = Vec::with_capacity(threads.len());
+    let thread_line = line_of("\"thread\"", 1);
+    for (key, value) in threads {
+        let line = line_of(&format!("\"{key}\""), thread_line);
+        let index = key
+            .parse::<u32>()
+            .map_err(|_| err(line, format!("expected a thread number as key, found '{}'", clip(key))))?;
+        keyed.push((index, line, value));
+    }
+    keyed.sort_by_key(|k| k.0);
+
+    // The histogram's range: the command line's -h, else the end of the
+    // highest bin in any thread (overflows lie beyond it).
+    let mut parsed = Vec::with_capacity(keyed.len());
+    let mut highest_end = 0;
+    for &(index, line, value) in &keyed {
+        let t =
+            value.as_object().ok_or_else(|| err(line, format!("expected thread {index} to be an object")))?;
+        let field_line = |k: &str| line_of(&format!("\"{k}\""), line);
+        let need_u64 = |k: &str| -> Result<u64, ImportError> {
+            match t.get(k) {
+                Some(v) => v.as_u64().ok_or_else(|| {
+                    err(
+                        field_line(k),
+                        format!(
+                            "expected a whole non-negative number for '{k}' of thread {index}, found {}",
+                            clip(&v.to_string())
+                        ),
+                    )
+                }),
+                None => Err(err(
+                    line,
+                    format!("expected '{k}' in thread {index}, found none (the file is incomplete)"),
+                )),
+            }
+        };
+        let cycles = need_u64("cycles")?;
+        let min = need_u64("min")?;
+        let max = need_u64("max")?;
+        let avg = match t.get("avg") {
+            Some(v) => v.as_f64().filter(|a| a.is_finite() && *a >= 0.0).ok_or_else(|| {
+                err(
+                    field_line("avg"),
+                    format!("expected a number for 'avg' of thread {index}, found {}", clip(&v.to_string())),
+                )
+            })?,
+            None => {
+                return Err(err(
+                    line,
+                    format!("expected 'avg' in thread {index}, found none (the file is incomplete)"),
+                ))
+            }
+        };
+        let mut bins = Vec::new();
+        match t.get("histogram") {
+            None => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h {
+                    let l = line_of(&format!("\"{k}\""), line);
+                    let bin = k.parse::<u64>().map_err(|_| {
+                        err(l, format!("expected a histogram bin number, found '{}'", clip(k)))
+                    })?;
+                    let n = v.as_u64().ok_or_else(|| {
+                        err(
+                            l,
+                            format!(
+                                "expected a number of samples in bin {bin}, found {}",
+                                clip(&v.to_string())
+                            ),
+                        )
+                    })?;
+                    if n > 0 {
+                        bins.push((bin, n));
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(err(
+                    field_line("histogram"),
+                    format!("expected 'histogram' to be an object, found {}", clip(&other.to_string())),
+                ))
+            }
+        }
+        bins.sort_unstable();
+        if let Some(&(last, _)) = bins.last() {
+            highest_end = highest_end.max(last.saturating_add(1));
+        }
+        let cpu = t.get("cpu").and_then(Value::as_i64).and_then(|c| u32::try_from(c).ok());
+        parsed.push((index, line, cycles, min, max, avg, bins, cpu, t.get("node").cloned()));
+    }
+    let range_units = match hist_arg.map(|v| v.parse::<u64>()) {
+        Some(Ok(h)) => Some(HistogramRange::Exact(h)),
+        Some(Err(_)) | None if hist_flag || highest_end > 0 => Some(HistogramRange::AtLeast(highest_end)),
+        _ => None,
+    };
+
+    let mut runs = Vec::with_capacity(parsed.len());
+    for (index, line, cycles, min, max, avg, bins, cpu, node) in parsed {
+        let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
+        let overflows = if range_units.is_some() {
+            cycles.checked_sub(in_hist).ok_or_else(|| {
+                err(
+                    line,
+                    format!(
+                        "thread {index}'s histogram holds {in_hist} samples, more than its {cycles} cycles"
+                    ),
+                )
+            })?
+        } else {
+            0
+        };
+        if cycles > 0 {
+            match range_units {
+                Some(HistogramRange::Exact(h)) => {
+                    let bins_ns: Vec<(u64, u64)> =
+                        bins.iter().map(|&(b, n)| (b.saturating_mul(u), n)).collect();
+                    check_against_bins(&bins_ns, u, h, overflows, min, max, index as usize)
+                        .map_err(|(_, m)| err(line, m))?;
+                }
+                _ => {
+                    if min > max {
+                        return Err(err(line, format!("thread {index}'s min {min} is above its max {max}")));
+                    }
+                    if let Some(&(first, _)) = bins.first() {
+                        if first != min {
+                            return Err(err(
+                                line,
+                                format!("thread {index}'s min {min} is not its lowest histogram bin {first}"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let mut extra = Map::new();
+        extra.insert("format".into(), Value::from("cyclictest json"));
+        extra.extend(unit_extra(unit, unit_source));
+        for key in [
+            "file_version",
+            "start_time",
+            "end_time",
+            "return_code",
+            "sysinfo",
+            "num_threads",
+            "resolution_in_ns",
+        ] {
+            if let Some(v) = root.get(key) {
+                extra.insert(key.into(), v.clone());
+            }
+        }
+        if let Some(node) = node {
+            extra.insert("node".into(), node);
+        }
+        let avg_ns = (avg * u as f64).round() as u64;
+        runs.push(ImportedRun {
+            tool: "cyclictest".into(),
+            tool_version: version.clone(),
+            cmdline: cmdline.clone(),
+            source_file: name.to_owned(),
+            thread: format!("T{index}"),
+            cpu,
+            interval_ns: if index == 0 { interval_us.map(|i| i.saturating_mul(1000)) } else { None },
+            count: cycles,
+            min_ns: (cycles > 0).then(|| min.saturating_mul(u)),
+            avg_ns: (cycles > 0).then_some(avg_ns),
+            max_ns: (cycles > 0).then(|| max.saturating_mul(u)),
+            // "%.2f" of the unit.
+            avg_resolution_ns: if u == 1 { 1 } else { u / 100 },
+            bins_ns: bins.iter().map(|&(b, n)| (b.saturating_mul(u), n)).collect(),
+            bin_width_ns: u,
+            overflows,
+            overflow_cycles: Vec::new(),
+            overflow_others: 0,
+            histogram: match range_units {
+                Some(HistogramRange::Exact(h)) => HistogramRange::Exact(h.saturating_mul(u)),
+                Some(HistogramRange::AtLeast(h)) => HistogramRange::AtLeast(h.saturating_mul(u)),
+                _ => HistogramRange::None,
+            },
+            extra: Value::Object(extra),
+        });
+    }
+    Ok(runs)
+}
+
+/// The value of `-x V`, `-xV`, `--long=V` or `--long V` in a command line.
+fn option_value<'a>(args: &[&'a str], short: &str, long: &str) -> Option<&'a str> {
+    let mut found = None;
+    for (i, a) in args.iter().enumerate() {
+        if *a == short || *a == long {
+            found = args.get(i + 1).copied();
+        } else if let Some(v) = a.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+            found = Some(v);
+        } else if let Some(v) = a.strip_prefix(short).filter(|v| !v.is_empty() && !a.starts_with("--")) {
+            found = Some(v);
+        }
+    }
+    found
+}
