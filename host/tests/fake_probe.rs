@@ -439,7 +439,10 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
     let has = |needle: &str| notes.iter().any(|n| n.contains(needle));
     assert!(has("identity is off (byte 0x55, fixed)"), "{notes:?}");
     assert!(has("9 late answers"), "{notes:?}");
-    assert!(has("3 stimuli waited for the previous sample and its guard to end") && has("longest 123.45us"), "{notes:?}");
+    assert!(
+        has("3 stimuli waited for the previous sample and its guard to end") && has("longest 123.45us"),
+        "{notes:?}"
+    );
     assert!(has("2 identities were taken back") && has("credited to a newer stimulus"), "{notes:?}");
     assert!(has("5 answers repeated the identity"), "{notes:?}");
     assert!(has("6 answers matched no stimulus"), "{notes:?}");
