@@ -397,6 +397,7 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
         reclaimed: 2,
         overcaptures: 7,
         line_errors: 8,
+        soft_stimuli: 10,
     };
     let probe = FakeProbe::start(dir.path(), FakeOpts { anomalies: Some(anomalies), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
@@ -430,11 +431,12 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
         "reclaimed",
         "overcaptures",
         "line_errors",
+        "soft_stimuli",
     ]
     .iter()
     .map(|k| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k}: {c}")))
     .collect();
-    assert_eq!(got, [9, 5, 6, 4, 3, 123_450, 200_000, 2, 7, 8], "{c}");
+    assert_eq!(got, [9, 5, 6, 4, 3, 123_450, 200_000, 2, 7, 8, 10], "{c}");
     let notes: Vec<&str> = r["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     let has = |needle: &str| notes.iter().any(|n| n.contains(needle));
     assert!(has("identity is off (byte 0x55, fixed)"), "{notes:?}");
@@ -448,11 +450,12 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
     assert!(has("6 answers matched no stimulus"), "{notes:?}");
     assert!(has("4 answer bytes were outside the identity alphabet"), "{notes:?}");
     assert!(has("7 captures were overwritten") && has("8 receive errors"), "{notes:?}");
+    assert!(has("10 stimuli were timed by the probe's software"), "{notes:?}");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains(
             "anomalies: late 9  duplicate answers 5  unmatched 6  wrong bytes 4  slipped 3 (longest \
-             123.45us)  reclaimed 2  overcaptures 7  line errors 8"
+             123.45us)  reclaimed 2  overcaptures 7  line errors 8  soft-timed stimuli 10"
         ),
         "{}",
         show(&o)

@@ -371,6 +371,10 @@ pub struct Anomalies {
     pub overcaptures: u32,
     /// Receive errors on the target line (framing, noise, overrun).
     pub line_errors: u32,
+    /// Stimuli whose tick the board took in software (the counter read
+    /// right before the write or the forced edge) instead of by hardware
+    /// compare or capture: good to the write's duration, not to a tick.
+    pub soft_stimuli: u64,
 }
 
 /// Totals of a finished measurement, in [`ProbeMsg::Stopped`].

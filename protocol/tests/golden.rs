@@ -88,6 +88,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                     reclaimed: 0,
                     overcaptures: 6,
                     line_errors: 7,
+                    soft_stimuli: 8,
                 },
             })),
         ),

@@ -46,7 +46,7 @@ pub fn read(path: &Path) -> Result<Report, Error> {
 }
 
 /// The counters schema 2 added: version 1 did not carry them.
-const V2_COUNTS: [&str; 9] = [
+const V2_COUNTS: [&str; 10] = [
     "duplicate_answers",
     "unmatched",
     "wrong_bytes",
@@ -56,6 +56,7 @@ const V2_COUNTS: [&str; 9] = [
     "reclaimed",
     "overcaptures",
     "line_errors",
+    "soft_stimuli",
 ];
 
 /// Convert a schema version 1 report to version 2, in place.

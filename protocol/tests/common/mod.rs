@@ -18,7 +18,7 @@ pub fn stimulus() -> impl Strategy<Value = Stimulus> {
 }
 
 pub fn anomalies() -> impl Strategy<Value = Anomalies> {
-    (any::<[u64; 8]>(), any::<u32>(), any::<u32>()).prop_map(|(v, overcaptures, line_errors)| Anomalies {
+    (any::<[u64; 9]>(), any::<u32>(), any::<u32>()).prop_map(|(v, overcaptures, line_errors)| Anomalies {
         late: v[0],
         duplicates: v[1],
         unmatched: v[2],
@@ -29,6 +29,7 @@ pub fn anomalies() -> impl Strategy<Value = Anomalies> {
         reclaimed: v[7],
         overcaptures,
         line_errors,
+        soft_stimuli: v[8],
     })
 }
 
