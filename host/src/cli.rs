@@ -34,6 +34,10 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Measure this machine end to end with the virtual probe and a local responder
     Demo(cmd::demo::DemoArgs),
+    /// Turn cyclictest or rtla timerlat results into latprobe documents (in-kernel self-measurements)
+    Import(cmd::import::ImportArgs),
+    /// Set runs side by side: latprobe reports, raw files, imported or cyclictest/rtla files
+    Compare(cmd::compare::CompareArgs),
 }
 
 /// Stimulus timing, shared by `run` and `demo`.

@@ -18,6 +18,7 @@ pub mod cmd;
 pub mod compare;
 pub mod error;
 pub mod import;
+pub mod inkernel;
 pub mod link;
 pub mod rawfile;
 pub mod report;

@@ -1,7 +1,9 @@
 //! The subcommands, one per file, and the live-measurement path that `run`
 //! and `demo` share: session, progress line, summary, output files.
 
+pub mod compare;
 pub mod demo;
+pub mod import;
 pub mod report;
 pub mod run;
 
@@ -26,6 +28,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Import(args) => import::run(args),
+        Command::Compare(args) => compare::run(args),
     }
 }
 
@@ -40,7 +44,7 @@ pub(crate) fn check_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value
     out.target_meta.as_deref().map(read_target_meta).transpose()
 }
 
-fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
+pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(Error::Usage(format!(

@@ -43,8 +43,35 @@ pub fn load(file: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Repo
     }
 }
 
+/// An in-kernel document (`latprobe import`), if `file` is one.
+fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> {
+    if rawfile::is_raw(file) {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if !crate::inkernel::is_in_kernel(&value) {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
+
 /// Run `latprobe report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if let Some(d) = in_kernel(&args.file) {
+        if args.histfile.is_some() || args.histfile_max_us.is_some() {
+            return Err(crate::Error::Usage(format!(
+                "{} is an imported in-kernel run: it keeps the tool's own histogram, drop --histfile",
+                args.file.display()
+            ))
+            .into());
+        }
+        print!("{}", crate::inkernel::summary(&d));
+        if let Some(out) = &args.output {
+            d.write(out)?;
+        }
+        return Ok(());
+    }
     let r = load(&args.file, args.histfile_max_us)?;
     print!("{}", report::text::summary(&r));
     super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref())?;

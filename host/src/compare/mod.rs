@@ -163,3 +163,95 @@ fn preemption_model(version: &str) -> Option<String> {
         .find(|m| words.contains(m))
         .map(|m| (*m).to_owned())
 }
+
+impl Column {
+    /// The column for a latprobe report (a probe run, live or replayed),
+    /// headed `label`. Timeouts are censored samples: a percentile or the
+    /// max that falls among them is [`Cell::Above`] the timeout, and the
+    /// mean, when some timed out, is [`Cell::Above`] the smallest mean the
+    /// censored samples allow (each counted at the timeout).
+    pub fn from_report(r: &crate::report::Report, label: &str) -> Column {
+        let l = r.latency_ns.as_ref();
+        let fig = |v: Option<Option<u64>>| match (l, v.flatten()) {
+            (_, Some(ns)) => Cell::Value(ns),
+            (Some(l), None) if l.measured + l.censored > 0 => Cell::Above(l.censored_above),
+            _ => Cell::Unknown,
+        };
+        let avg = match l {
+            Some(l) if l.censored == 0 => l.mean.map_or(Cell::Unknown, Cell::Value),
+            Some(l) => {
+                let n = u128::from(l.measured + l.censored);
+                let sum = u128::from(l.mean.unwrap_or(0)) * u128::from(l.measured)
+                    + u128::from(l.censored_above) * u128::from(l.censored);
+                Cell::Above((sum / n) as u64)
+            }
+            None => Cell::Unknown,
+        };
+        let probe = r.probe.as_ref();
+        let source = match probe {
+            Some(p) if p.hello.is_emulated() => format!("external probe ({}, emulated)", p.hello.board),
+            Some(p) => format!("external probe ({})", p.hello.board),
+            None => "external probe".to_owned(),
+        };
+        let mut meta = Vec::new();
+        if let Some(t) = &r.target {
+            let get = |path: &[&str]| {
+                let mut v = t;
+                for k in path {
+                    v = v.get(k)?;
+                }
+                match v {
+                    serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+                    serde_json::Value::Null => None,
+                    serde_json::Value::String(_) => None,
+                    other => Some(other.to_string()),
+                }
+            };
+            let mut push = |k: &str, v: Option<String>| {
+                if let Some(v) = v {
+                    meta.push((k.to_owned(), v));
+                }
+            };
+            push("kernel release", get(&["uname", "release"]));
+            push("kernel version", get(&["uname", "version"]));
+            push("preemption model", get(&["preemption", "model"]));
+            push("machine", get(&["uname", "machine"]));
+            push("host", get(&["hostname"]));
+            push("cmdline", get(&["kernel_cmdline", "raw"]));
+            push("isolcpus", get(&["kernel_cmdline", "isolcpus"]));
+            let governors: Vec<String> = t
+                .get("cpufreq_governors")
+                .and_then(|g| g.as_array())
+                .map(|a| a.iter().filter_map(|g| g.get("governor")?.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let mut uniq = governors.clone();
+            uniq.sort();
+            uniq.dedup();
+            push("governor", (!uniq.is_empty()).then(|| uniq.join(",")));
+        }
+        if let Some(p) = probe {
+            meta.push((
+                "probe firmware".to_owned(),
+                format!("{} {}", p.hello.board, p.hello.firmware_version),
+            ));
+        }
+        Column {
+            label: label.to_owned(),
+            source,
+            mode: Some(r.config.mode_name().to_owned()),
+            interval_ns: Some(r.config.interval_ns),
+            samples: r.counts.samples,
+            min: fig(l.map(|l| l.min)),
+            avg,
+            p50: fig(l.map(|l| l.p50)),
+            p90: fig(l.map(|l| l.p90)),
+            p99: fig(l.map(|l| l.p99)),
+            p99_9: fig(l.map(|l| l.p99_9)),
+            p99_99: fig(l.map(|l| l.p99_99)),
+            max: fig(l.map(|l| l.max)),
+            timeouts_or_overflows: r.counts.timeouts,
+            lost: Some(r.counts.lost),
+            meta,
+        }
+    }
+}

@@ -35,7 +35,7 @@ use crate::compare::Cell;
 
 /// One measured thread (cyclictest) or one CPU context (rtla) of an
 /// imported file. All times are nanoseconds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ImportedRun {
     /// `"cyclictest"` or `"rtla timerlat"`.
     pub tool: String,
@@ -94,7 +94,8 @@ pub struct ImportedRun {
 }
 
 /// The range a run's histogram covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "ns")]
 pub enum HistogramRange {
     /// The tool kept no histogram (cyclictest without `-h`): percentiles are
     /// unknown.

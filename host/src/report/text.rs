@@ -161,14 +161,12 @@ pub fn summary(r: &Report) -> String {
         if c.slipped > 0 {
             parts.push(format!("slipped {} (longest {})", c.slipped, format_ns(c.slip_max_ns)));
         }
-        for (name, n) in
-            [
-                ("reclaimed", c.reclaimed),
-                ("overcaptures", c.overcaptures),
-                ("line errors", c.line_errors),
-                ("soft-timed stimuli", c.soft_stimuli),
-            ]
-        {
+        for (name, n) in [
+            ("reclaimed", c.reclaimed),
+            ("overcaptures", c.overcaptures),
+            ("line errors", c.line_errors),
+            ("soft-timed stimuli", c.soft_stimuli),
+        ] {
             if n > 0 {
                 parts.push(format!("{name} {n}"));
             }

@@ -1,0 +1,119 @@
+//! `latprobe compare A B …`: runs side by side (seed 003's table), from
+//! latprobe reports, raw files, imported in-kernel documents, or cyclictest
+//! and rtla files read on the spot.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::import::{import_all, label_of, UnitArg};
+use crate::compare::{self, Column, Format};
+use crate::inkernel::{self, InKernelReport};
+use crate::{rawfile, Error};
+
+/// Output format of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Aligned text for a terminal.
+    Text,
+    /// A GitHub table, to paste into a mailing-list post or a PR.
+    Markdown,
+    /// RFC 4180 CSV, latencies in µs.
+    Csv,
+    /// JSON, latencies in ns.
+    Json,
+}
+
+/// `latprobe compare` options.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Runs: latprobe JSON reports, raw files, `latprobe import` documents, cyclictest or rtla files
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Column headings, in order (repeat the flag; missing ones default to the file name)
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
+    /// Output format
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: FormatArg,
+    /// Add each column's ratio to column N (1 = the first)
+    #[arg(long, value_name = "N")]
+    pub baseline: Option<usize>,
+    /// Unit of a cyclictest histfile whose unit the file does not say (-N: ns)
+    #[arg(long, value_name = "UNIT")]
+    pub unit: Option<UnitArg>,
+}
+
+fn file_label(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The columns one file gives: one for a probe report or raw file, one per
+/// series for an imported or a tool's file.
+pub fn columns_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<Column>, Error> {
+    if !path.is_file() {
+        return Err(Error::Usage(format!("{}: no such file", path.display())));
+    }
+    let label = file_label(path);
+    if rawfile::is_raw(path) {
+        let r = super::report::load(path, None)?;
+        return Ok(vec![Column::from_report(&r, &label)]);
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+        if inkernel::is_in_kernel(&value) {
+            let d: InKernelReport = serde_json::from_value(value).map_err(|e| {
+                Error::Usage(format!("{} is not a latprobe in-kernel document: {e}", path.display()))
+            })?;
+            return Ok(vec![Column::from_imported(&d.run, &d.label)]);
+        }
+        if value.get("schema_version").is_some() && value.get("counts").is_some() {
+            let r = crate::report::json::read(path)?;
+            return Ok(vec![Column::from_report(&r, &label)]);
+        }
+    }
+    // Anything else must be a tool's own output; its error names the line.
+    let runs = import_all(&[path.to_path_buf()], unit)?;
+    let several = runs.len() > 1;
+    Ok(runs.iter().map(|r| Column::from_imported(r, &label_of(r, None, several))).collect())
+}
+
+/// Run `latprobe compare`.
+pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    let mut cols = Vec::new();
+    for f in &args.files {
+        cols.extend(columns_of(f, args.unit)?);
+    }
+    if args.label.len() > cols.len() {
+        return Err(Error::Usage(format!(
+            "{} --label given for {} columns: drop the extra ones",
+            args.label.len(),
+            cols.len()
+        ))
+        .into());
+    }
+    for (c, l) in cols.iter_mut().zip(&args.label) {
+        c.label = l.clone();
+    }
+    let baseline = match args.baseline {
+        None => None,
+        Some(n) if (1..=cols.len()).contains(&n) => Some(n - 1),
+        Some(n) => {
+            return Err(Error::Usage(format!(
+                "--baseline {n}: there are {} columns, give 1 to {}",
+                cols.len(),
+                cols.len()
+            ))
+            .into())
+        }
+    };
+    let format = match args.format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Markdown => Format::Markdown,
+        FormatArg::Csv => Format::Csv,
+        FormatArg::Json => Format::Json,
+    };
+    print!("{}", compare::render(&cols, format, baseline));
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! `latprobe import FILE…`: cyclictest and rtla results as latprobe
+//! documents, so in-kernel self-measurements sit beside the probe's runs.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use crate::compare::{self, Column, Format};
+use crate::import::{self, ImportOptions, ImportedRun, TimeUnit};
+use crate::inkernel::InKernelReport;
+use crate::Error;
+
+/// The unit of a cyclictest histfile's figures, which the file does not state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UnitArg {
+    /// Microseconds (cyclictest's default).
+    Us,
+    /// Nanoseconds (cyclictest -N).
+    Ns,
+}
+
+impl UnitArg {
+    /// The importer's unit.
+    pub fn unit(self) -> TimeUnit {
+        match self {
+            UnitArg::Us => TimeUnit::Micros,
+            UnitArg::Ns => TimeUnit::Nanos,
+        }
+    }
+}
+
+/// `latprobe import` options.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// cyclictest --json / --histfile / -h stdout, or rtla timerlat hist output
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the document to FILE; with several threads or CPUs, one file each,
+    /// named FILE with the series inserted before the extension (run.T0.json, run.T1.json)
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Label of the imported series [default: file name and series]
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// Unit of a cyclictest histfile or -h output whose unit the file does not say (-N: ns)
+    #[arg(long, value_name = "UNIT")]
+    pub unit: Option<UnitArg>,
+}
+
+/// Import every file; one error names the file, the line and what was expected.
+pub fn import_all(files: &[PathBuf], unit: Option<UnitArg>) -> Result<Vec<ImportedRun>, Error> {
+    let options = ImportOptions { cyclictest_unit: unit.map(UnitArg::unit) };
+    let mut runs = Vec::new();
+    for f in files {
+        if !f.is_file() {
+            return Err(Error::Usage(format!("{}: no such file", f.display())));
+        }
+        let got = import::import_file_with(f, &options).map_err(|e| Error::Usage(e.to_string()))?;
+        runs.extend(got);
+    }
+    Ok(runs)
+}
+
+/// A label for `run`: `--label` (with the series when there are several),
+/// else the file name and the series.
+pub fn label_of(run: &ImportedRun, given: Option<&str>, several: bool) -> String {
+    let file = Path::new(&run.source_file)
+        .file_name()
+        .map_or_else(|| run.source_file.clone(), |n| n.to_string_lossy().into_owned());
+    match given {
+        Some(l) if several => format!("{l} {}", run.thread),
+        Some(l) => l.to_owned(),
+        None => format!("{file} {}", run.thread),
+    }
+}
+
+/// `OUT` with `series` put before its extension: `run.json` → `run.T0.json`.
+pub fn per_series_path(out: &Path, series: &str) -> PathBuf {
+    let tag: String = series
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let stem = out.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match out.extension() {
+        Some(ext) => format!("{stem}.{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{tag}"),
+    };
+    out.with_file_name(name)
+}
+
+/// Run `latprobe import`.
+pub fn run(args: ImportArgs) -> anyhow::Result<()> {
+    if let Some(out) = &args.output {
+        super::check_parent("--output", out)?;
+    }
+    let runs = import_all(&args.files, args.unit)?;
+    let several = runs.len() > 1;
+    let docs: Vec<InKernelReport> = runs
+        .into_iter()
+        .map(|r| {
+            let label = label_of(&r, args.label.as_deref(), several);
+            InKernelReport::new(r, label)
+        })
+        .collect();
+    match &args.output {
+        Some(out) => {
+            for d in &docs {
+                let path = if several { per_series_path(out, &d.run.thread) } else { out.clone() };
+                d.write(&path)?;
+                println!("{}: {} samples → {}", d.label, d.run.count, path.display());
+            }
+        }
+        None => {
+            let cols: Vec<Column> = docs.iter().map(|d| Column::from_imported(&d.run, &d.label)).collect();
+            print!("{}", compare::render(&cols, Format::Text, None));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_file_per_series_keeps_the_extension() {
+        assert_eq!(per_series_path(Path::new("out/run.json"), "T0"), PathBuf::from("out/run.T0.json"));
+        assert_eq!(per_series_path(Path::new("run"), "cpu 3 irq"), PathBuf::from("run.cpu-3-irq"));
+    }
+}
