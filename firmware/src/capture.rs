@@ -20,7 +20,14 @@
 //! 3. Captures less than 9.5 bit times after that start bit are edges inside
 //!    the same byte: dropped (not counted: they are expected).
 //! 4. No capture left for a byte: its start bit was not captured (the
-//!    capture was overwritten): the byte cannot be timed and is counted.
+//!    capture was lost): the byte cannot be timed and is counted.
+//! 5. A capture that overwrote an unread one (overcapture,
+//!    [`StartBitPairer::push_overcaptured`]) is the *latest* of several
+//!    edges: the earlier ones, this byte's start bit perhaps among them,
+//!    are gone. It is never taken for a start bit: the byte it reaches
+//!    first is not timed ([`Paired::Overwritten`]), and the edges less
+//!    than 9.5 bit times after it go with it. An overcapture costs at most
+//!    two untimed bytes, never a byte timed by a data-bit edge.
 //!
 //! Time here is extended ticks; the queue holds a few captures, enough for
 //! the edges of one byte and the next byte's start bit.
@@ -41,12 +48,17 @@ pub enum Paired {
     },
     /// No capture for this byte: it cannot be timed.
     NoStartBit,
+    /// This byte's start bit may have been overwritten by a later edge
+    /// (rule 5): it cannot be timed. The overcapture was counted when it
+    /// was read.
+    Overwritten,
 }
 
 /// Pairs received bytes with start-bit captures (module docs).
 #[derive(Debug, Clone)]
 pub struct StartBitPairer {
-    queue: [u64; QUEUE],
+    /// Capture ticks, and whether each overwrote an unread capture.
+    queue: [(u64, bool); QUEUE],
     head: usize,
     len: usize,
     bit_ticks_x2: u64,
@@ -61,7 +73,14 @@ impl StartBitPairer {
     /// For a line at `baud` and a timer of `timer_hz`.
     pub const fn new(timer_hz: u32, baud: u32) -> Self {
         let bit_ticks_x2 = if baud == 0 { 0 } else { 2 * timer_hz as u64 / baud as u64 };
-        Self { queue: [0; QUEUE], head: 0, len: 0, bit_ticks_x2, orphan_captures: 0, untimed_bytes: 0 }
+        Self {
+            queue: [(0, false); QUEUE],
+            head: 0,
+            len: 0,
+            bit_ticks_x2,
+            orphan_captures: 0,
+            untimed_bytes: 0,
+        }
     }
 
     /// Forget every capture (between runs, or when the line changes).
@@ -77,12 +96,22 @@ impl StartBitPairer {
     /// A falling edge on the response line, captured at `tick`. Captures
     /// must come in the order they were latched.
     pub fn push_capture(&mut self, tick: u64) {
+        self.push(tick, false);
+    }
+
+    /// A falling edge captured at `tick` that overwrote one or more
+    /// captures before they were read (rule 5).
+    pub fn push_overcaptured(&mut self, tick: u64) {
+        self.push(tick, true);
+    }
+
+    fn push(&mut self, tick: u64, overcaptured: bool) {
         if self.len == QUEUE {
             // Full: the oldest can belong to no byte any more.
             self.pop();
             self.orphan_captures = self.orphan_captures.saturating_add(1);
         }
-        self.queue[(self.head + self.len) % QUEUE] = tick;
+        self.queue[(self.head + self.len) % QUEUE] = (tick, overcaptured);
         self.len += 1;
     }
 
@@ -92,24 +121,30 @@ impl StartBitPairer {
     pub fn on_byte(&mut self, byte: u8, now: u64) -> Paired {
         // 2 byte times = 20 bits.
         let stale_before = now.saturating_sub(10 * self.bit_ticks_x2);
-        while self.len > 0 && self.queue[self.head] < stale_before {
+        while self.len > 0 && self.queue[self.head].0 < stale_before {
             self.pop();
             self.orphan_captures = self.orphan_captures.saturating_add(1);
         }
-        let Some(start) = self.pop() else {
+        let Some((start, overcaptured)) = self.pop() else {
             self.untimed_bytes = self.untimed_bytes.saturating_add(1);
             return Paired::NoStartBit;
         };
         // 9.5 bit times after the start bit: past every data edge of this
         // byte, before the next byte's start bit (at 10 bit times or later).
+        // After an overcaptured edge: past every data edge of the byte it
+        // may belong to.
         let inside = start.saturating_add(19 * self.bit_ticks_x2 / 4);
-        while self.len > 0 && self.queue[self.head] < inside {
+        while self.len > 0 && self.queue[self.head].0 < inside {
             self.pop();
+        }
+        if overcaptured {
+            self.untimed_bytes = self.untimed_bytes.saturating_add(1);
+            return Paired::Overwritten;
         }
         Paired::Byte { tick: start, byte }
     }
 
-    fn pop(&mut self) -> Option<u64> {
+    fn pop(&mut self) -> Option<(u64, bool)> {
         if self.len == 0 {
             return None;
         }
@@ -185,6 +220,29 @@ mod tests {
         p.push_capture(t0);
         assert_eq!(p.on_byte(0xC0, read_at(t0, 100)), Paired::Byte { tick: t0, byte: 0xC0 });
         assert_eq!(p.orphan_captures, 1);
+    }
+
+    /// 0x55 (4 falling data edges): the interrupt comes after the start
+    /// bit and the first data edge both latched, so the capture read holds
+    /// the data edge, one bit time... two bit times late. The old board
+    /// code paired that capture with the byte (a latency 2 bit times too
+    /// long); now the byte is not timed, and the next byte is timed right.
+    #[test]
+    fn an_overcaptured_data_edge_is_never_a_start_bit() {
+        let mut p = StartBitPairer::new(HZ, BAUD);
+        let t0 = 1_000_000;
+        let e = edges(0x55, t0);
+        p.push_overcaptured(e[1]); // start bit overwritten by the data edge
+        for &x in &e[2..] {
+            p.push_capture(x);
+        }
+        assert_eq!(p.on_byte(0x55, read_at(t0, 50)), Paired::Overwritten);
+        let t1 = t0 + 10 * BIT;
+        for x in edges(0x55, t1) {
+            p.push_capture(x);
+        }
+        assert_eq!(p.on_byte(0x55, read_at(t1, 50)), Paired::Byte { tick: t1, byte: 0x55 });
+        assert_eq!((p.orphan_captures, p.untimed_bytes), (0, 1));
     }
 
     #[test]

@@ -517,6 +517,22 @@ impl<const Q: usize> Engine<Q> {
         a.overcaptures = a.overcaptures.saturating_add(1);
     }
 
+    /// The stimulus just reported with [`Engine::on_stimulus`] was timed in
+    /// software, not by the timer hardware (a board without its TX
+    /// start-bit capture wire, or a compare that came too late): counted
+    /// in [`Anomalies::soft_stimuli`], which travels in every Heartbeat
+    /// and in Stopped.
+    pub fn count_soft_stimulus(&mut self) {
+        let a = &mut self.totals.anomalies;
+        a.soft_stimuli = a.soft_stimuli.saturating_add(1);
+    }
+
+    /// The running measurement's `start_tick` (as sent in `Started`), which
+    /// tells one run from the next; `None` while idle.
+    pub fn run_start(&self) -> Option<u64> {
+        self.run.as_ref().map(|r| r.start_tick)
+    }
+
     /// A receive error on the target line: framing, noise or overrun
     /// (counted in [`Anomalies::line_errors`]).
     pub fn count_line_error(&mut self) {
@@ -749,8 +765,8 @@ impl<const Q: usize> Engine<Q> {
     /// (drawn once per stimulus, in order: the same seed gives the same
     /// schedule), and requested no sooner than that, than the arm lead
     /// after `now`, nor than `guard` after the sample that last held its
-    /// slot ended. A stimulus requested later than planned has slipped: it
-    /// is counted with its delay; one slipped by an interval or more
+    /// slot ended. A stimulus its slot held back past its plan has slipped:
+    /// it is counted with its delay; one slipped by an interval or more
     /// re-anchors the schedule, so later stimuli keep their spacing rather
     /// than bunch up to catch up.
     fn plan(&mut self, now: u64) {
@@ -758,6 +774,7 @@ impl<const Q: usize> Engine<Q> {
         let reclaim_wait = self.board.heartbeat_ticks();
         let id = self.next_request_id;
         let Some(run) = self.run.as_mut() else { return };
+        let was_blocked = matches!(run.next, Next::Blocked { .. });
         let (seq, planned) = match run.next {
             Next::Armed { .. } => return,
             Next::Blocked { seq, planned } => (seq, planned),
@@ -812,10 +829,16 @@ impl<const Q: usize> Engine<Q> {
             }
         };
         let mut at = planned.max(now.saturating_add(lead));
+        let mut held = was_blocked;
         if let Some(end) = ended {
-            at = at.max(end.saturating_add(u64::from(run.config.guard_ticks)));
+            let guarded = end.saturating_add(u64::from(run.config.guard_ticks));
+            held |= guarded > at;
+            at = at.max(guarded);
         }
-        if at > planned {
+        // A slip is a delay the slot caused (still held, or its guard); a
+        // probe merely late to plan is not counted, its stimulus carries
+        // its actual tick either way.
+        if at > planned && held {
             let slip = at - planned;
             let a = &mut self.totals.anomalies;
             a.slipped += 1;

@@ -27,6 +27,16 @@
 //!
 //! # How a board drives it
 //!
+//! A board with a hardware timer does not drive the engine by hand: it
+//! implements [`seam::TimerHw`] with register accesses and runs
+//! [`hwloop`] (a [`Front`] in its top-priority interrupts, a [`HwLoop`] in
+//! a lower-priority engine task), which follows the steps below and holds
+//! every timing decision (read order, capture rules per line, overcapture,
+//! soft stimulus ticks, loopback skew), tested on the host against a fake
+//! timer. Both `nucleo-f411re` and `qemu` do. The steps are what the loop
+//! does, and what a board without a timer (the host's virtual probe) does
+//! itself.
+//!
 //! At start-up: `let mut engine = Engine::<2048>::new(BoardInfo::new("nucleo-f411re",
 //! 100_000_000, TimerBits::B32, caps))` (the boot Hello is queued at once) and
 //! a [`TickExtender`] for the counter (not needed for a 64-bit clock). Then,
@@ -120,8 +130,8 @@
 //!   later stimulus has been heard (then neither its answer nor a duplicate
 //!   can still come), or, for a target that stopped answering, a second
 //!   after its sample ended (counted as `reclaimed` when it had timed out).
-//!   A stimulus whose slot is still held waits: it *slips*, counted with
-//!   its delay; a slip of an interval or more re-anchors the schedule there,
+//!   A stimulus whose slot is still held (or its guard not over) when it
+//!   is due waits: it *slips*, counted with its delay; a slip of an interval or more re-anchors the schedule there,
 //!   so later stimuli keep their spacing.
 //! - Samples go out in sequence order: one answered early waits for the
 //!   ones before it to be answered or time out.
@@ -153,10 +163,13 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod boards;
 pub mod capture;
 pub mod engine;
+pub mod hwloop;
 pub mod link;
 pub mod rng;
+pub mod seam;
 pub mod ticks;
 pub mod txq;
 pub mod validate;
@@ -165,4 +178,6 @@ pub use engine::{
     BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, DEFAULT_TX_QUEUE, FIRMWARE_VERSION,
     MAX_BOARD_NAME,
 };
+pub use hwloop::{Front, HwLoop, LoopConfig, TimerLock};
+pub use seam::TimerHw;
 pub use ticks::{TickExtender, TimerBits};

@@ -1,43 +1,57 @@
 //! `qemu` board: the probe firmware for `qemu-system-arm -machine netduinoplus2`
-//! (STM32F405), so that CI runs the real firmware binary end to end.
+//! (STM32F405), so that CI runs the real firmware binary end to end. It
+//! runs the same capture loop as the Nucleo (`latprobe_firmware::hwloop`)
+//! behind the same [`TimerHw`] seam; this file is the adapter and RTIC glue.
 //!
 //! ```text
 //!  host (latprobe run) ══ USART1 ══▶ host_rx ─▶ Engine ─▶ host_tx (EXTI0) ══ USART1 ══▶ host
-//!                                               │  ▲
-//!                   SysTick one-shot ─▶ wake ───┘  │ on_capture(CNT read in the RX interrupt)
-//!  target (responder) ◀══ USART2 ══ stimulus byte  └── target_rx ◀══ USART2 ══ echo / periodic byte
+//!                                                 ▲
+//!   priority 3: SysTick (wake), USART2 RX ── Front: bytes logged with the counter read
+//!   priority 2: EXTI1 engine task (HwLoop::run) ◀── pend
+//!  target (responder) ◀══ USART2 ══ stimulus byte (written by the loop)
 //! ```
 //!
-//! What QEMU 7.2 models, and what this board does about it:
+//! What QEMU 7.2 models, and how it fits the seam (why the same trait and
+//! not a sibling: the loop's planning, per-run line state, soft stimulus
+//! ticks and byte delivery are the ones the Nucleo uses; only capture and
+//! compare are missing, and the seam lets a board say "nothing latched"):
 //!
 //! - TIM2 counts at 1 GHz / (PSC + 1) of virtual time whatever RCC says, so
 //!   PSC = 9 gives the same 100 MHz (10 ns) tick as the Nucleo. It has no
 //!   input capture and no output compare, and its update interrupt is not
 //!   tied to the counter's wrap (and storms once CNT passes ARR), so the
-//!   counter is free-running with every timer interrupt off, and it is
-//!   widened to 64 bits in software ([`Clock`]): a wrap is seen as a read
-//!   smaller than the previous one. A wake-up at least every 100 ms keeps
-//!   reads far closer together than the 43 s wrap period.
-//! - Timestamps are the counter read in the target line's receive
-//!   interrupt, and the stimulus byte is written in software right after
-//!   reading the counter. The Hello says `EMULATED` and not `HW_CAPTURE`:
-//!   these figures are not physical. Tests check counts, never timing.
-//! - Wake-ups come from SysTick as a one-shot alarm: it runs at the modelled
-//!   168 MHz core clock (checked against TIM2 under `-icount shift=0`).
+//!   counter is free-running with every timer interrupt off. The adapter
+//!   raises the seam's overflow flag itself when a read is smaller than the
+//!   one before; a wake-up at least every 100 ms keeps reads far closer
+//!   together than the 43 s wrap period.
+//! - No capture channel ([`LOOP`]`.response_capture` is false): an answer's
+//!   tick is the counter read in the target line's receive interrupt, and
+//!   the stimulus byte's tick the read right before its write (a soft
+//!   tick). The Hello says `EMULATED` and not `HW_CAPTURE`: these figures
+//!   are not physical. Tests check counts, never timing.
+//! - The wake-up compare is SysTick as a one-shot alarm: it runs at the
+//!   modelled 168 MHz core clock (checked against TIM2 under `-icount
+//!   shift=0`).
 //! - A UART write is synchronous in QEMU (TXE is always set), and a UART
 //!   receives one byte at a time, holding the next back until DR is read,
 //!   so nothing is lost on either line as long as the host drains them.
 #![no_std]
 #![no_main]
 
+use cortex_m::peripheral::{syst::SystClkSource, SYST};
 use defmt_semihosting as _;
+use latprobe_firmware::boards::qemu::LOOP;
+use latprobe_firmware::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+use latprobe_firmware::Front;
+use stm32f4xx_hal::pac::{TIM2, USART2};
+use stm32f4xx_hal::serial::Tx;
 
-/// The measurement timer's rate: TIM2 at 1 GHz / (PSC + 1).
-const TIMER_HZ: u32 = 100_000_000;
-/// TIM2 prescaler for [`TIMER_HZ`] in QEMU's model.
+/// TIM2 prescaler for a 100 MHz tick in QEMU's model.
 const TIM2_PSC: u16 = 9;
 /// SysTick (core clock) rate of QEMU's netduinoplus2.
 const SYSTICK_HZ: u64 = 168_000_000;
+/// Longest SysTick one-shot: its 24-bit reload, about 100 ms at 168 MHz.
+const MAX_ALARM_CYCLES: u32 = 0x00ff_ffff;
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;
 /// The host link and the target line: the baud rate does not matter in QEMU,
@@ -60,22 +74,43 @@ unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
     semihosting::process::exit(102)
 }
 
-/// TIM2's 32-bit counter widened to 64 bits by counting wraps in software.
-pub struct Clock {
-    tim: stm32f4xx_hal::pac::TIM2,
+/// QEMU's TIM2 counter, SysTick as the wake-up compare and the target
+/// line's transmitter: this board's [`TimerHw`].
+pub struct QemuTimer {
+    tim: TIM2,
+    syst: SYST,
+    target_tx: Tx<USART2>,
+    /// The last counter value read, to see a wrap.
     last: u32,
-    wraps: u64,
+    /// A wrap was seen and not yet acknowledged: the seam's overflow flag.
+    wrapped: bool,
 }
 
-impl core::fmt::Debug for Clock {
+impl core::fmt::Debug for QemuTimer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Clock").field("last", &self.last).field("wraps", &self.wraps).finish_non_exhaustive()
+        f.debug_struct("QemuTimer")
+            .field("last", &self.last)
+            .field("wrapped", &self.wrapped)
+            .finish_non_exhaustive()
     }
 }
 
-impl Clock {
-    /// Start TIM2 free-running at [`TIMER_HZ`], every interrupt off.
-    fn start(tim: stm32f4xx_hal::pac::TIM2) -> Self {
+/// The timer with the front that reads it: one RTIC resource.
+pub struct Timer {
+    hw: QemuTimer,
+    front: Front,
+}
+
+impl core::fmt::Debug for Timer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Timer").field("hw", &self.hw).finish_non_exhaustive()
+    }
+}
+
+impl QemuTimer {
+    /// Start TIM2 free-running at 100 MHz, every interrupt off, and SysTick
+    /// as the alarm.
+    fn start(tim: TIM2, mut syst: SYST, target_tx: Tx<USART2>) -> Self {
         tim.cr1().write(|w| w.cen().clear_bit());
         tim.dier().reset();
         tim.psc().write(|w| w.psc().set(TIM2_PSC));
@@ -84,27 +119,100 @@ impl Clock {
         tim.egr().write(|w| w.ug().set_bit());
         tim.sr().reset();
         tim.cr1().write(|w| w.cen().set_bit());
-        Self { tim, last: 0, wraps: 0 }
+        syst.set_clock_source(SystClkSource::Core);
+        syst.enable_interrupt();
+        let mut t = Self { tim, syst, target_tx, last: 0, wrapped: false };
+        t.alarm(MAX_ALARM_CYCLES);
+        t
     }
 
-    /// The extended tick now. Callers hold the `clock` lock, so reads are
-    /// ordered; one read per wrap period is enough to see every wrap.
-    fn now(&mut self) -> u64 {
+    fn read(&mut self) -> u32 {
         let raw = self.tim.cnt().read().bits();
         if raw < self.last {
-            self.wraps += 1;
+            self.wrapped = true;
         }
         self.last = raw;
-        (self.wraps << 32) | u64::from(raw)
+        raw
+    }
+
+    /// SysTick fires once after `cycles` (it reloads the same period, and
+    /// is set again by every `set_compare` or wake-up).
+    fn alarm(&mut self, cycles: u32) {
+        self.syst.disable_counter();
+        self.syst.set_reload(cycles.clamp(1, MAX_ALARM_CYCLES));
+        self.syst.clear_current();
+        self.syst.enable_counter();
+    }
+}
+
+impl TimerHw for QemuTimer {
+    fn counter(&mut self) -> u32 {
+        self.read()
+    }
+
+    fn overflow_pending(&mut self) -> bool {
+        self.read();
+        self.wrapped
+    }
+
+    fn clear_overflow(&mut self) {
+        self.wrapped = false;
+    }
+
+    fn take_capture(&mut self, _ch: Channel) -> Option<Capture> {
+        None
+    }
+
+    fn set_capture(&mut self, _ch: Channel, _polarity: Option<Polarity>) {}
+
+    fn take_compare(&mut self, ch: Channel) -> bool {
+        if ch != Channel::Wake || !self.syst.has_wrapped() {
+            return false;
+        }
+        // Fired: until the loop sets the next one, the keep-alive period,
+        // so the counter is still read often enough to see its wraps.
+        self.alarm(MAX_ALARM_CYCLES);
+        true
+    }
+
+    fn compare_pending(&mut self, _ch: Channel) -> bool {
+        false
+    }
+
+    fn set_compare(&mut self, ch: Channel, raw: u32) {
+        if ch == Channel::Wake {
+            let ahead = u64::from(raw.wrapping_sub(self.read()));
+            let cycles = ahead * SYSTICK_HZ / u64::from(LOOP.timer_hz);
+            self.alarm(cycles.min(u64::from(MAX_ALARM_CYCLES)) as u32);
+        }
+    }
+
+    fn set_compare_irq(&mut self, ch: Channel, on: bool) {
+        if ch == Channel::Wake && !on {
+            // No deadline: wake anyway every 100 ms to see the wraps.
+            self.alarm(MAX_ALARM_CYCLES);
+        }
+    }
+
+    fn set_output(&mut self, _mode: OutputMode) {}
+
+    fn output_level(&mut self) -> bool {
+        false
+    }
+
+    fn send_byte(&mut self, byte: u8) -> bool {
+        use embedded_hal_nb::serial::Write as _;
+        self.target_tx.write(byte).is_ok()
     }
 }
 
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
-    use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
     use embedded_hal_nb::serial::Read as _;
-    use latprobe_firmware::{BoardInfo, Engine, TimerBits, FIRMWARE_VERSION};
-    use latprobe_protocol::{Capabilities, Stimulus};
+    use latprobe_firmware::boards::qemu::{LOOP, TIMER_HZ};
+    use latprobe_firmware::link::write_all;
+    use latprobe_firmware::{BoardInfo, Engine, Front, HwLoop, TimerBits, TimerLock, FIRMWARE_VERSION};
+    use latprobe_protocol::Capabilities;
     use stm32f4xx_hal::nb;
     use stm32f4xx_hal::{
         pac::{Interrupt, USART1, USART2},
@@ -113,42 +221,36 @@ mod app {
         serial::{self, Rx, Tx},
     };
 
-    use latprobe_firmware::link::write_all;
+    use super::{QemuTimer, Timer, BAUD, TX_QUEUE};
 
-    use super::{Clock, BAUD, SYSTICK_HZ, TIMER_HZ, TX_QUEUE};
-
-    /// Longest SysTick one-shot: its 24-bit reload, about 100 ms at 168 MHz.
-    const MAX_ALARM_CYCLES: u64 = 0x00ff_ffff;
-    /// Bytes taken from the host link per interrupt before handing them on.
+    /// Bytes taken from a UART per interrupt before handing them on; the
+    /// bound keeps a stuck error flag from wedging the interrupt.
     const RX_CHUNK: usize = 32;
 
     #[shared]
     struct Shared {
         engine: Engine<TX_QUEUE>,
-        clock: Clock,
-        target: Target,
-    }
-
-    /// The target line (USART2): stimulus out, echo or periodic bytes in.
-    pub struct Target {
-        rx: Rx<USART2>,
-        tx: Tx<USART2>,
-        /// Receive errors (overrun, framing, noise): the byte is lost.
-        rx_errors: u32,
-    }
-
-    impl core::fmt::Debug for Target {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            f.debug_struct("Target").field("rx_errors", &self.rx_errors).finish_non_exhaustive()
-        }
+        timer: Timer,
     }
 
     #[local]
     struct Local {
-        syst: SYST,
         host_rx: Rx<USART1>,
         host_tx: Tx<USART1>,
         host_rx_errors: u32,
+        target_rx: Rx<USART2>,
+        lp: HwLoop,
+        was_running: bool,
+    }
+
+    /// The RTIC lock on the timer, as the capture loop wants it.
+    struct Locked<'a, M>(&'a mut M);
+
+    impl<M: rtic::Mutex<T = Timer>> TimerLock for Locked<'_, M> {
+        type Hw = QemuTimer;
+        fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut QemuTimer) -> R) -> R {
+            self.0.lock(|t| f(&mut t.front, &mut t.hw))
+        }
     }
 
     #[init]
@@ -166,11 +268,10 @@ mod app {
         target_rx.listen();
 
         rcc.apb1enr().modify(|_, w| w.tim2en().set_bit());
-        let clock = Clock::start(dp.TIM2);
-
-        let mut syst = cx.core.SYST;
-        syst.set_clock_source(SystClkSource::Core);
-        syst.enable_interrupt();
+        let timer = Timer {
+            hw: QemuTimer::start(dp.TIM2, cx.core.SYST, target_tx),
+            front: Front::new(LOOP.timer_bits),
+        };
 
         let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
         // No uart-echo floor: QEMU's UART has no bit timing, an echo can come
@@ -181,12 +282,19 @@ mod app {
             FIRMWARE_VERSION,
             TIMER_HZ
         );
-        // The boot Hello is queued: send it, and arm the first wake-up.
+        // The boot Hello is queued: send it, and plan the first wake-up.
         rtic::pend(Interrupt::EXTI0);
-        SCB::set_pendst();
+        rtic::pend(Interrupt::EXTI1);
         (
-            Shared { engine, clock, target: Target { rx: target_rx, tx: target_tx, rx_errors: 0 } },
-            Local { syst, host_rx, host_tx, host_rx_errors: 0 },
+            Shared { engine, timer },
+            Local {
+                host_rx,
+                host_tx,
+                host_rx_errors: 0,
+                target_rx,
+                lp: HwLoop::new(LOOP),
+                was_running: false,
+            },
         )
     }
 
@@ -197,90 +305,60 @@ mod app {
         }
     }
 
-    /// Take every byte waiting on the target line, stamping each with the
-    /// counter read before its data register. The byte goes with its stamp:
-    /// in uart-echo it names the stimulus it answers.
-    fn drain_target(engine: &mut Engine<TX_QUEUE>, clock: &mut Clock, target: &mut Target) {
-        // QEMU hands over one byte per DR read; the bound keeps a stuck
-        // error flag from wedging the interrupt.
-        for _ in 0..8 {
-            let tick = clock.now();
-            match target.rx.read() {
-                Ok(byte) => engine.on_response_byte(tick, byte, tick),
-                Err(nb::Error::WouldBlock) => break,
-                Err(nb::Error::Other(_)) => {
-                    target.rx_errors = target.rx_errors.wrapping_add(1);
-                    engine.count_line_error();
+    /// Target line receive: each byte logged with the counter read when it
+    /// is taken (a response in echo modes, an edge in periodic mode).
+    #[task(binds = USART2, priority = 3, shared = [timer], local = [target_rx])]
+    fn target_rx(mut cx: target_rx::Context) {
+        let rx = cx.local.target_rx;
+        cx.shared.timer.lock(|t| {
+            for _ in 0..RX_CHUNK {
+                match rx.read() {
+                    Ok(byte) => t.front.on_target_byte(&mut t.hw, byte),
+                    Err(nb::Error::WouldBlock) => break,
+                    Err(nb::Error::Other(_)) => t.front.on_target_error(),
                 }
             }
-        }
-    }
-
-    /// Target line receive: a response (echo modes) or an edge (periodic).
-    #[task(binds = USART2, priority = 3, shared = [engine, clock, target])]
-    fn target_rx(cx: target_rx::Context) {
-        (cx.shared.engine, cx.shared.clock, cx.shared.target).lock(|engine, clock, target| {
-            drain_target(engine, clock, target);
         });
-        // Re-plan: a response ends a sample and schedules the next stimulus.
-        SCB::set_pendst();
+        rtic::pend(Interrupt::EXTI1);
     }
 
-    /// The engine's clock: produce a due stimulus, poll, arm the next
-    /// wake-up. Pended by every other task after it fed the engine.
-    #[task(binds = SysTick, priority = 3, shared = [engine, clock, target], local = [syst])]
-    fn wake(cx: wake::Context) {
-        let syst = cx.local.syst;
-        syst.disable_counter();
-        let (cycles, output) =
-            (cx.shared.engine, cx.shared.clock, cx.shared.target).lock(|engine, clock, target| {
-                // A few rounds at most: each either finds nothing due or makes
-                // progress (a stimulus sent, a timeout or flush done).
-                for _ in 0..4 {
-                    drain_target(engine, clock, target);
-                    if let Some(req) = engine.stimulus_request() {
-                        let now = clock.now();
-                        if now >= req.at {
-                            if let Stimulus::Byte(b) = req.stimulus {
-                                // The tick just before the write: the write is
-                                // the start bit as far as QEMU is concerned.
-                                let tick = clock.now();
-                                if write_all(&mut target.tx, &[b]).is_err() {
-                                    defmt::warn!("stimulus write failed");
-                                }
-                                engine.on_stimulus(tick, tick);
-                            }
-                            // An edge stimulus cannot be requested: the Hello
-                            // does not announce GPIO_ECHO, so Configure refuses it.
-                        }
-                    }
-                    let now = clock.now();
-                    engine.poll(now);
-                    let due = match (engine.next_deadline(), engine.stimulus_request()) {
-                        (Some(d), Some(r)) => Some(d.min(r.at)),
-                        (d, r) => d.or(r.map(|r| r.at)),
-                    };
-                    let output = engine.tx_pending() > 0;
-                    match due {
-                        Some(at) if at <= now => continue,
-                        Some(at) => return (((at - now) * SYSTICK_HZ / TIMER_HZ as u64).max(1), output),
-                        None => return (MAX_ALARM_CYCLES, output),
-                    }
-                }
-                (1, engine.tx_pending() > 0)
-            });
+    /// The wake-up alarm.
+    #[task(binds = SysTick, priority = 3, shared = [timer])]
+    fn wake(mut cx: wake::Context) {
+        cx.shared.timer.lock(|t| t.front.on_timer_interrupt(&mut t.hw));
+        rtic::pend(Interrupt::EXTI1);
+    }
+
+    /// The engine task: the capture loop hands the logged bytes to the
+    /// engine, polls it, sends due stimuli and sets the next alarm.
+    #[task(binds = EXTI1, priority = 2, shared = [engine, timer], local = [lp, was_running])]
+    fn engine_task(cx: engine_task::Context) {
+        let lp = cx.local.lp;
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        let (output, running) = engine.lock(|e| {
+            lp.run(e, &mut Locked(&mut timer));
+            (e.tx_pending() > 0, e.is_running())
+        });
+        if *cx.local.was_running && !running {
+            // Under -icount shift=0 one instruction is 1 ns of virtual time
+            // and a tick 10 ns: ticks x 10 = instructions.
+            let s = lp.stats();
+            defmt::info!(
+                "capture path: byte read to sample queued max {=u32} ticks = {=u32} instructions (-icount shift=0), last {=u32} ticks",
+                s.capture_cost_max,
+                s.capture_cost_max.saturating_mul(10),
+                s.capture_cost_last
+            );
+        }
+        *cx.local.was_running = running;
         if output {
             rtic::pend(Interrupt::EXTI0);
         }
-        // Never sleep longer than the reload allows: the wake-up also keeps
-        // the software counter extension fed.
-        syst.set_reload(cycles.min(MAX_ALARM_CYCLES) as u32);
-        syst.clear_current();
-        syst.enable_counter();
     }
 
     /// Host link receive: frames from `latprobe`, garbage included.
-    #[task(binds = USART1, priority = 2, shared = [engine, clock], local = [host_rx, host_rx_errors])]
+    #[task(binds = USART1, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
         let mut buf = [0u8; RX_CHUNK];
         let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
@@ -288,11 +366,11 @@ mod app {
         if n == 0 {
             return;
         }
-        (cx.shared.engine, cx.shared.clock).lock(|engine, clock| {
-            let now = clock.now();
-            engine.on_host_bytes(&buf[..n], now);
-        });
-        SCB::set_pendst();
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        let now = timer.lock(|t| t.front.now(&mut t.hw));
+        engine.lock(|e| e.on_host_bytes(&buf[..n], now));
+        rtic::pend(Interrupt::EXTI1);
         rtic::pend(Interrupt::EXTI0);
     }
 

@@ -1,0 +1,62 @@
+//! What each board is, as constants the board binary, the capture loop and
+//! the host share: clocks, baud rates, the input filter's delay.
+
+use crate::hwloop::LoopConfig;
+use crate::ticks::TimerBits;
+
+/// The reference probe: STM32F411RE at 100 MHz, TIM2 (32 bits) capturing.
+pub mod nucleo_f411re {
+    use super::{LoopConfig, TimerBits};
+
+    /// SYSCLK, and TIM2's clock (APB1 at 50 MHz, doubled for its timers):
+    /// one tick is one core cycle, 10 ns.
+    pub const TIMER_HZ: u32 = 100_000_000;
+    /// Host link over the ST-LINK/V2-1 virtual COM port.
+    pub const HOST_BAUD: u32 = 921_600;
+    /// Target line (USART1): the responder's default.
+    pub const TARGET_BAUD: u32 = 115_200;
+    /// The input filter of TIM2's capture channels: ICxF = 0011,
+    /// f_SAMPLING = f_CK_INT, N = 8 (RM0383 §13.4.7, TIMx_CCMR1 IC1F). A
+    /// transition is validated after 8 consecutive samples at its new
+    /// level, so every capture latches 8 ticks (80 ns) after its edge.
+    /// It rejects glitches shorter than 80 ns on bench wires. The capture
+    /// loop takes these 8 ticks off every capture
+    /// ([`LoopConfig::capture_delay_ticks`]); what remains (the input
+    /// synchroniser, one or two ticks) is constant and measured by
+    /// `latprobe calibrate --line gpio`.
+    pub const CAPTURE_FILTER_TICKS: u32 = 8;
+    /// Two capture channels seeing one edge (UART loopback: PA9 on PB10
+    /// and PA10/PA1) latch up to this many ticks apart: each pin has its
+    /// own synchroniser and filter, which settle a clock apart.
+    pub const LOOPBACK_SKEW_TICKS: u32 = 2;
+    /// The capture loop's view of the board.
+    pub const LOOP: LoopConfig = LoopConfig {
+        timer_hz: TIMER_HZ,
+        timer_bits: TimerBits::B32,
+        baud: TARGET_BAUD,
+        response_capture: true,
+        tx_capture: true,
+        capture_delay_ticks: CAPTURE_FILTER_TICKS,
+        loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
+    };
+}
+
+/// QEMU's netduinoplus2 (STM32F405): no capture or compare hardware; the
+/// counter is read in software.
+pub mod qemu {
+    use super::{LoopConfig, TimerBits};
+
+    /// TIM2 at 1 GHz / (PSC + 1) of virtual time, PSC = 9.
+    pub const TIMER_HZ: u32 = 100_000_000;
+    /// The capture loop's view of the board: no capture channel, and a
+    /// UART without bit timing (a byte moves at once).
+    pub const LOOP: LoopConfig = LoopConfig {
+        timer_hz: TIMER_HZ,
+        timer_bits: TimerBits::B32,
+        baud: 0,
+        response_capture: false,
+        tx_capture: false,
+        capture_delay_ticks: 0,
+        loopback_skew_ticks: 0,
+    };
+}
