@@ -5,9 +5,10 @@ use core::fmt::Write as _;
 
 use latprobe_protocol::{
     decode_message, encode_message, identity_byte, identity_of, Anomalies, Capabilities, Config,
-    EdgeBatchBuilder, EdgeStamp, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg,
-    MessageError, Mode, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, Stimulus, StopReason,
-    Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN, PROTOCOL_VERSION,
+    EdgeBatchBuilder, EdgeStamp, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, LogLevel,
+    LogLine, MessageError, Mode, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, Stimulus,
+    StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN, MAX_LOG_TEXT,
+    PROTOCOL_VERSION,
 };
 
 use crate::rng::Pcg32;
@@ -55,6 +56,9 @@ pub struct BoardInfo {
     /// timeout, so an answer in time is never counted late. 0 (the
     /// default) for boards that deliver captures at once.
     pub response_lag_ticks: u32,
+    /// Baud rate of the target UART line, sent in the Hello; 0 when the
+    /// line has no bit timing (see `ProbeInfo::target_baud`).
+    pub target_baud: u32,
 }
 
 impl BoardInfo {
@@ -76,6 +80,7 @@ impl BoardInfo {
             arm_lead_ticks: if lead == 0 { 1 } else { lead },
             uart_echo_floor_ticks: 0,
             response_lag_ticks: 0,
+            target_baud: 0,
         }
     }
 
@@ -84,6 +89,14 @@ impl BoardInfo {
     #[must_use]
     pub const fn with_response_lag(mut self, ticks: u32) -> Self {
         self.response_lag_ticks = ticks;
+        self
+    }
+
+    /// The same board with its target UART line's baud rate, announced in
+    /// the Hello.
+    #[must_use]
+    pub const fn with_target_baud(mut self, baud: u32) -> Self {
+        self.target_baud = baud;
         self
     }
 
@@ -270,6 +283,10 @@ pub struct Engine<const Q: usize = DEFAULT_TX_QUEUE> {
     /// Earliest tick at which another `Error{BadFrame}` may be sent.
     bad_frame_report_at: u64,
     next_request_id: u32,
+    /// FNV-1a of the last log line and when it was sent, so a repeated
+    /// line is sent at most once a second.
+    last_log: Option<u32>,
+    last_log_at: u64,
 }
 
 /// A short error detail formatted without allocation.
@@ -326,6 +343,8 @@ impl<const Q: usize> Engine<Q> {
             last_now: 0,
             bad_frame_report_at: 0,
             next_request_id: 0,
+            last_log: None,
+            last_log_at: 0,
         };
         e.send_hello();
         e
@@ -531,6 +550,26 @@ impl<const Q: usize> Engine<Q> {
     /// tells one run from the next; `None` while idle.
     pub fn run_start(&self) -> Option<u64> {
         self.run.as_ref().map(|r| r.start_tick)
+    }
+
+    /// Send a line of the probe's log to the host ([`ProbeMsg::Log`]), cut
+    /// to [`latprobe_protocol::MAX_LOG_TEXT`] bytes. It travels as data: a
+    /// full queue drops it (counted as an overrun), never a control reply.
+    /// The same text again within a second is not repeated, so a board may
+    /// call this on every occurrence.
+    pub fn log(&mut self, level: LogLevel, text: &str, now: u64) {
+        let text = truncate(text, MAX_LOG_TEXT);
+        let hash = text.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+        if self.last_log == Some(hash) && now < self.last_log_at.saturating_add(self.board.heartbeat_ticks())
+        {
+            return;
+        }
+        self.last_log = Some(hash);
+        self.last_log_at = now;
+        let msg = ProbeMsg::Log(LogLine { level, tick: now, text });
+        if !Self::enqueue(&mut self.tx, &mut self.stats, &msg, Class::Data) {
+            self.count_overrun(0);
+        }
     }
 
     /// A receive error on the target line: framing, noise or overrun
@@ -1017,6 +1056,7 @@ impl<const Q: usize> Engine<Q> {
             timer_bits: self.board.timer_bits.bits(),
             capabilities: self.board.capabilities,
             max_batch: MAX_BATCH_COUNT,
+            target_baud: self.board.target_baud,
         };
         self.send(&ProbeMsg::Hello(info), Class::Control);
     }

@@ -554,6 +554,12 @@ impl HwLoop {
             if now >= deadline {
                 if self.tx_wire != TxWire::Absent {
                     warn!("no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks");
+                    // The user on the serial link sees it too, not only RTT.
+                    engine.log(
+                        latprobe_protocol::LogLevel::Warn,
+                        "no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks",
+                        now,
+                    );
                 }
                 self.tx_wire = TxWire::Absent;
                 self.armed = Armed::Nothing;

@@ -7,6 +7,9 @@
 //!    the ratio of the two.
 //! 2. Peak RSS while 10⁸ samples, generated on the fly and never held,
 //!    stream through the same path: memory must not grow with the run.
+//! 3. Periodic mode: a 24-hour run at 1 kHz (8.64 × 10⁷ edges of a target
+//!    clock 20 ppm fast), generated on the fly, through the same path and
+//!    the streaming fit: its peak RSS, and the fit's own buffer.
 //!
 //! `cargo bench -p latprobe --bench ingest`. Without `--bench` (as `cargo
 //! test --all-targets` runs it) it does a small smoke run only.
@@ -18,8 +21,8 @@ use std::time::Instant;
 use latprobe::link::{Deframer, Incoming};
 use latprobe::session::RunState;
 use latprobe_protocol::{
-    encode_message, Capabilities, Config, Mode, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder,
-    Stimulus, MAX_FRAME_LEN,
+    encode_message, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, Mode, Outcome, ProbeInfo, ProbeMsg,
+    Sample, SampleBatchBuilder, Stimulus, MAX_FRAME_LEN,
 };
 
 const HZ: u32 = 100_000_000;
@@ -51,6 +54,7 @@ fn preamble(out: &mut Vec<u8>) {
         timer_bits: 32,
         capabilities: Capabilities::UART_ECHO,
         max_batch: 64,
+        target_baud: 0,
     };
     frame(&ProbeMsg::Hello(info), out);
     let config = Config {
@@ -117,6 +121,67 @@ impl Gen {
     }
 }
 
+/// A periodic run's preamble: a probe that offers periodic mode, 1 ms.
+fn periodic_preamble(out: &mut Vec<u8>) {
+    let info = ProbeInfo {
+        protocol_version: latprobe_protocol::PROTOCOL_VERSION,
+        firmware_version: "bench",
+        board: "bench",
+        timer_hz: HZ,
+        timer_bits: 32,
+        capabilities: Capabilities::PERIODIC,
+        max_batch: 64,
+        target_baud: 0,
+    };
+    frame(&ProbeMsg::Hello(info), out);
+    let config = Config {
+        mode: Mode::Periodic,
+        interval_ticks: INTERVAL,
+        dither_ticks: 0,
+        timeout_ticks: 8 * INTERVAL,
+        guard_ticks: 0,
+        count: None,
+        seed: 1,
+        stimulus: Stimulus::None,
+    };
+    frame(&ProbeMsg::Configured(config), out);
+    frame(&ProbeMsg::Started { start_tick: 0, first_seq: 0 }, out);
+}
+
+/// Stream `n` periodic edges of a target 20 ppm fast (wake-ups of 5..35 µs,
+/// one in a hundred up to 200 µs later) through `state`, generated on the
+/// fly in chunks.
+fn periodic_stream(state: &mut RunState, n: u64) {
+    let mut deframer = Deframer::new();
+    let mut chunk = Vec::with_capacity(80 * 1024);
+    periodic_preamble(&mut chunk);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut batch = EdgeBatchBuilder::new(64);
+    let period = f64::from(INTERVAL) / (1.0 + 20e-6);
+    let mut last = 0u64;
+    for seq in 0..n {
+        let r = rng.next();
+        let d = 500 + (r >> 16) % 3_000 + if (r >> 40) % 100 == 0 { (r >> 8) % 20_000 } else { 0 };
+        let tick = ((1_000.0 + period * seq as f64) as u64 + d).max(last + 1);
+        last = tick;
+        let e = EdgeStamp { seq, tick };
+        if batch.push(&e).is_err() {
+            frame(&ProbeMsg::EdgeBatch(batch.batch()), &mut chunk);
+            batch.clear();
+            batch.push(&e).expect("an empty batch takes an edge");
+        }
+        if chunk.len() >= 64 * 1024 {
+            ingest(state, &mut deframer, &chunk);
+            chunk.clear();
+        }
+    }
+    if !batch.is_empty() {
+        frame(&ProbeMsg::EdgeBatch(batch.batch()), &mut chunk);
+    }
+    ingest(state, &mut deframer, &chunk);
+    state.finalize();
+}
+
 fn ingest(state: &mut RunState, deframer: &mut Deframer, bytes: &[u8]) {
     deframer.feed(bytes, |inc: Incoming<'_>| state.on_incoming(inc));
 }
@@ -177,6 +242,29 @@ fn main() {
         hwm_before as f64 / 1024.0,
         t.elapsed().as_secs_f64(),
         ru_maxrss_kib() as f64 / 1024.0
+    );
+    drop(state);
+
+    // 3: periodic, 24 hours at 1 kHz, fitted in a bounded window.
+    let n_edges = if full { 86_400_000u64 } else { 200_000 };
+    let t = Instant::now();
+    let mut state = RunState::new(1000, true);
+    periodic_stream(&mut state, n_edges);
+    let a = state.analysis.as_ref().expect("started");
+    let fit = a.fit.as_ref().expect("periodic fit");
+    assert_eq!((fit.edges, fit.missed, a.samples()), (n_edges, 0, n_edges));
+    let ppm = fit.offset_ppm().expect("offset");
+    assert!((ppm - 20.0).abs() < 0.01, "offset {ppm} ppm, generated at 20");
+    let hwm = vm_hwm_kib();
+    println!(
+        "periodic: {n_edges} edges (24 h at 1 kHz in the full run) fitted on the fly: peak RSS (VmHWM) \
+         {:.1} MiB after both streams, {:.1} s ({:.1} M edges/s); the fit holds at most {} edges \
+         ({} KiB) and a few histograms; offset {ppm:.4} ppm (generated at 20)",
+        hwm as f64 / 1024.0,
+        t.elapsed().as_secs_f64(),
+        n_edges as f64 / t.elapsed().as_secs_f64() / 1e6,
+        latprobe::periodic::BLOCK_EDGES + 64 + 8 + 4,
+        (latprobe::periodic::BLOCK_EDGES + 76) * 16 / 1024
     );
     drop(state);
 

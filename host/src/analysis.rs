@@ -16,6 +16,8 @@
 use hdrhistogram::Histogram;
 use latprobe_protocol::{ticks_to_ns, EdgeBatch, Outcome, SampleBatch};
 
+use crate::periodic::{CycleEvent, CycleSpill, PeriodicFit};
+
 /// Exact ticks→ns conversion, fast for the common cases: a timer rate that
 /// divides 1 GHz is a multiplication, and a 32-bit latency fits u64 even
 /// times 10⁹, so only 64-bit tick spans need u128 arithmetic. Always equal
@@ -246,7 +248,7 @@ pub struct EdgeStats {
 }
 
 /// Everything measured in one run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Analysis {
     conv: TickConv,
     start_tick: u64,
@@ -284,6 +286,18 @@ pub struct Analysis {
     pub bad_batches: u64,
     /// Periodic-mode edges.
     pub edges: EdgeStats,
+    /// Periodic mode: the fitted schedule. Its cycles are this analysis's
+    /// samples (sequence number = cycle, latency = wake-up delay against the
+    /// fit); a missed period, or an edge later than the timeout after its
+    /// cycle, is a timeout sample.
+    pub fit: Option<PeriodicFit>,
+    /// Periodic mode: edges later than the timeout after their cycle's
+    /// fitted time (timeout samples, their delay not used).
+    pub late_edges: u64,
+    /// Periodic mode: every cycle's delay, for `--target-log`.
+    pub spill: Option<CycleSpill>,
+    last_edge_seq: Option<u64>,
+    events: Vec<CycleEvent>,
 }
 
 impl Analysis {
@@ -322,6 +336,11 @@ impl Analysis {
             worst: None,
             last_ns: None,
             bins: vec![0; histfile_max_us as usize],
+            fit: None,
+            late_edges: 0,
+            spill: None,
+            last_edge_seq: None,
+            events: Vec::new(),
             overflows: 0,
             overflow_seqs: Vec::new(),
             bad_batches: 0,
@@ -411,6 +430,53 @@ impl Analysis {
         }
     }
 
+    /// Periodic mode: fit the schedule of a target whose nominal period is
+    /// `nominal_ticks`; an edge later than `horizon_ticks` after its cycle's
+    /// fitted time is a timeout sample, as is a missed period.
+    pub fn enable_periodic(&mut self, nominal_ticks: u64, horizon_ticks: u64) {
+        self.fit = Some(PeriodicFit::new(nominal_ticks, horizon_ticks, self.conv.hz()));
+        self.timeout_ns = self.conv.ns(horizon_ticks);
+    }
+
+    /// Fold what the fit finished into the samples.
+    fn take_cycles(&mut self) {
+        let ns_per_tick = 1e9 / f64::from(self.conv.hz().max(1));
+        let events = std::mem::take(&mut self.events);
+        for ev in &events {
+            match *ev {
+                CycleEvent::Edge { cycle, tick, delay_ticks } => {
+                    let ns = (delay_ticks * ns_per_tick).round() as u64;
+                    if let Some(s) = &mut self.spill {
+                        s.write(cycle, ns);
+                    }
+                    if ns > self.timeout_ns {
+                        self.late_edges += 1;
+                        self.timeouts += 1;
+                        self.overflow(cycle);
+                    } else {
+                        self.record(cycle, tick, ns);
+                    }
+                }
+                CycleEvent::Missed { first, count } => {
+                    self.timeouts += count;
+                    let listed =
+                        (OVERFLOW_SEQS_KEPT.saturating_sub(self.overflow_seqs.len()) as u64).min(count);
+                    for c in first..first + listed {
+                        self.overflow(c);
+                    }
+                    self.overflows += count - listed;
+                    if let Some(s) = &mut self.spill {
+                        for c in first..first + count {
+                            s.write(c, crate::periodic::SPILL_MISSED);
+                        }
+                    }
+                }
+            }
+        }
+        self.events = events;
+        self.events.clear();
+    }
+
     /// Ingest one batch of periodic-mode edges.
     pub fn ingest_edges(&mut self, batch: &EdgeBatch<'_>) {
         for e in batch.iter() {
@@ -418,12 +484,22 @@ impl Analysis {
                 Ok(e) => e,
                 Err(_) => {
                     self.bad_batches += 1;
-                    return;
+                    break;
                 }
             };
             let ed = &mut self.edges;
-            if ed.seq.observe(e.seq) == SeqVerdict::Duplicate {
+            let verdict = ed.seq.observe(e.seq);
+            if verdict == SeqVerdict::Duplicate {
                 continue;
+            }
+            if let Some(fit) = &mut self.fit {
+                if verdict == SeqVerdict::New {
+                    let lost = self.last_edge_seq.map_or(0, |l| e.seq.saturating_sub(l).saturating_sub(1));
+                    self.last_edge_seq = Some(e.seq);
+                    fit.push(e.seq, e.tick, lost, &mut self.events);
+                } else {
+                    fit.out_of_order += 1;
+                }
             }
             ed.edges += 1;
             if let Some((seq, tick)) = ed.last {
@@ -437,12 +513,25 @@ impl Analysis {
             }
             ed.last = Some((e.seq, e.tick));
         }
+        if !self.events.is_empty() {
+            self.take_cycles();
+        }
+    }
+
+    /// Periodic mode: place the edges still waiting for their block (the
+    /// run is over). Idempotent.
+    pub fn finish_periodic(&mut self) {
+        if let Some(fit) = &mut self.fit {
+            fit.finish(&mut self.events);
+        }
+        self.take_cycles();
     }
 
     /// The probe took sequence numbers up to `end` (exclusive).
     pub fn finish(&mut self, end: u64, periodic: bool) {
         if periodic {
             self.edges.seq.finish(end);
+            self.finish_periodic();
         } else {
             self.seq.finish(end);
         }

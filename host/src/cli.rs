@@ -84,4 +84,10 @@ pub struct OutputArgs {
     /// Attach this JSON file (e.g. from `latprobe-responder metadata`) to the report as `target`
     #[arg(long, value_name = "FILE")]
     pub target_meta: Option<PathBuf>,
+    /// Periodic mode: the target's own per-cycle log (`latprobe-responder periodic --log FILE`), read after the run and set beside the probe's figures cycle by cycle
+    #[arg(long, value_name = "FILE")]
+    pub target_log: Option<PathBuf>,
+    /// Periodic mode: also print the delays measured against the nominal schedule (what a tool trusting the target's clock would show)
+    #[arg(long)]
+    pub show_naive: bool,
 }

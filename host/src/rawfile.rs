@@ -59,6 +59,11 @@ pub struct RunContext {
     pub target: Option<serde_json::Value>,
     /// Notes carried into the report (e.g. that the probe was virtual).
     pub notes: Vec<String>,
+    /// Wall clock (CLOCK_REALTIME, ns since 1970) just before the
+    /// handshake: the coarse anchor that matches a `--target-log`'s cycles
+    /// to the probe's (absent in files of older versions).
+    #[serde(default)]
+    pub started_unix_ns: Option<u64>,
 }
 
 /// Appends received bytes to a raw file in blocks.

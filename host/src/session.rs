@@ -97,6 +97,11 @@ pub struct Request {
     pub edge: EdgeArg,
 }
 
+/// Periodic mode's default horizon, in intervals: an edge later than this
+/// after its cycle's fitted time is a timeout sample (like uart-echo's
+/// horizon of [`DEFAULT_HORIZON_INTERVALS`]).
+pub const PERIODIC_HORIZON_INTERVALS: u32 = 8;
+
 /// The default timeout for a window of `window` stimuli in flight, in any
 /// unit (ns or ticks), from the interval, dither and guard in that unit.
 ///
@@ -282,7 +287,12 @@ impl Request {
         let guard = ticks("--guard", self.guard_ns())?;
         let timeout = match self.timeout_ns {
             Some(ns) => ticks("--timeout", ns)?,
-            None if !echo => 0,
+            // Periodic: the horizon of the host's analysis (the probe has no
+            // use for it): an edge later than this after its cycle's fitted
+            // time is a timeout sample.
+            None if !echo => {
+                u32::try_from(u64::from(interval) * u64::from(PERIODIC_HORIZON_INTERVALS)).unwrap_or(u32::MAX)
+            }
             None => {
                 let t = default_timeout(
                     stimulus.window(),
@@ -340,6 +350,10 @@ pub struct ProbeHello {
     pub capabilities: u32,
     /// Largest batch.
     pub max_batch: u16,
+    /// Baud rate of the probe's target UART line; 0 without bit timing
+    /// (absent in reports of protocol 1 probes).
+    #[serde(default)]
+    pub target_baud: u32,
 }
 
 impl ProbeHello {
@@ -372,6 +386,9 @@ pub struct StartInfo {
     pub first_seq: u64,
 }
 
+/// Probe log lines kept in a report; more are counted.
+pub const MAX_PROBE_LOGS: usize = 32;
+
 /// Everything the probe told us, folded; shared by live runs and replays.
 #[derive(Debug)]
 pub struct RunState {
@@ -389,12 +406,21 @@ pub struct RunState {
     pub heartbeat: Option<Heartbeat>,
     /// The latest error the probe reported.
     pub probe_error: Option<(ErrorCode, String)>,
+    /// The probe's warning and error log lines (at most [`MAX_PROBE_LOGS`]),
+    /// with the count of any dropped beyond that.
+    pub probe_logs: Vec<String>,
+    /// Log lines beyond [`MAX_PROBE_LOGS`], counted.
+    pub probe_logs_dropped: u64,
     /// A frame of another protocol version was seen.
     pub other_version: Option<u8>,
     /// The probe said Hello again during the measurement (it restarted).
     pub restarted: bool,
     /// The statistics, from Started on.
     pub analysis: Option<Analysis>,
+    /// Periodic mode: keep every cycle's delay (for `--target-log`).
+    pub keep_cycles: bool,
+    /// Periodic mode: why the cycles could not be kept.
+    pub keep_error: Option<String>,
 }
 
 impl RunState {
@@ -409,9 +435,21 @@ impl RunState {
             stopped: None,
             heartbeat: None,
             probe_error: None,
+            probe_logs: Vec::new(),
+            probe_logs_dropped: 0,
             other_version: None,
             restarted: false,
             analysis: None,
+            keep_cycles: false,
+            keep_error: None,
+        }
+    }
+
+    /// The run is over, however it ended: place the periodic edges still
+    /// waiting for their block. Idempotent.
+    pub fn finalize(&mut self) {
+        if let Some(a) = &mut self.analysis {
+            a.finish_periodic();
         }
     }
 
@@ -462,6 +500,7 @@ impl RunState {
                     timer_bits: info.timer_bits,
                     capabilities: info.capabilities.0,
                     max_batch: info.max_batch,
+                    target_baud: info.target_baud,
                 });
             }
             ProbeMsg::Configured(c) => {
@@ -485,13 +524,23 @@ impl RunState {
                 } else {
                     ticks_to_ns(u64::from(config.timeout_ticks), hello.timer_hz)
                 };
-                self.analysis = Some(Analysis::new(
-                    hello.timer_hz,
-                    start_tick,
-                    first_seq,
-                    self.histfile_max_us,
-                    timeout_ns,
-                ));
+                let mut a =
+                    Analysis::new(hello.timer_hz, start_tick, first_seq, self.histfile_max_us, timeout_ns);
+                if self.periodic {
+                    let interval = u64::from(config.interval_ticks);
+                    let horizon = match config.timeout_ticks {
+                        0 => interval * u64::from(PERIODIC_HORIZON_INTERVALS),
+                        t => u64::from(t),
+                    };
+                    a.enable_periodic(interval, horizon);
+                    if self.keep_cycles {
+                        match crate::periodic::CycleSpill::create() {
+                            Ok(s) => a.spill = Some(s),
+                            Err(e) => self.keep_error = Some(format!("cannot keep the cycles: {e}")),
+                        }
+                    }
+                }
+                self.analysis = Some(a);
             }
             ProbeMsg::Stopped(s) => {
                 if !self.running() {
@@ -503,6 +552,18 @@ impl RunState {
                 }
             }
             ProbeMsg::Error(e) => self.probe_error = Some((e.code, e.detail.to_string())),
+            ProbeMsg::Log(l) => {
+                if l.level == latprobe_protocol::LogLevel::Info {
+                    return;
+                }
+                if self.probe_logs.len() < MAX_PROBE_LOGS {
+                    let level =
+                        if l.level == latprobe_protocol::LogLevel::Error { "error" } else { "warning" };
+                    self.probe_logs.push(format!("{level}: {}", l.text));
+                } else {
+                    self.probe_logs_dropped += 1;
+                }
+            }
         }
     }
 
@@ -804,13 +865,25 @@ pub struct Replayed {
 /// (complete) when the probe's own clock covered at least 99 % of the
 /// requested `--duration`, else as `interrupted`.
 pub fn replay(path: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Replayed, Error> {
+    replay_with(path, histfile_max_us, false)
+}
+
+/// [`replay`], keeping every periodic cycle's delay when `keep_cycles`
+/// (for `--target-log`).
+pub fn replay_with(
+    path: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    keep_cycles: bool,
+) -> Result<Replayed, Error> {
     let (mut ctx, source) = crate::rawfile::open(path)?;
     if let Some(m) = histfile_max_us {
         ctx.histfile_max_us = m;
     }
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
+    state.keep_cycles = keep_cycles;
     let mut link = Link::new(Box::new(source), None);
     while link.poll(Duration::ZERO, |inc| state.on_incoming(inc))? != Polled::Closed {}
+    state.finalize();
     // A recording of a probe of another protocol version (an older
     // latprobe's raw file) has no frame this build can read.
     if let (Some(theirs), None) = (state.other_version, &state.probe) {

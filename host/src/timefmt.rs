@@ -18,6 +18,11 @@ pub fn rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// Now, in ns since 1970 (CLOCK_REALTIME).
+pub fn now_unix_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// Now, as [`rfc3339`].
 pub fn now() -> String {
     rfc3339(SystemTime::now())

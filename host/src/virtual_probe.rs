@@ -4,7 +4,7 @@
 //! framed bytes into the same link code a serial port uses.
 //!
 //! ```text
-//!  latprobe (session) ◀─socketpair─▶ engine thread ──write byte──▶ pty master
+//!  latprobe (session) ◀─socketpair─▶ engine thread ──write byte──▶ pty master   (echo modes)
 //!                                        ▲                           │ pty slave
 //!                                        └──── read echo, stamp ◀────┘ latprobe-responder
 //! ```
@@ -13,7 +13,9 @@
 //! around `write()` and after `read()`: it measures the tty path of this
 //! machine, but it is not independent of it the way a hardware probe is.
 //! The stimulus tick is the clock read right before the `write()`, the
-//! response tick the clock read right after the `read()` returns.
+//! response tick the clock read right after the `read()` returns. In a
+//! periodic run nothing is written, and every byte read is an edge,
+//! stamped right after the `read()`.
 
 use std::ffi::CStr;
 use std::io::{self, Read as _, Write as _};
@@ -200,8 +202,9 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
     // SAFETY: prctl(PR_SET_TIMERSLACK) affects only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     host.set_nonblocking(true)?;
-    let board =
-        BoardInfo::new(BOARD, TIMER_HZ, TimerBits::B64, Capabilities::UART_ECHO | Capabilities::EMULATED);
+    // Periodic too: each byte the responder writes is an edge.
+    let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
+    let board = BoardInfo::new(BOARD, TIMER_HZ, TimerBits::B64, caps);
     let mut engine: Engine<TX_QUEUE> = Engine::new(board);
     let mut fired: Option<u32> = None;
     let mut buf = [0u8; 4096];
@@ -241,8 +244,14 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
                 // Bytes read together were all there by `t`: each is an
                 // answer at `t`, the earliest time this board can vouch
                 // for, with its byte (the identity, when identity is on).
+                // In a periodic run each byte is an edge of the target's.
+                let periodic = engine.config().is_some_and(|c| !c.mode.is_echo()) && engine.is_running();
                 for &byte in &buf[..n as usize] {
-                    engine.on_response_byte(t, byte, t);
+                    if periodic {
+                        engine.on_capture(t, t);
+                    } else {
+                        engine.on_response_byte(t, byte, t);
+                    }
                 }
             }
         } else if fds[0].revents & (libc::POLLHUP | libc::POLLERR) != 0 {

@@ -220,6 +220,7 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
         histfile_max_us: 1000,
         target: None,
         notes: Vec::new(),
+        started_unix_ns: None,
     };
     let mut state = RunState::new(ctx.histfile_max_us, false);
     let mut link = Link::new(Box::new(host_end), None);
@@ -279,4 +280,86 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
     assert!(p.max_us >= 3000, "{hist}");
     // The 3 ms answers overflow a 1000 us histogram, as do the timeouts.
     assert!(p.overflows >= 48 + c.timeouts, "{hist}");
+}
+
+/// `demo --mode periodic`: the responder's own bytes are the edges, its own
+/// log is set beside them cycle by cycle, and the raw file replays to the
+/// same fit, with the log again through `report --target-log`.
+#[test]
+fn demo_periodic_fits_this_machines_schedule_and_sets_the_targets_log_beside_it() {
+    ensure_responder();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let raw = dir.path().join("p.raw");
+    let log = dir.path().join("target.log");
+    let o = run(&[
+        "demo",
+        "--mode",
+        "periodic",
+        "--duration",
+        "3s",
+        "--interval",
+        "2ms",
+        "--output",
+        out.to_str().unwrap(),
+        "--raw",
+        raw.to_str().unwrap(),
+        "--target-log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("fitted period") && stdout.contains("ppm"), "{stdout}");
+    assert!(!stdout.contains("naive"), "naive figures only with --show-naive: {stdout}");
+    assert!(stdout.contains("external − internal"), "{stdout}");
+    let r = json(&out);
+    assert_counts_add_up(&r);
+    assert_eq!(r["config"]["mode"], "periodic");
+    let p = &r["periodic"];
+    let edges = p["edges"].as_u64().unwrap();
+    assert!(edges > 500, "{p:#}");
+    // One clock on both sides (CLOCK_MONOTONIC): the fit finds no offset
+    // to speak of, and a period of 2 ms.
+    let f = &p["fit"];
+    assert!((f["period_ns"].as_f64().unwrap() - 2e6).abs() < 2e6 * 2e-4, "{f:#}");
+    assert!(f["offset_ppm"].as_f64().unwrap().abs() < 200.0, "{f:#}");
+    assert_eq!(r["counts"]["samples"].as_u64().unwrap(), p["cycles"].as_u64().unwrap());
+    assert_eq!(r["latency_ns"]["min"], 0, "0 is the earliest edge the fit allows");
+    // The responder's log: one line per cycle, aligned with the probe's.
+    let t = &p["target_log"];
+    assert!(t["aligned"].as_u64().unwrap() + 5 >= edges, "{t:#}");
+    assert!(t["internal"]["count"].as_u64().unwrap() > 0, "{t:#}");
+    assert_eq!(t["disagreements"].as_array().unwrap().len(), 10, "{t:#}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("# latprobe-responder periodic log 1\n# interval_ns 2000000\n"), "{text:.200}");
+
+    // The raw file replays to the same fit, and takes the log again.
+    let again = dir.path().join("again.json");
+    let o = run(&[
+        "report",
+        raw.to_str().unwrap(),
+        "--target-log",
+        log.to_str().unwrap(),
+        "--show-naive",
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("naive, against the nominal schedule"),
+        "{}",
+        show(&o)
+    );
+    let a = json(&again);
+    assert_eq!(a["periodic"]["fit"], r["periodic"]["fit"]);
+    assert_eq!(a["latency_ns"], r["latency_ns"]);
+    assert_eq!(a["periodic"]["target_log"]["aligned"], t["aligned"]);
+    // A JSON report keeps no cycles: --target-log on it is a usage error.
+    let o = run(&["report", out.to_str().unwrap(), "--target-log", log.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--target-log"), "{}", show(&o));
+    // The flags are periodic-only.
+    let o = run(&["demo", "--duration", "1s", "--show-naive"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--show-naive applies to --mode periodic"));
 }

@@ -31,8 +31,9 @@ pub use framing::{
 /// peer speaking another version is recognised before its body is parsed.
 ///
 /// Version 2: uart-echo stimuli carry an identity ([`Stimulus::Identified`],
-/// [`IDENTITY_ALPHABET`]), several stimuli may be in flight, and Heartbeat
-/// and Stopped carry [`Anomalies`] instead of a single late count.
+/// [`IDENTITY_ALPHABET`]), several stimuli may be in flight, Heartbeat
+/// and Stopped carry [`Anomalies`] instead of a single late count, and the
+/// probe's log lines travel as [`ProbeMsg::Log`].
 pub const PROTOCOL_VERSION: u8 = 2;
 
 /// Largest frame on the wire, both `0x00` delimiters included.
@@ -49,6 +50,8 @@ pub const MAX_BATCH_DATA: usize = 200;
 pub const MAX_BATCH_COUNT: u16 = 64;
 /// Longest error detail text a probe sends.
 pub const MAX_ERROR_DETAIL: usize = 48;
+/// Longest log line a probe sends.
+pub const MAX_LOG_TEXT: usize = 96;
 
 /// The identity bytes of [`Stimulus::Identified`], in the order stimuli use
 /// them: stimulus `seq` sends `IDENTITY_ALPHABET[seq % 9]`.
@@ -302,6 +305,11 @@ pub struct ProbeInfo<'a> {
     pub capabilities: Capabilities,
     /// Most samples or edges the probe puts in one batch.
     pub max_batch: u16,
+    /// Baud rate of the probe's target UART line (the stimulus bytes and
+    /// their echoes), 0 when the line has no bit timing (an emulated or
+    /// virtual probe) or the board has no UART line. A calibration of the
+    /// UART path holds only for this rate.
+    pub target_baud: u32,
 }
 
 /// Why a measurement ended.
@@ -469,6 +477,34 @@ pub enum ProbeMsg<'a> {
     /// Something was refused or failed.
     #[serde(borrow)]
     Error(ErrorReport<'a>),
+    /// A line of the probe's own log (a missing wire, overcaptures, a clock
+    /// problem), so a user on the serial link sees what RTT would show.
+    #[serde(borrow)]
+    Log(LogLine<'a>),
+}
+
+/// How much a [`LogLine`] matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LogLevel {
+    /// For the curious.
+    Info,
+    /// The figures may be affected: the report should say so.
+    Warn,
+    /// Something is broken on the probe.
+    Error,
+}
+
+/// One line of the probe's log, in [`ProbeMsg::Log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LogLine<'a> {
+    /// How much it matters.
+    pub level: LogLevel,
+    /// The probe's extended tick when it was logged.
+    pub tick: u64,
+    /// The text, at most [`MAX_LOG_TEXT`] bytes.
+    pub text: &'a str,
 }
 
 /// Convert probe ticks to nanoseconds, rounded to nearest, in exact integer

@@ -64,6 +64,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 timer_bits: 32,
                 capabilities: Capabilities::GPIO_ECHO | Capabilities::UART_ECHO | Capabilities::HW_CAPTURE,
                 max_batch: 64,
+                target_baud: 115_200,
             })),
         ),
         ("probe_samples", frame(&ProbeMsg::SampleBatch(samples.batch()))),
@@ -90,6 +91,14 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                     line_errors: 7,
                     soft_stimuli: 8,
                 },
+            })),
+        ),
+        (
+            "probe_log",
+            frame(&ProbeMsg::Log(LogLine {
+                level: LogLevel::Warn,
+                tick: 123_456_789,
+                text: "no start-bit capture on PB10: software stimulus ticks",
             })),
         ),
         (

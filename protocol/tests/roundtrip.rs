@@ -30,7 +30,7 @@ proptest! {
     }
 
     #[test]
-    fn hello(fw in "[ -~]{0,24}", board in "[a-z0-9-]{0,24}", hz: u32, bits: u8, caps: u32, max_batch: u16, v: u8) {
+    fn hello(fw in "[ -~]{0,24}", board in "[a-z0-9-]{0,24}", hz: u32, bits: u8, caps: u32, max_batch: u16, v: u8, target_baud: u32) {
         round_trip_probe(ProbeMsg::Hello(ProbeInfo {
             protocol_version: v,
             firmware_version: &fw,
@@ -39,6 +39,7 @@ proptest! {
             timer_bits: bits,
             capabilities: Capabilities(caps),
             max_batch,
+            target_baud,
         }));
     }
 
@@ -61,6 +62,12 @@ proptest! {
     fn stopped(r in 0..3u8, end_tick: u64, taken: u64, timeouts: u64, dropped: u64, overruns: u32, anomalies in anomalies()) {
         let reason = [StopReason::CountReached, StopReason::HostStop, StopReason::Fault][r as usize];
         round_trip_probe(ProbeMsg::Stopped(Stopped { reason, end_tick, taken, timeouts, dropped, overruns, anomalies }));
+    }
+
+    #[test]
+    fn log(level in 0usize..3, tick: u64, text in "[ -~]{0,96}") {
+        let level = [LogLevel::Info, LogLevel::Warn, LogLevel::Error][level];
+        round_trip_probe(ProbeMsg::Log(LogLine { level, tick, text: &text }));
     }
 
     #[test]

@@ -3,11 +3,15 @@
 //! edges) at RT priority, and writes the facts that decide how its figures read.
 //!
 //! ```text
-//!  probe ──byte──▶ tty ─read─▶ [uart] ─write─▶ tty ──byte──▶ probe   (uart-echo)
-//!                  clock_nanosleep(abs) ─▶ [periodic] ─write─▶ tty ──▶ probe
+//!  probe ──byte──▶ tty ─read─▶ [uart] ─write─▶ tty ──byte──▶ probe          (uart-echo)
+//!  probe ──edge──▶ gpiochip ─event─▶ [gpio-echo] ─toggle─▶ gpiochip ──▶ probe (gpio-echo)
+//!                  clock_nanosleep(abs) ─▶ [periodic] ─byte or toggle─▶ probe (periodic)
+//!                                               └─▶ --log: each cycle's own wake-up latency
 //! ```
 
+mod cycles;
 mod duration;
+mod gpio;
 mod meta;
 mod rt;
 mod signals;
@@ -70,16 +74,46 @@ enum Cmd {
         #[command(flatten)]
         rt: RtArgs,
     },
-    /// Write one byte every period on a serial line, timed by this board (periodic mode)
+    /// Mark every period, timed by this board: a byte on a serial line or a toggle of a GPIO line (periodic mode), logging each cycle's own wake-up latency
     Periodic {
-        #[command(flatten)]
-        line: LineArgs,
-        /// Time between bytes, with a unit: 250ns, 500us, 1ms, 2s
-        #[arg(long, value_name = "DURATION", value_parser = duration::parse_duration)]
-        period: Duration,
+        /// The serial line to write a byte on each period, e.g. /dev/ttyS1
+        #[arg(long, value_name = "PATH", required_unless_present = "gpio", conflicts_with = "gpio")]
+        device: Option<PathBuf>,
+        /// Line speed in baud (8N1, no flow control)
+        #[arg(long, value_name = "N", default_value_t = 115_200)]
+        baud: u32,
+        /// Toggle this GPIO line each period instead of writing a byte: CHIP:LINE, e.g. /dev/gpiochip0:17
+        #[arg(long, value_name = "CHIP:LINE", value_parser = gpio::parse_line_spec)]
+        gpio: Option<gpio::LineSpec>,
+        /// Time between marks, with a unit: 250ns, 500us, 1ms, 2s
+        #[arg(long, visible_alias = "period", value_name = "DURATION", value_parser = duration::parse_duration)]
+        interval: Duration,
         /// The byte to write, hex (0x55) or decimal (85)
         #[arg(long, value_name = "BYTE", default_value = "0x55", value_parser = parse_byte)]
         byte: u8,
+        /// Log every cycle's own wake-up latency (what cyclictest would report) to FILE, one `cycle latency_ns` line each
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        #[command(flatten)]
+        rt: RtArgs,
+    },
+    /// Toggle a GPIO output at once on every edge of a GPIO input (gpio-echo mode), logging the kernel's timestamp of each edge
+    GpioEcho {
+        /// The GPIO chip, e.g. /dev/gpiochip0 (or gpiochip0)
+        #[arg(long, value_name = "CHIP")]
+        chip: String,
+        /// The input line's offset (wired from the probe's stimulus)
+        #[arg(long, value_name = "L")]
+        input: u32,
+        /// The output line's offset (wired to the probe's capture input)
+        #[arg(long, value_name = "L")]
+        output: u32,
+        /// Which input edges to answer
+        #[arg(long, value_enum, default_value = "both")]
+        edge: EdgeArg,
+        /// Log every edge as `event kernel_ns answered_ns` to FILE
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
         #[command(flatten)]
         rt: RtArgs,
     },
@@ -89,6 +123,14 @@ enum Cmd {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+/// Input edges gpio-echo answers.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum EdgeArg {
+    Rising,
+    Falling,
+    Both,
 }
 
 #[derive(Debug, Args)]
@@ -174,65 +216,205 @@ fn run(cli: Cli) -> Result<()> {
             let run_info = meta::RunInfo {
                 mode: "uart",
                 device: line.device.display().to_string(),
-                baud: line.baud,
+                baud: Some(line.baud),
                 period_ns: None,
                 byte: None,
+                log: None,
             };
-            let session = Session::start(&line, &rt, run_info)?;
+            let session = Session::start(Some(&line), &rt, run_info)?;
             eprintln!(
                 "latprobe-responder: ready: echoing on {} at {} baud ({})",
                 line.device.display(),
                 line.baud,
                 session.rt_summary()
             );
-            let (ended, echoed) = echo(&session.tty)?;
+            let (ended, echoed) = echo(session.tty()?)?;
             session.finish(ended, &format!("echoed {echoed} bytes"));
             Ok(())
         }
-        Cmd::Periodic { line, period, byte, rt } => {
-            let period_ns = u64::try_from(period.as_nanos())
-                .map_err(|_| UsageError("--period is too long".to_string()))?;
-            let run_info = meta::RunInfo {
-                mode: "periodic",
-                device: line.device.display().to_string(),
-                baud: line.baud,
-                period_ns: Some(period_ns),
-                byte: Some(byte),
-            };
-            // 10 bits per byte on an 8N1 line.
-            let byte_ns = 10 * 1_000_000_000 / u64::from(line.baud.max(1));
-            if period_ns < byte_ns {
-                eprintln!(
-                    "warning: --period {period:?} is shorter than one byte at {} baud ({}us); \
-                     bytes will queue and the edges will not follow the schedule",
-                    line.baud,
-                    byte_ns / 1000
-                );
-            }
-            let session = Session::start(&line, &rt, run_info)?;
-            eprintln!(
-                "latprobe-responder: ready: writing 0x{byte:02x} every {period:?} on {} at {} baud ({})",
-                line.device.display(),
-                line.baud,
-                session.rt_summary()
-            );
-            let (ended, stats) = periodic(&session.tty, period_ns, byte)?;
-            let mut summary = format!("wrote {} bytes", stats.written);
-            if stats.skipped > 0 {
-                summary.push_str(&format!(
-                    ", skipped {} periods that were already over when their turn came",
-                    stats.skipped
-                ));
-            }
-            session.finish(ended, &summary);
-            Ok(())
+        Cmd::Periodic { device, baud, gpio, interval, byte, log, rt } => {
+            periodic_cmd(device, baud, gpio, interval, byte, log, &rt)
+        }
+        Cmd::GpioEcho { chip, input, output, edge, log, rt } => {
+            gpio_echo_cmd(&chip, input, output, edge, log, &rt)
         }
     }
 }
 
+/// Create `--log FILE`, buffered.
+fn create_log(path: &Path) -> Result<io::BufWriter<std::fs::File>> {
+    let f = std::fs::File::create(path)
+        .map_err(|e| UsageError(format!("cannot write --log {}: {}", path.display(), tty::os_message(&e))))?;
+    Ok(io::BufWriter::with_capacity(1 << 16, f))
+}
+
+/// A serial line as the periodic loop's marker: one byte a cycle.
+struct TtyMarker<'a> {
+    tty: &'a Tty,
+    byte: u8,
+}
+
+impl cycles::Marker for TtyMarker<'_> {
+    fn mark(&mut self) -> io::Result<()> {
+        self.tty.write_all(&[self.byte])
+    }
+}
+
+fn periodic_cmd(
+    device: Option<PathBuf>,
+    baud: u32,
+    gpio: Option<gpio::LineSpec>,
+    interval: Duration,
+    byte: u8,
+    log: Option<PathBuf>,
+    rt: &RtArgs,
+) -> Result<()> {
+    let period_ns =
+        u64::try_from(interval.as_nanos()).map_err(|_| UsageError("--interval is too long".to_string()))?;
+    let mut log_out = log.as_deref().map(create_log).transpose()?;
+    let run_info = meta::RunInfo {
+        mode: "periodic",
+        device: match (&device, &gpio) {
+            (Some(d), _) => d.display().to_string(),
+            (None, Some(g)) => format!("{}:{}", g.chip.display(), g.line),
+            (None, None) => String::new(),
+        },
+        baud: device.as_ref().map(|_| baud),
+        period_ns: Some(period_ns),
+        byte: device.as_ref().map(|_| byte),
+        log: log.as_ref().map(|p| p.display().to_string()),
+    };
+    let (session, mut marker): (Session, Box<dyn cycles::Marker>);
+    let what;
+    match (&device, &gpio) {
+        (Some(dev), _) => {
+            // 10 bits per byte on an 8N1 line.
+            let byte_ns = 10 * 1_000_000_000 / u64::from(baud.max(1));
+            if period_ns < byte_ns {
+                eprintln!(
+                    "warning: --interval {interval:?} is shorter than one byte at {baud} baud ({}us); \
+                     bytes will queue and the edges will not follow the schedule",
+                    byte_ns / 1000
+                );
+            }
+            let line = LineArgs { device: dev.clone(), baud };
+            session = Session::start(Some(&line), rt, run_info)?;
+            what = format!("writing 0x{byte:02x} every {interval:?} on {} at {baud} baud", dev.display());
+            marker = Box::new(TtyMarker { tty: session.tty()?, byte });
+        }
+        (None, Some(g)) => {
+            // The line first: a wrong chip fails before any RT warning.
+            let toggle = gpio::GpioToggle::open(g).map_err(|e| UsageError(format!("{e} (check --gpio)")))?;
+            session = Session::start(None, rt, run_info)?;
+            what = format!("toggling {}:{} every {interval:?}", g.chip.display(), g.line);
+            marker = Box::new(toggle);
+        }
+        (None, None) => bail!(UsageError("give --device or --gpio".into())),
+    }
+    let mut clock = cycles::SystemClock;
+    let first = cycles::Clock::now(&mut clock)?.saturating_add(period_ns);
+    let mut cycle_log = match log_out.take() {
+        Some(out) => {
+            let real = cycles::realtime_of(&mut clock, first)?;
+            Some(cycles::CycleLog::start(out, period_ns, first, real).context("cannot write --log")?)
+        }
+        None => None,
+    };
+    eprintln!("latprobe-responder: ready: {what} ({})", session.rt_summary());
+    let result = cycles::run(
+        &mut clock,
+        marker.as_mut(),
+        period_ns,
+        cycle_log.as_mut(),
+        &signals::stop_requested,
+        &|e| gpio.is_none() && is_hangup(e),
+        None,
+        first,
+    );
+    let flushed = cycle_log.as_mut().map_or(Ok(()), cycles::CycleLog::flush);
+    drop(marker);
+    let (end, stats) = result.context("the periodic loop failed")?;
+    flushed.context("cannot write --log")?;
+    let mut summary = if device.is_some() {
+        format!("wrote {} bytes", stats.marked)
+    } else {
+        format!("toggled the line {} times", stats.marked)
+    };
+    if stats.caught_up > 0 {
+        summary.push_str(&format!(
+            ", {} of them more than a period late (served at once, in order)",
+            stats.caught_up
+        ));
+    }
+    if stats.skipped > 0 {
+        summary.push_str(&format!(", skipped {} periods after stalls too long to catch up", stats.skipped));
+    }
+    session.finish(if end == cycles::End::LineGone { Ended::HangUp } else { Ended::Signal }, &summary);
+    Ok(())
+}
+
+fn gpio_echo_cmd(
+    chip: &str,
+    input: u32,
+    output: u32,
+    edge: EdgeArg,
+    log: Option<PathBuf>,
+    rt: &RtArgs,
+) -> Result<()> {
+    use gpiocdev::line::EdgeDetection;
+    let chip = gpio::chip_path(chip);
+    let mut log_out = log.as_deref().map(create_log).transpose()?;
+    let edges = match edge {
+        EdgeArg::Rising => EdgeDetection::RisingEdge,
+        EdgeArg::Falling => EdgeDetection::FallingEdge,
+        EdgeArg::Both => EdgeDetection::BothEdges,
+    };
+    let in_spec = gpio::LineSpec { chip: chip.clone(), line: input };
+    let out_spec = gpio::LineSpec { chip: chip.clone(), line: output };
+    let mut edges_in = gpio::GpioEdges::open(&in_spec, edges)
+        .map_err(|e| UsageError(format!("{e} (check --chip and --input)")))?;
+    let mut toggle = gpio::GpioToggle::open(&out_spec)
+        .map_err(|e| UsageError(format!("{e} (check --chip and --output)")))?;
+    let run_info = meta::RunInfo {
+        mode: "gpio-echo",
+        device: format!("{} in {input} out {output}", chip.display()),
+        baud: None,
+        period_ns: None,
+        byte: None,
+        log: log.as_ref().map(|p| p.display().to_string()),
+    };
+    let session = Session::start(None, rt, run_info)?;
+    if let Some(l) = log_out.as_mut() {
+        gpio::start_echo_log(l).context("cannot write --log")?;
+    }
+    eprintln!(
+        "latprobe-responder: ready: answering edges of {}:{input} on {}:{output} ({})",
+        chip.display(),
+        chip.display(),
+        session.rt_summary()
+    );
+    let mut clock = cycles::SystemClock;
+    let stats = gpio::echo(
+        &mut edges_in,
+        &mut toggle,
+        log_out.as_mut(),
+        &mut || cycles::Clock::now(&mut clock),
+        &signals::stop_requested,
+        None,
+    )
+    .context("gpio-echo failed")?;
+    let mut summary = format!("answered {} edges", stats.answered);
+    if stats.dropped > 0 {
+        summary
+            .push_str(&format!(", the kernel dropped {} edges (its event buffer overflowed)", stats.dropped));
+    }
+    session.finish(Ended::Signal, &summary);
+    Ok(())
+}
+
 /// What a serial-line run holds for its whole length.
 struct Session {
-    tty: Tty,
+    tty: Option<Tty>,
     _rt_guard: RtGuard,
     rt: RtReport,
 }
@@ -241,9 +423,9 @@ impl Session {
     /// Signals, the line, RT set-up, then the metadata, in that order: the
     /// line first so a wrong --device fails before any RT warning clutters the
     /// screen, the metadata last so it records what the run really got.
-    fn start(line: &LineArgs, rt_args: &RtArgs, run_info: meta::RunInfo) -> Result<Session> {
+    fn start(line: Option<&LineArgs>, rt_args: &RtArgs, run_info: meta::RunInfo) -> Result<Session> {
         signals::install().context("cannot install signal handlers")?;
-        let tty = Tty::open_raw(&line.device, line.baud)?;
+        let tty = line.map(|l| Tty::open_raw(&l.device, l.baud)).transpose()?;
         let (guard, report) = rt::setup(rt_args.priority, rt_args.cpu)?;
         for warning in &report.warnings {
             eprintln!("warning: {warning}");
@@ -253,6 +435,10 @@ impl Session {
             write_metadata(&meta, dest)?;
         }
         Ok(Session { tty, _rt_guard: guard, rt: report })
+    }
+
+    fn tty(&self) -> Result<&Tty> {
+        self.tty.as_ref().context("no serial line")
     }
 
     fn rt_summary(&self) -> String {
@@ -275,7 +461,8 @@ impl Session {
 
     /// Restores the line before saying so.
     fn finish(self, ended: Ended, summary: &str) {
-        let device = self.tty.path().display().to_string();
+        let device =
+            self.tty.as_ref().map_or_else(|| "the line".to_string(), |t| t.path().display().to_string());
         drop(self.tty);
         match ended {
             Ended::Signal => {
@@ -325,80 +512,6 @@ fn echo(tty: &Tty) -> Result<(Ended, u64)> {
     }
 }
 
-#[derive(Debug, Default)]
-struct PeriodicStats {
-    written: u64,
-    skipped: u64,
-}
-
-/// The periodic loop. Wake-ups are absolute times on CLOCK_MONOTONIC, each
-/// one period after the previous *deadline* (not after the previous wake-up),
-/// so lateness never accumulates into drift. When a wake-up is more than a
-/// whole period late, the deadlines already past are skipped rather than
-/// written in a burst: the host fits a regular grid of edges, and a gap is
-/// honest where a burst would look like several on-time edges.
-fn periodic(tty: &Tty, period_ns: u64, byte: u8) -> Result<(Ended, PeriodicStats)> {
-    let mut stats = PeriodicStats::default();
-    let mut next = monotonic_ns()?.saturating_add(period_ns);
-    loop {
-        if signals::stop_requested() {
-            return Ok((Ended::Signal, stats));
-        }
-        match sleep_until(next) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => bail!("clock_nanosleep failed: {e}"),
-        }
-        match tty.write_all(&[byte]) {
-            Ok(()) => stats.written += 1,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok((Ended::Signal, stats)),
-            Err(e) if is_hangup(&e) => return Ok((Ended::HangUp, stats)),
-            Err(e) => bail!("writing {} failed: {e}", tty.path().display()),
-        }
-        next = next.saturating_add(period_ns);
-        let now = monotonic_ns()?;
-        if now > next {
-            let behind = (now - next) / period_ns;
-            next = next.saturating_add(behind * period_ns);
-            stats.skipped += behind;
-        }
-    }
-}
-
-fn monotonic_ns() -> Result<u64> {
-    let mut ts = zeroed_timespec();
-    // SAFETY: `ts` is valid for writes.
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
-        bail!("clock_gettime failed: {}", io::Error::last_os_error());
-    }
-    // CLOCK_MONOTONIC is never negative.
-    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// Built field by field because 32-bit musl with 64-bit time pads timespec
-/// with a private field, so a struct literal would not build for those boards.
-fn zeroed_timespec() -> libc::timespec {
-    // SAFETY: timespec is plain C data; all-zero bytes are a valid value.
-    unsafe { std::mem::zeroed() }
-}
-
-fn sleep_until(deadline_ns: u64) -> io::Result<()> {
-    let mut ts = zeroed_timespec();
-    // time_t is 32 bits on older 32-bit ARM ABIs; a monotonic clock does not
-    // reach 2^31 s (68 years of uptime).
-    ts.tv_sec = (deadline_ns / 1_000_000_000) as libc::time_t;
-    ts.tv_nsec = (deadline_ns % 1_000_000_000) as _;
-    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-    let rc = unsafe {
-        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-    };
-    // clock_nanosleep returns the error number rather than setting errno.
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,5 +546,39 @@ mod tests {
         let parse = |p: &str| Cli::try_parse_from(["r", "periodic", "--device", "/x", "--period", p]);
         assert!(parse("1ms").is_ok());
         assert!(parse("1").is_err());
+        let parse = |p: &str| Cli::try_parse_from(["r", "periodic", "--device", "/x", "--interval", p]);
+        assert!(parse("500us").is_ok());
+    }
+
+    #[test]
+    fn periodic_takes_a_device_or_a_gpio_line_not_both() {
+        let parse =
+            |args: &[&str]| Cli::try_parse_from([&["r", "periodic", "--interval", "1ms"][..], args].concat());
+        assert!(parse(&["--gpio", "gpiochip0:17"]).is_ok());
+        assert!(parse(&["--device", "/x"]).is_ok());
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--device", "/x", "--gpio", "gpiochip0:17"]).is_err());
+        assert!(parse(&["--gpio", "gpiochip0"]).is_err());
+        // The demo's argv, exactly.
+        let demo =
+            ["r", "periodic", "--device", "/dev/pts/3", "--interval", "1000000ns", "--metadata", "m.json"];
+        assert!(Cli::try_parse_from([&demo[..], &["--log", "l.txt", "--priority", "80"]].concat()).is_ok());
+    }
+
+    #[test]
+    fn gpio_echo_args() {
+        let ok = Cli::try_parse_from([
+            "r",
+            "gpio-echo",
+            "--chip",
+            "/dev/gpiochip0",
+            "--input",
+            "5",
+            "--output",
+            "6",
+        ]);
+        assert!(ok.is_ok());
+        let missing = Cli::try_parse_from(["r", "gpio-echo", "--chip", "/dev/gpiochip0", "--input", "5"]);
+        assert!(missing.is_err());
     }
 }

@@ -44,10 +44,15 @@ pub struct Metadata {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInfo {
     pub mode: &'static str,
+    /// The serial line, or the GPIO line(s) as CHIP:LINE.
     pub device: String,
-    pub baud: u32,
+    /// `None` for GPIO lines.
+    pub baud: Option<u32>,
     pub period_ns: Option<u64>,
     pub byte: Option<u8>,
+    /// The per-cycle or per-edge log (`--log`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -319,6 +319,87 @@ fn periodic_writes_one_byte_per_period() {
 }
 
 #[test]
+fn periodic_logs_its_own_wake_up_latency_per_cycle() {
+    let pty = Pty::new();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cycles.log");
+    let log_s = log.to_str().unwrap();
+    // The argv of `latprobe demo --mode periodic`, exactly.
+    let mut r = Responder::spawn(&[
+        "periodic",
+        "--device",
+        pty.slave_str(),
+        "--interval",
+        "5000000ns",
+        "--metadata",
+        dir.path().join("m.json").to_str().unwrap(),
+        "--log",
+        log_s,
+    ]);
+    r.wait_ready();
+    let got = pty.collect_for(Duration::from_millis(200));
+    r.signal(libc::SIGTERM);
+    let status = r.wait_exit(Duration::from_secs(2));
+    assert_eq!(status.code(), Some(0), "stderr: {:?}", r.stderr());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("# latprobe-responder periodic log 1"));
+    assert!(text.contains("# interval_ns 5000000\n"), "{text}");
+    assert!(text.contains("# cycle0_monotonic_ns ") && text.contains("# cycle0_realtime_ns "), "{text}");
+    let rows: Vec<(u64, u64)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut it = l.split_whitespace().map(|v| v.parse::<u64>().unwrap());
+            (it.next().unwrap(), it.next().unwrap())
+        })
+        .collect();
+    // One line per byte written, cycles counted from 0 without a gap.
+    assert!(rows.len() >= got.len() && !rows.is_empty(), "{} rows, {} bytes", rows.len(), got.len());
+    assert!(rows.iter().enumerate().all(|(i, &(c, _))| c == i as u64), "{rows:?}");
+    // Wake-up latencies: positive, and (on any machine) under a period.
+    assert!(rows.iter().all(|&(_, l)| l < 5_000_000), "{rows:?}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("m.json")).unwrap()).unwrap();
+    assert_eq!(meta["run"]["mode"], "periodic");
+    assert_eq!(meta["run"]["log"], log_s);
+}
+
+#[test]
+fn periodic_refuses_an_unwritable_log_and_a_missing_gpio_chip() {
+    let pty = Pty::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_latprobe-responder"))
+        .args([
+            "periodic",
+            "--device",
+            pty.slave_str(),
+            "--interval",
+            "1ms",
+            "--log",
+            "/nonexistent/dir/x.log",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("Error: ") && err.contains("--log /nonexistent/dir/x.log"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_latprobe-responder"))
+        .args(["periodic", "--gpio", "/nonexistent/gpiochip7:3", "--interval", "1ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/gpiochip7:3") && err.contains("--gpio"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_latprobe-responder"))
+        .args(["gpio-echo", "--chip", "/nonexistent/gpiochip7", "--input", "1", "--output", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/gpiochip7:1") && err.contains("--input"), "{err}");
+}
+
+#[test]
 fn periodic_writes_the_chosen_byte_and_stops_on_hang_up() {
     let mut pty = Pty::new();
     let mut r =

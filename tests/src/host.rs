@@ -3,7 +3,7 @@
 //! said is kept in owned form, with sequence gaps counted as the host would.
 
 use latprobe_protocol::{
-    decode_message, EdgeStamp, ErrorCode, Feed, FrameDecoder, Heartbeat, ProbeMsg, Sample, Stopped,
+    decode_message, EdgeStamp, ErrorCode, Feed, FrameDecoder, Heartbeat, LogLevel, ProbeMsg, Sample, Stopped,
 };
 
 /// Everything a probe sent, decoded.
@@ -24,6 +24,8 @@ pub struct HostSide {
     pub heartbeats: Vec<Heartbeat>,
     /// Error replies.
     pub errors: Vec<(ErrorCode, String)>,
+    /// The probe's log lines.
+    pub logs: Vec<(LogLevel, String)>,
     /// The `Stopped` message, once seen.
     pub stopped: Option<Stopped>,
     /// Messages after `Stopped` (must stay 0 within a run).
@@ -89,6 +91,7 @@ impl HostSide {
             ProbeMsg::Heartbeat(h) => Owned::Heartbeat(h),
             ProbeMsg::Stopped(s) => Owned::Stopped(s),
             ProbeMsg::Error(e) => Owned::Error(e.code, e.detail.to_string()),
+            ProbeMsg::Log(l) => Owned::Log(l.level, l.text.to_string()),
         }
     }
 
@@ -116,6 +119,7 @@ impl HostSide {
             Owned::Heartbeat(h) => self.heartbeats.push(h),
             Owned::Stopped(s) => self.stopped = Some(s),
             Owned::Error(c, d) => self.errors.push((c, d)),
+            Owned::Log(level, text) => self.logs.push((level, text)),
         }
     }
 
@@ -135,4 +139,5 @@ enum Owned {
     Heartbeat(Heartbeat),
     Stopped(Stopped),
     Error(ErrorCode, String),
+    Log(LogLevel, String),
 }

@@ -91,6 +91,8 @@ pub enum Target {
         /// One byte on the target line, in ticks.
         byte_ticks: u64,
     },
+    /// A periodic target on its own clock: see [`ClockedTarget`].
+    Clocked(ClockedTarget),
     /// No echo: an edge every `period` ticks ± `jitter`, from `first`.
     Periodic {
         /// First edge.
@@ -100,6 +102,137 @@ pub enum Target {
         /// Largest deviation each way.
         jitter: u64,
     },
+}
+
+/// A periodic target whose clock runs `ppm` fast against the probe's, with
+/// a sinusoidal drift of `drift_ppm` (one full swing over `drift_cycles`),
+/// and a known wake-up delay per cycle (probe ticks):
+///
+/// | share per million cycles | delay above `floor` |
+/// |---|---|
+/// | 20 | missed: no edge (only after a cycle that was not late) |
+/// | 50 | tail longer than a period: 1.05 to 3.5 periods |
+/// | 5 000 | 5 000 to 200 000 ticks |
+/// | 30 000 | exactly 0 (the fastest wake-up) |
+/// | the rest | 0 to 3 000, skewed low |
+///
+/// Like `latprobe-responder periodic`, it serves every deadline in order:
+/// after an overrun the deadlines already past are marked at once, each
+/// `catch_up` ticks after the previous mark. Deadlines: `first` + the sum of
+/// the periods so far (compensated summation, in f64 ticks); an edge is
+/// latched at the integer tick `floor(deadline) + delay`, or later when
+/// catching up.
+#[derive(Debug, Clone)]
+pub struct ClockedTarget {
+    /// Cycle 0's deadline.
+    pub first: u64,
+    /// The nominal period in probe ticks (the target's at 0 ppm).
+    pub nominal: f64,
+    /// How much faster the target's clock runs.
+    pub ppm: f64,
+    /// Amplitude of the drift.
+    pub drift_ppm: f64,
+    /// Cycles of one drift swing.
+    pub drift_cycles: f64,
+    /// The fastest wake-up.
+    pub floor: u64,
+    /// Ticks between marks when catching up.
+    pub catch_up: u64,
+}
+
+/// What a [`Sink`] calls with the probe's bytes: true once it saw `Stopped`.
+pub type SinkFn = dyn FnMut(&[u8]) -> bool;
+
+/// A consumer of the probe's bytes (see [`Sim::sink`]).
+pub struct Sink(pub Box<SinkFn>);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+/// What the clocked target did, cycle by cycle (kept compactly: 10⁷
+/// cycles are 40 MB).
+#[derive(Debug, Default)]
+pub struct ClockedTruth {
+    /// Per cycle: the delay above the floor in ticks against
+    /// `floor(deadline)`, or `u32::MAX` for a missed period.
+    pub delay: Vec<u32>,
+    /// Missed periods.
+    pub missed: u64,
+    /// The first and the latest deadline (f64 ticks).
+    pub first_deadline: f64,
+    /// The latest deadline.
+    pub last_deadline: f64,
+    /// The offset (ppm) at each cycle is `ppm + drift_ppm·sin(2πk/drift_cycles)`.
+    pub ppm_min: f64,
+    /// Largest offset over the cycles.
+    pub ppm_max: f64,
+    // Running state.
+    next: f64,
+    comp: f64,
+    last_edge: Option<u64>,
+    prev_late: bool,
+}
+
+impl ClockedTarget {
+    /// The offset at cycle `k`, ppm.
+    pub fn ppm_at(&self, k: f64) -> f64 {
+        self.ppm + self.drift_ppm * (2.0 * std::f64::consts::PI * k / self.drift_cycles).sin()
+    }
+
+    /// Cycle after cycle until one has an edge: its tick (the truth is
+    /// appended to `t`).
+    fn next_edge(&self, rng: &mut SplitMix64, t: &mut ClockedTruth) -> u64 {
+        loop {
+            let k = t.delay.len() as u64;
+            if k == 0 {
+                t.next = self.first as f64;
+                t.first_deadline = t.next;
+                t.ppm_min = f64::MAX;
+                t.ppm_max = f64::MIN;
+            }
+            let deadline = t.next;
+            t.last_deadline = deadline;
+            let ppm = self.ppm_at(k as f64);
+            t.ppm_min = t.ppm_min.min(ppm);
+            t.ppm_max = t.ppm_max.max(ppm);
+            // Kahan: 10⁷ additions must not wander by a tick.
+            let p = self.nominal / (1.0 + ppm * 1e-6);
+            let y = p - t.comp;
+            let sum = t.next + y;
+            t.comp = (sum - t.next) - y;
+            t.next = sum;
+
+            let r = rng.range(0, 999_999);
+            let missed = r < 20 && !t.prev_late;
+            let d = if r < 70 {
+                (self.nominal * (1.05 + rng.range(0, 2_450) as f64 / 1_000.0)) as u64
+            } else if r < 5_070 {
+                rng.range(5_000, 200_000)
+            } else if r < 35_070 {
+                0
+            } else {
+                rng.range(0, 3_000).min(rng.range(0, 3_000))
+            };
+            let base = deadline.floor() as u64;
+            let mut at = base + self.floor + d;
+            if let Some(prev) = t.last_edge {
+                at = at.max(prev + self.catch_up);
+            }
+            t.last_edge = Some(at);
+            let above = at - base - self.floor;
+            t.prev_late = above as f64 >= self.nominal * 0.5;
+            if missed {
+                t.missed += 1;
+                t.delay.push(u32::MAX);
+                continue;
+            }
+            t.delay.push(u32::try_from(above).expect("delay fits u32"));
+            return at;
+        }
+    }
 }
 
 fn ns_to_ticks(ns: u64, hz: u32) -> u64 {
@@ -241,8 +374,15 @@ pub struct Sim {
     pub host: HostSide,
     /// Truth: stimulus tick and answer, one per stimulus produced (index = seq).
     pub truth: Vec<(u64, Answer)>,
-    /// Truth of periodic mode: every edge tick.
+    /// Truth of periodic mode: every edge tick ([`Target::Periodic`]).
     pub truth_edges: Vec<u64>,
+    /// Truth of the clocked target, cycle by cycle ([`Target::Clocked`]).
+    pub clocked: ClockedTruth,
+    /// Where the probe's bytes go instead of [`HostSide`] (which keeps every
+    /// item: too much for 10⁷ of them); it returns true once it has seen
+    /// `Stopped`.
+    pub sink: Option<Sink>,
+    sink_stopped: bool,
     /// What was exercised.
     pub counters: SimCounters,
     p: SimParams,
@@ -282,8 +422,10 @@ impl Sim {
         assert!(p.ovf_delay <= mask / 2, "overflow ISR must run within half a period");
         let mut rng = SplitMix64::new(p.seed);
         let ovf_delay_now = rng.range(0, p.ovf_delay);
-        let next_edge = match p.target {
-            Target::Periodic { first, .. } => Some(first),
+        let mut clocked = ClockedTruth::default();
+        let next_edge = match &p.target {
+            Target::Periodic { first, .. } => Some(*first),
+            Target::Clocked(c) => Some(c.next_edge(&mut rng, &mut clocked)),
             _ => None,
         };
         let next_drain = p.start;
@@ -292,6 +434,9 @@ impl Sim {
             host: HostSide::new(),
             truth: Vec::new(),
             truth_edges: Vec::new(),
+            clocked,
+            sink: None,
+            sink_stopped: false,
             counters: SimCounters::default(),
             ticks: TickExtender::new(p.bits),
             mask,
@@ -339,7 +484,8 @@ impl Sim {
     /// to send, or panic after `max_events` events.
     pub fn run_to_stop(&mut self, max_events: u64) {
         for _ in 0..max_events {
-            if self.host.stopped.is_some() && !self.engine.is_running() && self.engine.tx_pending() == 0 {
+            let stopped = self.host.stopped.is_some() || self.sink_stopped;
+            if stopped && !self.engine.is_running() && self.engine.tx_pending() == 0 {
                 return;
             }
             self.step();
@@ -445,7 +591,7 @@ impl Sim {
                     }
                 }
             }
-            Target::Periodic { .. } => Answer::Missed,
+            Target::Periodic { .. } | Target::Clocked(_) => Answer::Missed,
         };
         let byte = o.byte;
         if let Answer::Response(l) | Answer::Late(l) = answer {
@@ -457,6 +603,10 @@ impl Sim {
     fn edge(&mut self) {
         let e = self.next_edge.expect("edge scheduled");
         self.latch(e, None);
+        if let Target::Clocked(c) = &self.p.target {
+            self.next_edge = Some(c.next_edge(&mut self.rng, &mut self.clocked));
+            return;
+        }
         self.truth_edges.push(e);
         if let Target::Periodic { period, jitter, first } = self.p.target {
             let k = self.truth_edges.len() as u64;
@@ -524,7 +674,7 @@ impl Sim {
         if let Drain::Slow { every, bytes } = self.p.drain {
             let mut buf = vec![0u8; bytes];
             let n = self.engine.read_tx(&mut buf);
-            self.host.feed(&buf[..n]);
+            self.deliver(&buf[..n]);
             self.next_drain += every;
         }
     }
@@ -572,6 +722,13 @@ impl Sim {
         };
     }
 
+    fn deliver(&mut self, bytes: &[u8]) {
+        match &mut self.sink {
+            Some(sink) => self.sink_stopped |= (sink.0)(bytes),
+            None => self.host.feed(bytes),
+        }
+    }
+
     fn after_handler(&mut self) {
         if let Drain::Fast = self.p.drain {
             let mut buf = [0u8; 128];
@@ -581,7 +738,8 @@ impl Sim {
                 if n == 0 {
                     break;
                 }
-                self.host.feed(&buf[..n]);
+                let bytes = buf;
+                self.deliver(&bytes[..n]);
             }
         }
     }

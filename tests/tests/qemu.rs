@@ -194,20 +194,36 @@ fn responder_absent_every_sample_is_a_counted_timeout_and_the_run_ends() {
 }
 
 #[test]
-fn periodic_over_uart_counts_the_responders_bytes_as_edges() {
+fn periodic_over_uart_counts_the_responders_bytes_as_edges_and_fits_their_period() {
     let _serial = harness::serial();
     let mut bench = Bench::start();
-    bench.responder(&["periodic", "--period", "10ms"]);
+    bench.responder(&["periodic", "--interval", "10ms"]);
     let port = format!("unix:{}", bench.host_sock().display());
-    let (_, r) = measure(&bench, &port, ("periodic", "10ms", 100), &[], Duration::from_secs(120));
+    let (_, r) = measure(&bench, &port, ("periodic", "10ms", 300), &[], Duration::from_secs(120));
     assert_eq!(r["complete"], true, "{r:#}");
     assert_eq!(r["ended_by"], "count-reached", "{r:#}");
     let p = &r["periodic"];
-    assert_eq!(p["edges"], 100, "edges received and counted:\n{p:#}");
+    assert_eq!(p["edges"], 300, "edges received and counted:\n{p:#}");
     assert_eq!(p["lost"], 0, "{p:#}");
     assert_eq!(p["duplicates"], 0, "{p:#}");
-    assert_eq!(count(&r, "probe_taken"), 100);
+    assert_eq!(count(&r, "probe_taken"), 300);
     assert_eq!(count(&r, "dropped_by_probe"), 0);
+    // The fit: the responder's 10 ms on the host's clock, seen through
+    // QEMU's virtual TIM2. Under -icount shift=0 the guest clock keeps the
+    // host's only to a few per cent (here it runs about 2.5 % slow), so the
+    // emulation's resolution is what the fit can match: within 5 % of the
+    // configured period, and within 0.5 % of the probe's own mean interval.
+    let f = &p["fit"];
+    let period = f["period_ns"].as_f64().unwrap_or(0.0);
+    let mean = p["intervals"]["mean_ns"].as_f64().unwrap_or(0.0);
+    assert!((period - 10e6).abs() < 10e6 * 0.05, "fitted period {period} ns, not 10 ms:\n{p:#}");
+    assert!((period - mean).abs() < mean * 5e-3, "fitted {period} ns vs mean interval {mean} ns:\n{p:#}");
+    assert_eq!(f["nominal_period_ns"], 10_000_000, "{f:#}");
+    assert!(f["offset_ppm"].as_f64().unwrap().abs() < 50_000.0, "{f:#}");
+    assert_eq!(p["fit_conflicts"], 0, "{p:#}");
+    // Every cycle is a sample: its delay against the fit, 0 at the earliest.
+    assert_eq!(count(&r, "samples"), p["cycles"].as_u64().unwrap(), "{r:#}");
+    assert_eq!(r["latency_ns"]["min"], 0, "{r:#}");
 }
 
 #[test]

@@ -36,6 +36,7 @@ enum Got {
     Heartbeat(Heartbeat),
     Stopped(Stopped),
     Error(ErrorCode, String),
+    Log(latprobe_protocol::LogLevel, String),
 }
 
 fn own(msg: ProbeMsg<'_>) -> Got {
@@ -55,6 +56,7 @@ fn own(msg: ProbeMsg<'_>) -> Got {
         ProbeMsg::Heartbeat(h) => Got::Heartbeat(h),
         ProbeMsg::Stopped(s) => Got::Stopped(s),
         ProbeMsg::Error(e) => Got::Error(e.code, e.detail.to_string()),
+        ProbeMsg::Log(l) => Got::Log(l.level, l.text.to_string()),
     }
 }
 
@@ -1074,4 +1076,23 @@ fn a_board_that_delivers_late_never_turns_an_answer_in_time_into_a_timeout() {
     // Its start bit was at the timeout exactly: a response, not a timeout.
     b.answer(t0 + 8000, b0);
     assert_eq!(samples(&b.drain())[0].outcome, Outcome::Response(8000));
+}
+
+#[test]
+fn log_lines_reach_the_host_and_never_crowd_out_control_replies() {
+    let mut b = bench();
+    b.e.log(latprobe_protocol::LogLevel::Warn, "no start-bit capture on PB10", b.now);
+    let got = b.drain();
+    assert_eq!(got, [Got::Log(latprobe_protocol::LogLevel::Warn, "no start-bit capture on PB10".into())]);
+    // A long line is cut at the limit (on a character boundary).
+    let long = "é".repeat(100);
+    b.e.log(latprobe_protocol::LogLevel::Info, &long, b.now);
+    match b.drain().as_slice() {
+        [Got::Log(_, t)] => assert!(t.len() <= latprobe_protocol::MAX_LOG_TEXT && t.starts_with('é')),
+        other => panic!("{other:?}"),
+    }
+    // The same line again within a second is not repeated.
+    b.e.log(latprobe_protocol::LogLevel::Warn, "no start-bit capture on PB10", b.now);
+    b.e.log(latprobe_protocol::LogLevel::Warn, "no start-bit capture on PB10", b.now + 10);
+    assert_eq!(b.drain().len(), 1);
 }

@@ -57,6 +57,7 @@ struct Host {
     edges: Vec<EdgeStamp>,
     stopped: Option<Stopped>,
     errors: usize,
+    logs: Vec<std::string::String>,
 }
 
 struct Sim {
@@ -131,6 +132,7 @@ impl Sim {
                             ProbeMsg::EdgeBatch(b) => self.host.edges.extend(b.iter().map(|s| s.unwrap())),
                             ProbeMsg::Stopped(s) => self.host.stopped = Some(s),
                             ProbeMsg::Error(_) => self.host.errors += 1,
+                            ProbeMsg::Log(l) => self.host.logs.push(l.text.into()),
                             _ => {}
                         }
                         input = rest;
@@ -243,6 +245,9 @@ fn without_the_tx_capture_wire_fast_answers_are_timed_with_soft_ticks() {
     }
     assert_eq!(s.e.totals().anomalies.soft_stimuli, n);
     assert_eq!(s.lp.tx_wired(), Some(false));
+    // The user on the serial link is told which wire is missing, once.
+    assert_eq!(s.host.logs.len(), 1, "{:?}", s.host.logs);
+    assert!(s.host.logs[0].contains("wire PA9 to PB10"), "{:?}", s.host.logs);
 }
 
 /// With the wire, the start bit's capture is the stimulus tick: exact.
@@ -258,6 +263,7 @@ fn with_the_tx_capture_wire_uart_echo_is_exact() {
     assert!(s.latencies().iter().all(|&l| l == Some((100 * US) as u32)), "{:?}", s.latencies());
     assert_eq!(s.e.totals().anomalies.soft_stimuli, 0);
     assert_eq!(s.lp.tx_wired(), Some(true));
+    assert!(s.host.logs.is_empty(), "{:?}", s.host.logs);
 }
 
 /// Stimuli every 50 µs, faster than a byte (87 µs): the transmitter

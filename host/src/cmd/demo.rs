@@ -41,6 +41,9 @@ pub struct DemoArgs {
     /// Send this fixed byte, hex (0x55) or decimal, for every stimulus: identity off, one stimulus in flight [default: identity bytes, up to 9 in flight, late answers timed up to --timeout]
     #[arg(long, value_name = "BYTE", value_parser = super::run::parse_byte)]
     pub byte: Option<u8>,
+    /// What to measure: uart-echo (the responder echoes the probe's bytes) or periodic (the responder writes a byte every --interval on its own clock, and logs its own wake-up latency beside the probe's)
+    #[arg(long, value_enum, default_value = "uart-echo")]
+    pub mode: ModeArg,
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
@@ -77,13 +80,57 @@ struct Responder {
     log: Arc<Mutex<Vec<String>>>,
 }
 
-impl Responder {
-    fn spawn(bin: &Path, device: &Path, meta: &Path, priority: Option<u8>) -> Result<Self, Error> {
-        let mut cmd = Command::new(bin);
-        cmd.arg("uart").arg("--device").arg(device).arg("--metadata").arg(meta);
-        if let Some(p) = priority {
-            cmd.arg("--priority").arg(p.to_string());
+/// What the responder is asked to do.
+#[derive(Debug, Clone)]
+enum Role {
+    /// `uart`: echo.
+    Uart,
+    /// `periodic --interval I --log FILE`.
+    Periodic { interval_ns: u64, log: PathBuf },
+}
+
+impl Role {
+    /// The responder's argv after its path. Periodic is exactly
+    /// `periodic --device DEV --interval I --metadata META --log FILE
+    /// [--priority N]`, so any responder with that interface can be tried
+    /// with `--responder PATH`.
+    fn argv(&self, device: &Path, meta: &Path, priority: Option<u8>) -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = Vec::new();
+        match self {
+            Role::Uart => {
+                v.extend(["uart".into(), "--device".into(), device.into(), "--metadata".into(), meta.into()]);
+            }
+            Role::Periodic { interval_ns, log } => {
+                v.extend([
+                    "periodic".into(),
+                    "--device".into(),
+                    device.into(),
+                    "--interval".into(),
+                    format!("{interval_ns}ns").into(),
+                    "--metadata".into(),
+                    meta.into(),
+                    "--log".into(),
+                    log.into(),
+                ]);
+            }
         }
+        if let Some(p) = priority {
+            v.extend(["--priority".into(), p.to_string().into()]);
+        }
+        v
+    }
+}
+
+impl Responder {
+    fn spawn(
+        bin: &Path,
+        device: &Path,
+        meta: &Path,
+        priority: Option<u8>,
+        role: &Role,
+    ) -> Result<Self, Error> {
+        let mut cmd = Command::new(bin);
+        cmd.args(role.argv(device, meta, priority));
         // Its own process group: a Ctrl-C in the terminal reaches latprobe
         // only, which then stops the run first and the responder after.
         cmd.process_group(0).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -150,17 +197,39 @@ impl Drop for Responder {
 
 /// Run `latprobe demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let req =
-        super::run::request(ModeArg::UartEcho, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
+    if !matches!(args.mode, ModeArg::UartEcho | ModeArg::Periodic) {
+        return Err(Error::Usage(format!(
+            "--mode {}: the demo measures uart-echo or periodic (this machine has no GPIO lines to wire)",
+            args.mode.mode().name()
+        ))
+        .into());
+    }
+    let req = super::run::request(args.mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
     let req =
         if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
+    super::check_periodic_flags(&args.out, args.mode)?;
     let mut target = super::check_outputs(&args.out)?;
     let bin = find_responder(args.responder.as_deref())?;
 
     let (probe, host_end) = VirtualProbe::start(args.priority)?;
-    let meta = std::env::temp_dir().join(format!("latprobe-demo-{}-target.json", std::process::id()));
-    let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority)?;
+    let stem = std::env::temp_dir().join(format!("latprobe-demo-{}", std::process::id()));
+    let meta = stem.with_extension("target.json");
+    // Periodic: the responder's own log, kept where --target-log says, else
+    // in a temporary file removed at the end.
+    let temp_log = stem.with_extension("target.log");
+    let role = match args.mode {
+        ModeArg::Periodic => Role::Periodic {
+            interval_ns: req.interval_ns,
+            log: args.out.target_log.clone().unwrap_or_else(|| temp_log.clone()),
+        },
+        _ => Role::Uart,
+    };
+    let log_path = match &role {
+        Role::Periodic { log, .. } => Some(log.clone()),
+        Role::Uart => None,
+    };
+    let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority, &role)?;
     if target.is_none() {
         // The responder's own facts about this machine, when it wrote them.
         target = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str(&t).ok());
@@ -168,9 +237,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&meta);
 
     eprintln!("latprobe demo: {VIRTUAL_NOTE}.");
+    let what = match args.mode {
+        ModeArg::Periodic => "periodic: the responder writes a byte".to_string(),
+        _ => format!("uart-echo, {}", crate::report::stimulus_name(req.assumed_stimulus())),
+    };
     eprintln!(
-        "latprobe demo: uart-echo, {}, every {} through {} to {} for {}",
-        crate::report::stimulus_name(req.assumed_stimulus()),
+        "latprobe demo: {what}, every {} through {} to {} for {}",
         crate::units::format_ns(req.interval_ns),
         probe.slave_path().display(),
         bin.display(),
@@ -181,6 +253,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         tool_version: TOOL_VERSION.to_string(),
         source: crate::source::ByteSource::name(&host_end).to_string(),
         started_at: timefmt::now(),
+        started_unix_ns: Some(timefmt::now_unix_ns()),
         request: req.clone(),
         histfile_max_us: args.out.histfile_max_us,
         target,
@@ -201,10 +274,32 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         request: req,
         silence: args.timing.silence_timeout,
     };
-    let result = super::measure(Link::new(Box::new(host_end), raw), &ctx, &opts, &args.out);
-    // The link is closed now: the engine thread ends, then the responder.
-    let stopped = probe.stop();
+    // Once the run is over, the engine thread ends, then the responder
+    // (which flushes its log as it exits), so that its whole log is there
+    // to set beside the external figures (periodic).
+    let mut probe = Some(probe);
+    let mut responder = Some(responder);
+    let mut stopped = Ok(());
+    let result = super::measure(
+        Link::new(Box::new(host_end), raw),
+        &ctx,
+        &opts,
+        &args.out,
+        log_path.as_deref(),
+        &mut || {
+            if let Some(p) = probe.take() {
+                stopped = p.stop();
+            }
+            drop(responder.take());
+        },
+    );
+    if let Some(p) = probe.take() {
+        stopped = p.stop();
+    }
     drop(responder);
+    if args.out.target_log.is_none() {
+        let _ = std::fs::remove_file(&temp_log);
+    }
     result?;
     stopped?;
     Ok(())

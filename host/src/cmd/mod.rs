@@ -44,6 +44,25 @@ pub(crate) fn check_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value
     out.target_meta.as_deref().map(read_target_meta).transpose()
 }
 
+/// `--target-log` and `--show-naive` belong to periodic runs.
+pub(crate) fn check_periodic_flags(out: &OutputArgs, mode: ModeArg) -> Result<(), Error> {
+    if mode == ModeArg::Periodic {
+        return Ok(());
+    }
+    if let Some(log) = &out.target_log {
+        return Err(Error::Usage(format!(
+            "--target-log {} applies to --mode periodic only: an echo mode has no target cycles",
+            log.display()
+        )));
+    }
+    if out.show_naive {
+        return Err(Error::Usage(
+            "--show-naive applies to --mode periodic only: an echo mode has no nominal schedule".into(),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
@@ -71,6 +90,45 @@ pub(crate) fn write_outputs(r: &Report, output: Option<&Path>, histfile: Option<
     if let Some(p) = histfile {
         rep::histfile::write(r, p)?;
     }
+    Ok(())
+}
+
+/// Set the target's own log (`--target-log`) beside the periodic run in
+/// `state`, into `r`.
+pub(crate) fn attach_target_log(
+    r: &mut Report,
+    state: &mut RunState,
+    log: &Path,
+    ctx: &RunContext,
+) -> Result<(), Error> {
+    let interval_ns = r.config.interval_ns;
+    let Some(p) = r.periodic.as_mut() else {
+        return Err(Error::Usage(format!(
+            "--target-log {}: only a --mode periodic run has cycles to set it beside",
+            log.display()
+        )));
+    };
+    let start_tick = state.started.map(|s| s.start_tick);
+    let Some(a) = state.analysis.as_mut() else {
+        return Err(Error::Usage(format!("--target-log {}: the run has no cycles", log.display())));
+    };
+    let conv = a.conv();
+    let first = a.fit.as_ref().and_then(|f| f.first_tick());
+    let anchor = match (ctx.started_unix_ns, start_tick, first) {
+        (Some(unix), Some(st), Some(f)) => Some(crate::targetlog::Anchor {
+            first_edge_unix_ns: unix.saturating_add(conv.ns(f.saturating_sub(st))),
+        }),
+        _ => None,
+    };
+    let Some(spill) = a.spill.as_mut() else {
+        return Err(Error::Usage(format!(
+            "--target-log {}: the run's cycles were not kept{}",
+            log.display(),
+            state.keep_error.as_deref().map_or_else(String::new, |e| format!(" ({e})"))
+        )));
+    };
+    let path = spill.finish().map_err(|e| Error::io("cannot keep the run's cycles", e))?.to_path_buf();
+    p.target_log = Some(crate::targetlog::compare(log, &path, interval_ns, anchor)?);
     Ok(())
 }
 
@@ -120,15 +178,20 @@ pub(crate) fn measure(
     ctx: &RunContext,
     opts: &SessionOptions,
     out: &OutputArgs,
+    target_log: Option<&Path>,
+    after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
+    state.keep_cycles = target_log.is_some();
     let bar = progress_bar();
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
         bar.set_message(progress_line(s, elapsed));
         bar.tick();
     });
     bar.finish_and_clear();
+    after_run();
+    state.finalize();
     let raw_result = link.finish_raw();
     let (ended_by, error) = match &result {
         Ok(e) => (*e, None),
@@ -136,16 +199,23 @@ pub(crate) fn measure(
     };
     let complete =
         matches!(ended_by, EndedBy::CountReached | EndedBy::DurationElapsed) && state.stopped.is_some();
-    let r = rep::build(
+    let mut r = rep::build(
         ctx,
         &state,
         link.bad_frames(),
         Ending { ended_by, complete, error, ended_at: timefmt::now(), replayed_from: None },
     );
+    let log_result = match target_log {
+        Some(log) if state.started.is_some() => attach_target_log(&mut r, &mut state, log, ctx),
+        _ => Ok(()),
+    };
+    if let Err(e) = &log_result {
+        r.notes.push(format!("the target's log could not be set beside the run: {e}"));
+    }
     // Before the measurement started there is nothing to summarise; the
     // error says what went wrong, and the files still record the attempt.
     if state.started.is_some() {
-        print!("{}", rep::text::summary(&r));
+        print!("{}", rep::text::summary_with(&r, out.show_naive));
     }
     if ended_by == EndedBy::Interrupted {
         eprintln!("latprobe: interrupted: the report holds what arrived (complete: false)");
@@ -153,7 +223,7 @@ pub(crate) fn measure(
     let written = write_outputs(&r, out.output.as_deref(), out.histfile.as_deref());
     // The session's error explains the run; a file error after it is
     // secondary, so say it but return the first.
-    match (result, raw_result.and(written)) {
+    match (result, raw_result.and(written).and(log_result)) {
         (Err(e), Err(second)) => {
             eprintln!("latprobe: also: {second}");
             Err(e)

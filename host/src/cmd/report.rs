@@ -23,17 +23,43 @@ pub struct ReportArgs {
     /// Range of the 1 us histogram when re-analysing a raw file [default: the recorded run's]
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub histfile_max_us: Option<u32>,
+    /// Periodic runs: set the target's own per-cycle log (`latprobe-responder periodic --log FILE`) beside the probe's figures; needs the raw file (--raw) of the run
+    #[arg(long, value_name = "FILE")]
+    pub target_log: Option<PathBuf>,
+    /// Periodic runs: also print the delays measured against the nominal schedule
+    #[arg(long)]
+    pub show_naive: bool,
 }
 
 /// Load or rebuild the report in `file`.
 pub fn load(file: &std::path::Path, histfile_max_us: Option<u32>) -> Result<Report, crate::Error> {
+    load_with(file, histfile_max_us, None)
+}
+
+/// [`load`], with the target's own log set beside a periodic run
+/// (`--target-log`, raw files only).
+pub fn load_with(
+    file: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    target_log: Option<&std::path::Path>,
+) -> Result<Report, crate::Error> {
     if !file.exists() {
         return Err(crate::Error::Usage(format!("{}: no such file", file.display())));
     }
     if rawfile::is_raw(file) {
-        let r = session::replay(file, histfile_max_us)?;
-        Ok(report::build(&r.ctx, &r.state, r.bad_frames, r.ending))
+        let mut r = session::replay_with(file, histfile_max_us, target_log.is_some())?;
+        let mut rep = report::build(&r.ctx, &r.state, r.bad_frames, r.ending.clone());
+        if let Some(log) = target_log {
+            super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
+        }
+        Ok(rep)
     } else {
+        if let Some(log) = target_log {
+            return Err(crate::Error::Usage(format!(
+                "--target-log {} needs the raw file of the run (--raw): a JSON report keeps no per-cycle delays",
+                log.display()
+            )));
+        }
         if histfile_max_us.is_some() {
             return Err(crate::Error::Usage(
                 "--histfile-max-us applies to raw files only: a JSON report keeps its own bins".into(),
@@ -72,8 +98,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let r = load(&args.file, args.histfile_max_us)?;
-    print!("{}", report::text::summary(&r));
+    let r = load_with(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
+    print!("{}", report::text::summary_with(&r, args.show_naive));
     super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref())?;
     Ok(())
 }

@@ -82,11 +82,13 @@ pub(crate) fn stop_wait(timing: &TimingArgs, req: &Request) -> Duration {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
     req.validate()?;
+    super::check_periodic_flags(&args.out, req.mode)?;
     let target = super::check_outputs(&args.out)?;
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
         source: args.port.clone(),
         started_at: timefmt::now(),
+        started_unix_ns: Some(timefmt::now_unix_ns()),
         request: req.clone(),
         histfile_max_us: args.out.histfile_max_us,
         target,
@@ -100,7 +102,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         request: req,
         silence: args.timing.silence_timeout,
     };
-    super::measure(Link::new(src, raw), &ctx, &opts, &args.out)?;
+    super::measure(Link::new(src, raw), &ctx, &opts, &args.out, args.out.target_log.as_deref(), &mut || {})?;
     Ok(())
 }
 

@@ -33,7 +33,7 @@
 //! | `worst` | the worst *measured* sample: `seq`, `latency_ns`, `at_ns_from_start` (a timeout is worse but has no latency) |
 //! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs of measured latencies, non-empty bins only), `overflows` (latencies ≥ max_us and timeouts: bins + overflows = samples), `overflow_seqs` (sequence numbers of the first 1024 overflows; the rest are only counted) |
 //! | `target` | target metadata (`--target-meta FILE`, or the responder's in `demo`), verbatim JSON |
-//! | `periodic` | periodic mode only: `edges`, `lost`, `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals, and a `note`: the fitted analysis comes in a later issue |
+//! | `periodic` | periodic mode only (absent or `null` otherwise). The cycles are the report's samples: `latency_ns`, `histogram` (and the histfile) and `worst` hold each cycle's **wake-up delay against the fitted schedule** (sequence number = cycle, 0 = the first edge's cycle), and `config.timeout_ns` is the horizon (`--timeout`, default 8 intervals): an edge later than that after its cycle's fitted time, and a cycle without an edge, are timeout samples. Fields: `edges`, `lost` (edges lost on the link: their cycles are neither measured nor missed), `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals; `fit` {`estimator`, `block_edges`, `nominal_period_ns`, `period_ns` (mean fitted period on the probe's clock, a float), `offset_ppm` (how much faster the target's clock runs than the probe's, `nominal / fitted − 1`, float), `drift` {`blocks`, `first_ppm`, `last_ppm`, `min_ppm`, `max_ppm`, `ppm_per_hour` (least-squares slope)}, `zero` (what a delay of 0 means: the earliest edge the fit allows)}; `cycles` (first to last edge's cycle), `missed_periods`, `late_edges`, `fit_conflicts` (edges the fit could not place: 0 in a sound run), `out_of_order`; `naive` {`count`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}: the same edges against the nominal schedule (first edge + k × interval), re-zeroed at their earliest, for comparison only; `target_log` (with `--target-log`): `file`, `offset` (target cycle = probe cycle + offset), `alignment`, `correlation`, `log_cycles`, `aligned`, `probe_only`, `missed_but_logged`, `log_outside`, `internal_all`, `internal`, `external`, `difference` (each {`count`, `min`, `mean`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}, ns, signed; `difference` = external − internal per cycle), `difference_histogram` (sparse 1 µs `[start_us, count]`), `disagreements` (up to 10 {`cycle`, `target_cycle`, `external_ns`, `internal_ns`, `difference_ns`}, farthest from the median difference first); and a `note`. Reports of latprobe 0.1 have only `edges`, `lost`, `duplicates`, `intervals` and `note`, and read as such |
 //! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's, or what the anomalies mean) |
 
 pub mod histfile;
@@ -281,8 +281,12 @@ pub struct HistReport {
     pub overflow_seqs: Vec<u64>,
 }
 
-/// Periodic-mode figures: counts and raw intervals only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Periodic-mode figures: the fitted schedule, the cycle accounting, the
+/// naive figures beside them, and the target's own view when given. The
+/// wake-up delays themselves are the report's `latency_ns`, `histogram` and
+/// `worst` (a sample per cycle). Every field but the first four is absent
+/// in reports of latprobe 0.1, which had no fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeriodicReport {
     /// Edges received.
     pub edges: u64,
@@ -292,8 +296,94 @@ pub struct PeriodicReport {
     pub duplicates: u64,
     /// Raw intervals.
     pub intervals: Option<IntervalReport>,
-    /// What these figures are not.
+    /// The fitted schedule.
+    #[serde(default)]
+    pub fit: Option<FitReport>,
+    /// Cycles from the first edge's to the last one's.
+    #[serde(default)]
+    pub cycles: u64,
+    /// Cycles without an edge: timeout samples, never merged into the next
+    /// cycle's delay.
+    #[serde(default)]
+    pub missed_periods: u64,
+    /// Edges later than the timeout after their cycle's fitted time:
+    /// timeout samples.
+    #[serde(default)]
+    pub late_edges: u64,
+    /// Edges whose cycle the fit had to move after their predecessor's (it
+    /// lost track of the schedule; 0 in a sound run).
+    #[serde(default)]
+    pub fit_conflicts: u64,
+    /// Edges out of sequence order, not used.
+    #[serde(default)]
+    pub out_of_order: u64,
+    /// The same edges against the nominal schedule.
+    #[serde(default)]
+    pub naive: Option<NaiveReport>,
+    /// The target's own view (`--target-log`).
+    #[serde(default)]
+    pub target_log: Option<crate::targetlog::TargetLogReport>,
+    /// What these figures are.
+    #[serde(default)]
     pub note: String,
+}
+
+/// The fitted schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitReport {
+    /// How it was fitted.
+    pub estimator: String,
+    /// Edges per fitted block.
+    pub block_edges: u64,
+    /// The configured period.
+    pub nominal_period_ns: u64,
+    /// The mean fitted period on the probe's clock, ns (fractional).
+    pub period_ns: f64,
+    /// How much faster the target's clock runs than the probe's:
+    /// `nominal / fitted − 1`, ppm.
+    pub offset_ppm: f64,
+    /// How the offset changed over the run.
+    pub drift: DriftReport,
+    /// What a delay of 0 means.
+    pub zero: String,
+}
+
+/// The offset's drift, from the per-block fits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftReport {
+    /// Blocks fitted.
+    pub blocks: u64,
+    /// First block's offset, ppm.
+    pub first_ppm: f64,
+    /// Last block's.
+    pub last_ppm: f64,
+    /// Lowest.
+    pub min_ppm: f64,
+    /// Highest.
+    pub max_ppm: f64,
+    /// Least-squares slope, ppm per hour (`null` under two blocks).
+    pub ppm_per_hour: Option<f64>,
+}
+
+/// Delays against the nominal schedule (first edge + k × interval),
+/// re-zeroed at their earliest: what a histogram that trusts the target's
+/// clock would show. ns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NaiveReport {
+    /// Edges.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th.
+    pub p99: u64,
+    /// 99.9th.
+    pub p99_9: u64,
+    /// 99.99th.
+    pub p99_99: u64,
+    /// Largest.
+    pub max: u64,
 }
 
 /// Raw edge-to-edge intervals.
@@ -324,8 +414,13 @@ pub struct Ending {
     pub replayed_from: Option<String>,
 }
 
-const PERIODIC_NOTE: &str = "raw intervals between consecutive edges on the probe's clock, no more: \
-    the fitted analysis (period, ppm offset, deviation from the fit) comes in a later release";
+const PERIODIC_NOTE: &str = "wake-up delays are against the target's own schedule, fitted from its edges \
+    on the probe's clock (a lower envelope per block of edges, following drift), so they are free of the \
+    target's clock offset; 0 is the earliest edge the fit allows";
+const ESTIMATOR: &str = "lower envelope (LP clock-skew fit) per block of edges; each edge given the latest \
+    cycle its order allows";
+const ZERO: &str = "the earliest edge the fit allows: the target's fastest wake-up plus its write, which \
+    the probe cannot see, is in the zero";
 
 /// The stimulus as a report names it.
 pub fn stimulus_name(s: Stimulus) -> String {
@@ -354,6 +449,104 @@ pub fn latency_of(a: &crate::analysis::Analysis) -> Option<Latency> {
         max: a.max().value(),
         max_measured: a.max_measured_ns(),
     })
+}
+
+/// What the periodic accounting means for the figures.
+fn periodic_notes(p: &PeriodicReport, config: &ConfigReport, notes: &mut Vec<String>) {
+    let timeout = format_ns(config.timeout_ns);
+    if p.missed_periods > 0 {
+        notes.push(format!(
+            "{} periods had no edge (missed): each is a timeout sample (a delay above {timeout}), never \
+             merged into the next cycle's delay",
+            p.missed_periods
+        ));
+    }
+    if p.late_edges > 0 {
+        notes.push(format!(
+            "{} edges came more than the timeout ({timeout}) after their cycle's fitted time: timeout \
+             samples, their delay not timed",
+            p.late_edges
+        ));
+    }
+    if p.fit_conflicts > 0 {
+        notes.push(format!(
+            "{} edges could not be placed where the fit put them (the schedule jumped, or the target \
+             skipped deadlines): the delays around them are uncertain",
+            p.fit_conflicts
+        ));
+    }
+    if let Some(f) = &p.fit {
+        if f.offset_ppm.abs() > 10_000.0 {
+            notes.push(format!(
+                "the target's period ({:.0} ns) is {:.1} % off the configured --interval ({}): is \
+                 --interval the target's period?",
+                f.period_ns,
+                -f.offset_ppm / 1e4,
+                format_ns(f.nominal_period_ns)
+            ));
+        }
+    }
+}
+
+/// The periodic section of `a`.
+fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
+    let e = a.map(|a| &a.edges);
+    let fit = a.and_then(|a| a.fit.as_ref());
+    let hz = a.map_or(1, |a| a.conv().hz());
+    let ns_per_tick = 1e9 / f64::from(hz.max(1));
+    let fit_report = fit.and_then(|f| {
+        let p = f.period_ticks()?;
+        let d = &f.drift;
+        Some(FitReport {
+            estimator: ESTIMATOR.into(),
+            block_edges: crate::periodic::BLOCK_EDGES as u64,
+            nominal_period_ns: (f.nominal_ticks() * ns_per_tick).round() as u64,
+            period_ns: p * ns_per_tick,
+            offset_ppm: f.offset_ppm().unwrap_or(0.0),
+            drift: DriftReport {
+                blocks: d.blocks,
+                first_ppm: d.first_ppm,
+                last_ppm: d.last_ppm,
+                min_ppm: d.min_ppm,
+                max_ppm: d.max_ppm,
+                ppm_per_hour: d.ppm_per_hour(),
+            },
+            zero: ZERO.into(),
+        })
+    });
+    let naive = fit.filter(|f| !f.naive.is_empty()).map(|f| {
+        let h = &f.naive;
+        let q = |q: f64| h.quantile(q).map_or(0, |v| (v - h.min) as u64);
+        NaiveReport {
+            count: h.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            max: (h.max - h.min) as u64,
+        }
+    });
+    PeriodicReport {
+        edges: e.map_or(0, |e| e.edges),
+        lost: e.map_or(0, |e| e.seq.lost),
+        duplicates: e.map_or(0, |e| e.seq.duplicates),
+        intervals: e.filter(|e| e.intervals > 0).map(|e| IntervalReport {
+            count: e.intervals,
+            min_ns: e.min_ns,
+            max_ns: e.max_ns,
+            mean_ns: (e.sum_ns / u128::from(e.intervals)) as u64,
+        }),
+        fit: fit_report,
+        cycles: a.map_or(0, |a| a.samples()) + fit.map_or(0, |f| f.lost),
+        missed_periods: fit.map_or(0, |f| f.missed),
+        late_edges: a.map_or(0, |a| a.late_edges),
+        fit_conflicts: fit.map_or(0, |f| f.conflicts),
+        out_of_order: fit.map_or(0, |f| f.out_of_order),
+        naive,
+        target_log: None,
+        note: PERIODIC_NOTE.into(),
+    }
 }
 
 /// The notes the counts call for: what the anomalies mean for the figures.
@@ -489,7 +682,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         samples: a.map_or(0, |a| a.samples()),
         responses: a.map_or(0, |a| a.responses),
         timeouts: a.map_or(0, |a| a.timeouts),
-        lost: a.map_or(0, |a| a.seq.lost),
+        lost: a.map_or(0, |a| if a.fit.is_some() { a.edges.seq.lost } else { a.seq.lost }),
         duplicates: a.map_or(0, |a| a.seq.duplicates),
         out_of_order: a.map_or(0, |a| a.seq.out_of_order),
         dropped_by_probe: dropped,
@@ -517,28 +710,22 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         overflows: a.map_or(0, |a| a.overflows),
         overflow_seqs: a.map_or_else(Vec::new, |a| a.overflow_seqs.clone()),
     };
-    let periodic = (req.mode == ModeArg::Periodic).then(|| {
-        let e = a.map(|a| &a.edges);
-        PeriodicReport {
-            edges: e.map_or(0, |e| e.edges),
-            lost: e.map_or(0, |e| e.seq.lost),
-            duplicates: e.map_or(0, |e| e.seq.duplicates),
-            intervals: e.filter(|e| e.intervals > 0).map(|e| IntervalReport {
-                count: e.intervals,
-                min_ns: e.min_ns,
-                max_ns: e.max_ns,
-                mean_ns: (e.sum_ns / u128::from(e.intervals)) as u64,
-            }),
-            note: PERIODIC_NOTE.into(),
-        }
-    });
+    let periodic = (req.mode == ModeArg::Periodic).then(|| periodic_of(a));
     let mut notes = ctx.notes.clone();
+    // What the probe itself warned about, as it said it.
+    notes.extend(state.probe_logs.iter().map(|l| format!("the probe logged {l}")));
+    if state.probe_logs_dropped > 0 {
+        notes.push(format!("the probe logged {} more warnings, not kept", state.probe_logs_dropped));
+    }
     if state.probe.as_ref().is_some_and(ProbeHello::is_emulated) && notes.is_empty() {
         notes.push(
             "the probe is emulated or virtual: its timestamps do not come from independent hardware".into(),
         );
     }
     anomaly_notes(&counts, &config, req.mode.mode().is_echo(), &mut notes);
+    if let Some(p) = &periodic {
+        periodic_notes(p, &config, &mut notes);
+    }
     Report {
         schema_version: SCHEMA_VERSION,
         tool_version: ctx.tool_version.clone(),
@@ -601,6 +788,7 @@ mod tests {
             histfile_max_us: 200,
             target: None,
             notes: Vec::new(),
+            started_unix_ns: None,
         };
         let hz = 1_000_000_000;
         let config: Config = request.config(hz, Capabilities::UART_ECHO).unwrap();
@@ -614,6 +802,7 @@ mod tests {
             timer_bits: 64,
             capabilities: Capabilities::UART_ECHO,
             max_batch: 64,
+            target_baud: 0,
         };
         state.on_incoming(Incoming::Message(ProbeMsg::Hello(info)));
         state.on_incoming(Incoming::Message(ProbeMsg::Configured(config)));

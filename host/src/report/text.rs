@@ -40,6 +40,12 @@ pub fn ns_cell(q: Quantile) -> String {
 
 /// The summary of `r`, as printed at the end of a run or by `report`.
 pub fn summary(r: &Report) -> String {
+    summary_with(r, false)
+}
+
+/// [`summary`], with the naive periodic figures (against the nominal
+/// schedule) when `show_naive`.
+pub fn summary_with(r: &Report, show_naive: bool) -> String {
     let mut s = String::new();
     let c = &r.counts;
     let probe = r.probe.as_ref().map_or_else(
@@ -88,9 +94,10 @@ pub fn summary(r: &Report) -> String {
     );
     match &r.latency_ns {
         Some(l) => {
+            let label = if r.periodic.is_some() { "delay µs  " } else { "latency µs" };
             let _ = writeln!(
                 s,
-                "latency µs  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "{label}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 "min", "p50", "p90", "p99", "p99.9", "p99.99", "max"
             );
             let f = |v: Option<u64>| us_cell(l.figure(v));
@@ -191,18 +198,7 @@ pub fn summary(r: &Report) -> String {
         );
     }
     if let Some(p) = &r.periodic {
-        let _ = writeln!(s, "periodic: {} edges, {} lost", p.edges, p.lost);
-        if let Some(i) = &p.intervals {
-            let _ = writeln!(
-                s,
-                "  raw intervals: min {} mean {} max {} ({} intervals)",
-                format_ns(i.min_ns),
-                format_ns(i.mean_ns),
-                format_ns(i.max_ns),
-                i.count
-            );
-        }
-        let _ = writeln!(s, "  note: {}", p.note);
+        periodic_section(&mut s, p, show_naive);
     }
     let ended = format!("{:?}", r.ended_by);
     let _ = writeln!(
@@ -216,6 +212,146 @@ pub fn summary(r: &Report) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// The periodic lines: the fit, the cycle accounting, the naive figures
+/// (when asked), the target's own view (when given).
+fn periodic_section(s: &mut String, p: &super::PeriodicReport, show_naive: bool) {
+    let _ = writeln!(
+        s,
+        "periodic: {} edges, {} cycles, {} missed periods, {} late edges, {} lost",
+        p.edges, p.cycles, p.missed_periods, p.late_edges, p.lost
+    );
+    match &p.fit {
+        Some(f) => {
+            let d = &f.drift;
+            let slope = d.ppm_per_hour.map_or_else(String::new, |v| format!(", {v:+.3} ppm/h"));
+            let _ = writeln!(
+                s,
+                "  fitted period {} (nominal {}): the target's clock runs {:+.3} ppm against the probe's",
+                ns_frac(f.period_ns),
+                format_ns(f.nominal_period_ns),
+                f.offset_ppm
+            );
+            let _ = writeln!(
+                s,
+                "  drift over {} blocks: {:+.3} → {:+.3} ppm (range {:+.3} … {:+.3}{slope})",
+                d.blocks, d.first_ppm, d.last_ppm, d.min_ppm, d.max_ppm
+            );
+            let _ = writeln!(s, "  delays are against the fit; 0 is the earliest edge the fit allows");
+        }
+        None if !p.note.is_empty() && p.edges > 0 => {
+            let _ = writeln!(s, "  note: {}", p.note);
+        }
+        None => {}
+    }
+    if let Some(i) = &p.intervals {
+        let _ = writeln!(
+            s,
+            "  raw intervals: min {} mean {} max {} ({} intervals)",
+            format_ns(i.min_ns),
+            format_ns(i.mean_ns),
+            format_ns(i.max_ns),
+            i.count
+        );
+    }
+    if show_naive {
+        match &p.naive {
+            Some(n) => {
+                let _ = writeln!(
+                    s,
+                    "  naive, against the nominal schedule (zero at the earliest edge), µs: p50 {} p90 {} p99 {} \
+                     p99.9 {} max {}",
+                    us_fixed(n.p50, 2),
+                    us_fixed(n.p90, 2),
+                    us_fixed(n.p99, 2),
+                    us_fixed(n.p99_9, 2),
+                    us_fixed(n.max, 2)
+                );
+                let _ = writeln!(
+                    s,
+                    "  (what a histogram that trusts the target's clock shows: mostly clock offset, not latency)"
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  naive: not in this report");
+            }
+        }
+    }
+    if let Some(t) = &p.target_log {
+        target_log_section(s, t);
+    }
+}
+
+/// External beside internal.
+fn target_log_section(s: &mut String, t: &crate::targetlog::TargetLogReport) {
+    let corr = t.correlation.map_or_else(String::new, |c| format!(", correlation {c:.3}"));
+    let _ = writeln!(
+        s,
+        "target's own view ({}): {} cycles aligned (target cycle = probe cycle {:+}, by {}{corr})",
+        t.file, t.aligned, t.offset, t.alignment
+    );
+    let _ = writeln!(
+        s,
+        "  log cycles {}  probe only {}  missed but logged {}  log outside the run {}",
+        t.log_cycles, t.probe_only, t.missed_but_logged, t.log_outside
+    );
+    let _ = writeln!(
+        s,
+        "  µs                   {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "min", "avg", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+    );
+    let us = |v: i64| {
+        let a = us_fixed(v.unsigned_abs(), 2);
+        if v < 0 {
+            format!("-{a}")
+        } else {
+            a
+        }
+    };
+    for (name, f) in [
+        ("internal (whole log)", &t.internal_all),
+        ("internal (aligned)  ", &t.internal),
+        ("external (aligned)  ", &t.external),
+        ("external − internal ", &t.difference),
+    ] {
+        if let Some(f) = f {
+            let _ = writeln!(
+                s,
+                "  {name} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                us(f.min),
+                us(f.mean),
+                us(f.p50),
+                us(f.p90),
+                us(f.p99),
+                us(f.p99_9),
+                us(f.p99_99),
+                us(f.max)
+            );
+        }
+    }
+    for d in t.disagreements.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "  disagree: cycle {} (target {}): external {} µs, internal {} µs, difference {} µs",
+            d.cycle,
+            d.target_cycle,
+            us_fixed(d.external_ns, 2),
+            us_fixed(d.internal_ns, 2),
+            us(d.difference_ns)
+        );
+    }
+}
+
+/// A fractional ns figure, e.g. `999.500125us`.
+fn ns_frac(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.6}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.6}us", ns / 1e3)
+    } else {
+        format!("{ns:.3}ns")
+    }
 }
 
 fn kebab(camel: &str) -> String {

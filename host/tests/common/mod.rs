@@ -144,6 +144,7 @@ fn hello_info() -> ProbeInfo<'static> {
         timer_bits: 32,
         capabilities: Capabilities::UART_ECHO | Capabilities::GPIO_ECHO | Capabilities::EMULATED,
         max_batch: 64,
+        target_baud: 0,
     }
 }
 

@@ -614,6 +614,8 @@ pub enum Got {
     Heartbeat(Heartbeat),
     /// `Stopped`.
     Stopped(Stopped),
+    /// `Log`: the probe's log line.
+    Log(String),
     /// `Error`.
     Error(ErrorCode),
 }
@@ -701,6 +703,7 @@ fn owned(m: &ProbeMsg<'_>) -> Option<Got> {
         ProbeMsg::Heartbeat(h) => Got::Heartbeat(*h),
         ProbeMsg::Stopped(s) => Got::Stopped(*s),
         ProbeMsg::Error(e) => Got::Error(e.code),
+        ProbeMsg::Log(l) => Got::Log(l.text.to_string()),
     })
 }
 

@@ -410,6 +410,7 @@ mod app {
         let engine = Engine::new(
             BoardInfo::new("nucleo-f411re", TIMER_HZ, TimerBits::B32, caps)
                 .with_uart_echo_floor(TARGET_BAUD)
+                .with_target_baud(TARGET_BAUD)
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
         );
         defmt::info!(

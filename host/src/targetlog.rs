@@ -1,0 +1,594 @@
+//! `--target-log FILE`: the target's own view of each periodic cycle (the
+//! responder's `--log`, what cyclictest would report), set beside the
+//! probe's external view cycle by cycle.
+//!
+//! # The log (written by `latprobe-responder periodic --log FILE`)
+//!
+//! Text, one cycle a line, streamable (a cut file is read up to its last
+//! whole line):
+//!
+//! ```text
+//! # latprobe-responder periodic log 1
+//! # interval_ns 1000000
+//! # cycle0_monotonic_ns 81234567000       deadline of cycle 0, CLOCK_MONOTONIC
+//! # cycle0_realtime_ns 1735689600123456789 the same instant on CLOCK_REALTIME
+//! # columns: cycle latency_ns
+//! 0 5123
+//! 1 4870
+//! ```
+//!
+//! `latency_ns` is the wake-up latency the target measured itself: its
+//! clock read right after `clock_nanosleep` returned, minus the deadline.
+//! Lines starting with `#` are comments; header keys other than these are
+//! ignored.
+//!
+//! # Alignment
+//!
+//! The probe numbers cycles from its first edge, the target from its own
+//! start, so `target cycle = probe cycle + offset`. The offset is first
+//! estimated from the wall clock (the run's start and the log's
+//! `cycle0_realtime_ns`), then refined to the offset within ±2 s of it at
+//! which the two views of the first 4096 cycles agree best: the Pearson
+//! correlation of their changes from one cycle to the next (a slow wake-up
+//! is slow in both; a slow trend would correlate at any offset, so it is
+//! taken out). Cycles only one side has
+//! (missed periods, a log that starts later or ends earlier) are counted,
+//! not compared.
+//!
+//! # The comparison
+//!
+//! Over the aligned cycles: the target's own figures, the external ones,
+//! and the difference external − internal per cycle. The external zero is
+//! the fit's earliest edge, the internal zero the target's deadline, so the
+//! difference holds a constant (the target's fastest wake-up plus its
+//! write, less nothing the target can see); what varies around it is the
+//! latency a self-measurement cannot see. The cycles whose difference is
+//! farthest from the median are listed.
+
+use std::collections::BTreeMap;
+use std::io::BufRead as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::periodic::{read_spill, SignedHist};
+use crate::Error;
+
+/// The log's first line.
+pub const MAGIC: &str = "# latprobe-responder periodic log 1";
+
+/// Figures over one population, ns (signed: a difference can be negative).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// How many values.
+    pub count: u64,
+    /// Exact minimum.
+    pub min: i64,
+    /// Mean, rounded towards zero.
+    pub mean: i64,
+    /// Median (3 significant digits, as every percentile).
+    pub p50: i64,
+    /// 90th percentile.
+    pub p90: i64,
+    /// 99th.
+    pub p99: i64,
+    /// 99.9th.
+    pub p99_9: i64,
+    /// 99.99th.
+    pub p99_99: i64,
+    /// Exact maximum.
+    pub max: i64,
+}
+
+/// Running figures.
+#[derive(Debug, Clone)]
+struct Acc {
+    h: SignedHist,
+    sum: i128,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Self { h: SignedHist::new(), sum: 0 }
+    }
+
+    fn add(&mut self, v: i64) {
+        self.h.record(v);
+        self.sum += i128::from(v);
+    }
+
+    fn figures(&self) -> Option<Figures> {
+        let n = self.h.len();
+        let q = |q| self.h.quantile(q).unwrap_or(0);
+        (n > 0).then(|| Figures {
+            count: n,
+            min: self.h.min,
+            mean: (self.sum / i128::from(n)) as i64,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            max: self.h.max,
+        })
+    }
+}
+
+/// One cycle where the two views disagree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    /// The probe's cycle number.
+    pub cycle: u64,
+    /// The target's.
+    pub target_cycle: u64,
+    /// The probe's delay against the fit.
+    pub external_ns: u64,
+    /// The target's own latency.
+    pub internal_ns: u64,
+    /// external − internal.
+    pub difference_ns: i64,
+}
+
+/// External beside internal, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetLogReport {
+    /// The log file.
+    pub file: String,
+    /// `target cycle = probe cycle + offset`.
+    pub offset: i64,
+    /// How the offset was found.
+    pub alignment: String,
+    /// Correlation of the two views at that offset (over the first cycles).
+    pub correlation: Option<f64>,
+    /// Cycles in the log.
+    pub log_cycles: u64,
+    /// Cycles in both.
+    pub aligned: u64,
+    /// Probe cycles with an edge but no log line.
+    pub probe_only: u64,
+    /// Log lines of cycles the probe did not see an edge of, inside the
+    /// probe's range (missed periods the target thinks it served).
+    pub missed_but_logged: u64,
+    /// Log lines outside the probe's range (before its first edge or after
+    /// its last).
+    pub log_outside: u64,
+    /// The target's own figures over every line of its log: what
+    /// cyclictest would print.
+    pub internal_all: Option<Figures>,
+    /// The target's own figures over the aligned cycles.
+    pub internal: Option<Figures>,
+    /// The probe's figures over the aligned cycles.
+    pub external: Option<Figures>,
+    /// external − internal over the aligned cycles.
+    pub difference: Option<Figures>,
+    /// The difference in 1 µs bins, sparse `[start_us, count]` (negative
+    /// bins for negative differences).
+    pub difference_histogram: Vec<[i64; 2]>,
+    /// The cycles whose difference is farthest from its median, worst first.
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// How many disagreements are listed.
+pub const DISAGREEMENTS: usize = 10;
+/// Cycles of the probe's start used to find the offset.
+const ALIGN_CYCLES: u64 = 4096;
+/// Widest search either side of the wall-clock estimate, in cycles.
+const ALIGN_MAX_SPAN: i64 = 20_000;
+
+/// The log's header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Header {
+    /// `interval_ns`.
+    pub interval_ns: Option<u64>,
+    /// `cycle0_monotonic_ns`.
+    pub cycle0_monotonic_ns: Option<u64>,
+    /// `cycle0_realtime_ns`.
+    pub cycle0_realtime_ns: Option<u64>,
+}
+
+/// A streaming reader of a log: header first, then `(cycle, latency ns)`.
+struct LogReader {
+    path: String,
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    line_no: u64,
+    last: Option<u64>,
+}
+
+impl LogReader {
+    fn open(path: &Path) -> Result<(Self, Header), Error> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::Usage(format!("cannot read --target-log {}: {e}", path.display())))?;
+        let mut r = Self {
+            path: path.display().to_string(),
+            lines: std::io::BufReader::with_capacity(1 << 16, file).lines(),
+            line_no: 0,
+            last: None,
+        };
+        let first = r.lines.next().transpose().map_err(|e| r.io(e))?.unwrap_or_default();
+        r.line_no = 1;
+        if first.trim_end() != MAGIC {
+            return Err(Error::Usage(format!(
+                "--target-log {}: line 1 is '{}', expected '{MAGIC}' (the log of `latprobe-responder periodic --log`)",
+                r.path,
+                first.chars().take(60).collect::<String>()
+            )));
+        }
+        Ok((r, Header::default()))
+    }
+
+    fn io(&self, e: std::io::Error) -> Error {
+        Error::Usage(format!("cannot read --target-log {}: {e}", self.path))
+    }
+
+    /// The next record; header lines fill `header` on the way.
+    fn next(&mut self, header: &mut Header) -> Result<Option<(u64, u64)>, Error> {
+        loop {
+            let Some(line) = self.lines.next() else { return Ok(None) };
+            let line = line.map_err(|e| self.io(e))?;
+            self.line_no += 1;
+            let t = line.trim();
+            if t.is_empty() {
+                continue;
+            }
+            if let Some(rest) = t.strip_prefix('#') {
+                let mut it = rest.split_whitespace();
+                let key = it.next().unwrap_or("");
+                let val = it.next().and_then(|v| v.parse::<u64>().ok());
+                match key {
+                    "interval_ns" => header.interval_ns = val,
+                    "cycle0_monotonic_ns" => header.cycle0_monotonic_ns = val,
+                    "cycle0_realtime_ns" => header.cycle0_realtime_ns = val,
+                    _ => {}
+                }
+                continue;
+            }
+            let mut it = t.split_whitespace();
+            let parsed = match (it.next(), it.next(), it.next()) {
+                (Some(c), Some(l), None) => c.parse::<u64>().ok().zip(l.parse::<u64>().ok()),
+                _ => None,
+            };
+            let Some((c, l)) = parsed else {
+                // A line cut short by the end of a live file is the end.
+                if self.lines_left_is_empty() {
+                    return Ok(None);
+                }
+                return Err(Error::Usage(format!(
+                    "--target-log {} line {}: expected 'CYCLE LATENCY_NS', found '{}'",
+                    self.path,
+                    self.line_no,
+                    t.chars().take(60).collect::<String>()
+                )));
+            };
+            if self.last.is_some_and(|p| c <= p) {
+                return Err(Error::Usage(format!(
+                    "--target-log {} line {}: cycle {c} does not follow cycle {} (cycles must increase)",
+                    self.path,
+                    self.line_no,
+                    self.last.unwrap_or(0)
+                )));
+            }
+            self.last = Some(c);
+            return Ok(Some((c, l)));
+        }
+    }
+
+    fn lines_left_is_empty(&mut self) -> bool {
+        // Peeking would need a buffer; a malformed line followed by more
+        // lines is an error, the last line of a file may be cut short.
+        matches!(self.lines.next(), None | Some(Err(_)))
+    }
+}
+
+/// Where the probe's first edge was on the wall clock, if known.
+#[derive(Debug, Clone, Copy)]
+pub struct Anchor {
+    /// CLOCK_REALTIME ns of the probe's first edge (within the handshake's
+    /// delay).
+    pub first_edge_unix_ns: u64,
+}
+
+fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
+    let n = pairs.len() as f64;
+    if pairs.len() < 16 {
+        return None;
+    }
+    let (mx, my) = pairs.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+    let (mx, my) = (mx / n, my / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for &(x, y) in pairs {
+        sxy += (x - mx) * (y - my);
+        sxx += (x - mx) * (x - mx);
+        syy += (y - my) * (y - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// Compare the log at `log` with the probe's cycles in the spill file at
+/// `spill` (see [`crate::periodic::CycleSpill`]); `interval_ns` is the
+/// nominal period.
+pub fn compare(
+    log: &Path,
+    spill: &Path,
+    interval_ns: u64,
+    anchor: Option<Anchor>,
+) -> Result<TargetLogReport, Error> {
+    let spill_err = |e: std::io::Error| Error::io("cannot read back the run's cycles", e);
+    // The probe's first cycles, for the alignment.
+    let head: Vec<(u64, Option<u64>)> =
+        read_spill(spill).map_err(spill_err)?.take_while(|&(c, _)| c < ALIGN_CYCLES).collect();
+    let head_info = read_header(log)?;
+    let interval = match head_info.interval_ns {
+        Some(i) if i != interval_ns => {
+            return Err(Error::Usage(format!(
+                "--target-log {}: its interval_ns is {i}, the run's --interval is {interval_ns} ns: \
+                 is it the log of this run?",
+                log.display()
+            )))
+        }
+        _ => interval_ns,
+    };
+    let (mut reader, mut header) = LogReader::open(log)?;
+    // The coarse offset: the wall clock, when both sides recorded it.
+    let (coarse, how) = match (anchor, head_info.cycle0_realtime_ns) {
+        (Some(a), Some(c0)) => {
+            let d = a.first_edge_unix_ns as i128 - c0 as i128;
+            ((d / interval as i128) as i64, "the wall clock, refined by correlating the delays")
+        }
+        _ => (0, "equal cycle numbers, refined by correlating the delays"),
+    };
+    let span = ((2_000_000_000 / interval.max(1)) as i64).clamp(64, ALIGN_MAX_SPAN);
+    let lo = coarse - span;
+    let hi = coarse + span;
+    // The log's lines the search can use, by target cycle.
+    let upto = hi + ALIGN_CYCLES as i64;
+    let mut window: Vec<Option<u64>> = vec![None; (upto - lo + 1) as usize];
+    while let Some((c, l)) = reader.next(&mut header)? {
+        if (c as i64) > upto {
+            break;
+        }
+        if (c as i64) >= lo {
+            window[(c as i64 - lo) as usize] = Some(l);
+        }
+    }
+    // Correlate the changes from cycle to cycle, not the delays themselves:
+    // a slow trend (load coming and going) correlates at any offset, a
+    // spike only at the right one. An offset must pair up at least half of
+    // the probe's first cycles (or 256).
+    let ext_diff: Vec<(u64, f64)> = head
+        .windows(2)
+        .filter_map(|w| match (w[0], w[1]) {
+            ((c0, Some(a)), (c1, Some(b))) if c1 == c0 + 1 => Some((c1, b as f64 - a as f64)),
+            _ => None,
+        })
+        .collect();
+    let need = (ext_diff.len() / 2).clamp(16, 256);
+    let int_at = |t: i64| -> Option<f64> {
+        let i = usize::try_from(t - lo).ok()?;
+        window.get(i).copied().flatten().map(|v| v as f64)
+    };
+    let mut best: Option<(f64, i64)> = None;
+    let mut pairs: Vec<(f64, f64)> = Vec::with_capacity(ext_diff.len());
+    for o in lo..=hi {
+        pairs.clear();
+        pairs.extend(ext_diff.iter().filter_map(|&(c, d)| {
+            let t = c as i64 + o;
+            Some((d, int_at(t)? - int_at(t - 1)?))
+        }));
+        if pairs.len() < need {
+            continue;
+        }
+        if let Some(r) = pearson(&pairs) {
+            // Ties go to the wall clock's estimate.
+            let score = r - 1e-9 * (o - coarse).abs() as f64;
+            if best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, o));
+            }
+        }
+    }
+    let (offset, correlation, alignment) = match best {
+        Some((r, o)) => (o, Some((r * 1e6).round() / 1e6), how.to_string()),
+        None => {
+            (coarse, None, format!("{} (too few cycles to correlate)", how.split(',').next().unwrap_or(how)))
+        }
+    };
+    drop(window);
+
+    // The comparison: a second pass over the log from the start.
+    let (mut reader, mut header) = LogReader::open(log)?;
+    let mut internal_all = Acc::new();
+    let mut internal = Acc::new();
+    let mut external = Acc::new();
+    let mut diff = Acc::new();
+    let mut bins: BTreeMap<i64, u64> = BTreeMap::new();
+    let (mut aligned, mut probe_only, mut missed_but_logged, mut log_outside, mut log_cycles) =
+        (0u64, 0, 0, 0, 0);
+    let mut first_probe: Option<u64> = None;
+    let mut last_probe: Option<u64> = None;
+    {
+        let mut probe = read_spill(spill).map_err(spill_err)?.peekable();
+        let mut next_log = reader.next(&mut header)?;
+        while let Some((tc, lat)) = next_log {
+            log_cycles += 1;
+            internal_all.add(lat as i64);
+            let pc = tc as i64 - offset;
+            // Probe cycles before this log line: not in the log.
+            while let Some(&(c, d)) = probe.peek() {
+                if (c as i64) >= pc {
+                    break;
+                }
+                first_probe.get_or_insert(c);
+                last_probe = Some(c);
+                if d.is_some() {
+                    probe_only += 1;
+                }
+                probe.next();
+            }
+            match probe.peek().copied() {
+                Some((c, d)) if c as i64 == pc => {
+                    first_probe.get_or_insert(c);
+                    last_probe = Some(c);
+                    probe.next();
+                    match d {
+                        Some(ext) => {
+                            aligned += 1;
+                            internal.add(lat as i64);
+                            external.add(ext as i64);
+                            let dv = ext as i64 - lat as i64;
+                            diff.add(dv);
+                            *bins.entry(dv.div_euclid(1000)).or_default() += 1;
+                        }
+                        None => missed_but_logged += 1,
+                    }
+                }
+                _ => log_outside += 1,
+            }
+            next_log = reader.next(&mut header)?;
+        }
+        for (c, d) in probe {
+            first_probe.get_or_insert(c);
+            last_probe = Some(c);
+            if d.is_some() {
+                probe_only += 1;
+            }
+        }
+    }
+    let _ = (first_probe, last_probe);
+    let difference = diff.figures();
+    // The cycles farthest from the median difference: a third pass, keeping
+    // the worst few.
+    let mut worst: Vec<Disagreement> = Vec::new();
+    if let Some(med) = difference.as_ref().map(|d| d.p50) {
+        let (mut reader, mut header) = LogReader::open(log)?;
+        let mut probe = read_spill(spill).map_err(spill_err)?.peekable();
+        while let Some((tc, lat)) = reader.next(&mut header)? {
+            let pc = tc as i64 - offset;
+            while probe.peek().is_some_and(|&(c, _)| (c as i64) < pc) {
+                probe.next();
+            }
+            if let Some(&(c, Some(ext))) = probe.peek() {
+                if c as i64 == pc {
+                    let dv = ext as i64 - lat as i64;
+                    let far = (dv - med).unsigned_abs();
+                    let keep = worst.len() < DISAGREEMENTS
+                        || worst.last().is_some_and(|w| (w.difference_ns - med).unsigned_abs() < far);
+                    if keep {
+                        let d = Disagreement {
+                            cycle: c,
+                            target_cycle: tc,
+                            external_ns: ext,
+                            internal_ns: lat,
+                            difference_ns: dv,
+                        };
+                        let at = worst
+                            .iter()
+                            .position(|w| (w.difference_ns - med).unsigned_abs() < far)
+                            .unwrap_or(worst.len());
+                        worst.insert(at, d);
+                        worst.truncate(DISAGREEMENTS);
+                    }
+                }
+            }
+        }
+    }
+    Ok(TargetLogReport {
+        file: log.display().to_string(),
+        offset,
+        alignment,
+        correlation,
+        log_cycles,
+        aligned,
+        probe_only,
+        missed_but_logged,
+        log_outside,
+        internal_all: internal_all.figures(),
+        internal: internal.figures(),
+        external: external.figures(),
+        difference,
+        difference_histogram: bins.into_iter().map(|(b, c)| [b, c as i64]).collect(),
+        disagreements: worst,
+    })
+}
+
+/// The log's header: the lines before its first record.
+fn read_header(log: &Path) -> Result<Header, Error> {
+    let (mut r, mut h) = LogReader::open(log)?;
+    let _ = r.next(&mut h)?;
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::periodic::CycleSpill;
+
+    fn spill_of(cycles: &[(u64, Option<u64>)]) -> CycleSpill {
+        let mut s = CycleSpill::create().unwrap();
+        for &(c, d) in cycles {
+            s.write(c, d.unwrap_or(crate::periodic::SPILL_MISSED));
+        }
+        s
+    }
+
+    fn lat(k: u64) -> u64 {
+        // A wake-up pattern with structure to correlate on.
+        20_000 + (k * 7919 % 1000) * 37 + if k % 97 == 0 { 400_000 } else { 0 }
+    }
+
+    #[test]
+    fn a_later_log_with_missed_periods_and_under_reports_is_aligned() {
+        // Probe cycle c is target cycle c + 250. The target under-reports by
+        // 15 µs on cycles 1000 and 2000 (probe numbering); probe cycles
+        // 500..503 are missed; the log starts at target cycle 400 (probe
+        // 150) and ends at target cycle 5000.
+        let mut cycles = Vec::new();
+        for c in 0..6_000u64 {
+            let ext = if (500..503).contains(&c) { None } else { Some(lat(c + 250) + 3_000) };
+            cycles.push((c, ext));
+        }
+        let mut spill = spill_of(&cycles);
+        let path = spill.finish().unwrap().to_path_buf();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let mut text = format!("{MAGIC}\n# interval_ns 1000000\n# columns: cycle latency_ns\n");
+        for t in 400..=5_000u64 {
+            let c = t - 250;
+            let under = if c == 1_000 || c == 2_000 { 15_000 } else { 0 };
+            text += &format!("{t} {}\n", lat(t).saturating_sub(under));
+        }
+        std::fs::write(&log, text).unwrap();
+        let r = compare(&log, &path, 1_000_000, None).unwrap();
+        assert_eq!(r.offset, 250, "{r:?}");
+        assert_eq!(r.log_cycles, 4_601);
+        assert_eq!(r.missed_but_logged, 3);
+        assert_eq!(r.aligned, 4_598);
+        assert_eq!(r.log_outside, 0);
+        assert_eq!(r.probe_only, 6_000 - 3 - 4_598);
+        let d = r.difference.as_ref().unwrap();
+        assert_eq!((d.min, d.max), (3_000, 18_000));
+        assert!((3_000..=3_003).contains(&d.p50), "{d:?}");
+        let worst: Vec<u64> = r.disagreements.iter().take(2).map(|w| w.cycle).collect();
+        assert!(worst.contains(&1_000) && worst.contains(&2_000), "{:?}", r.disagreements);
+        assert_eq!(r.disagreements[0].difference_ns, 18_000);
+        assert_eq!(r.disagreements[2].difference_ns, 3_000);
+    }
+
+    #[test]
+    fn a_log_of_another_interval_or_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spill = spill_of(&[(0, Some(1))]);
+        let path = spill.finish().unwrap().to_path_buf();
+        let log = dir.path().join("t.log");
+        std::fs::write(&log, format!("{MAGIC}\n# interval_ns 2000000\n0 5\n")).unwrap();
+        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        assert!(e.contains("--target-log") && e.contains("interval_ns is 2000000"), "{e}");
+        std::fs::write(&log, "hello\n").unwrap();
+        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+        std::fs::write(&log, format!("{MAGIC}\n0 5\nbad line\n1 6\n")).unwrap();
+        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("CYCLE LATENCY_NS"), "{e}");
+        // A last line cut short (a live file) is the end, not an error.
+        std::fs::write(&log, format!("{MAGIC}\n0 5\n1 6\n2")).unwrap();
+        assert_eq!(compare(&log, &path, 1_000_000, None).unwrap().log_cycles, 2);
+    }
+}
