@@ -59,6 +59,9 @@ pub struct BoardInfo {
     /// Baud rate of the target UART line, sent in the Hello; 0 when the
     /// line has no bit timing (see `ProbeInfo::target_baud`).
     pub target_baud: u32,
+    /// CRC-32 of the firmware image in flash, sent in the Hello (see
+    /// `ProbeInfo::build_id`); 0 when unknown.
+    pub build_id: u32,
 }
 
 impl BoardInfo {
@@ -81,6 +84,7 @@ impl BoardInfo {
             uart_echo_floor_ticks: 0,
             response_lag_ticks: 0,
             target_baud: 0,
+            build_id: 0,
         }
     }
 
@@ -97,6 +101,14 @@ impl BoardInfo {
     #[must_use]
     pub const fn with_target_baud(mut self, baud: u32) -> Self {
         self.target_baud = baud;
+        self
+    }
+
+    /// The same board with the CRC-32 of its firmware image (see
+    /// `ProbeInfo::build_id`).
+    #[must_use]
+    pub const fn with_build_id(mut self, crc: u32) -> Self {
+        self.build_id = crc;
         self
     }
 
@@ -1057,6 +1069,7 @@ impl<const Q: usize> Engine<Q> {
             capabilities: self.board.capabilities,
             max_batch: MAX_BATCH_COUNT,
             target_baud: self.board.target_baud,
+            build_id: self.board.build_id,
         };
         self.send(&ProbeMsg::Hello(info), Class::Control);
     }

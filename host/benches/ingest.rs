@@ -55,6 +55,7 @@ fn preamble(out: &mut Vec<u8>) {
         capabilities: Capabilities::UART_ECHO,
         max_batch: 64,
         target_baud: 0,
+        build_id: 0,
     };
     frame(&ProbeMsg::Hello(info), out);
     let config = Config {
@@ -132,6 +133,7 @@ fn periodic_preamble(out: &mut Vec<u8>) {
         capabilities: Capabilities::PERIODIC,
         max_batch: 64,
         target_baud: 0,
+        build_id: 0,
     };
     frame(&ProbeMsg::Hello(info), out);
     let config = Config {

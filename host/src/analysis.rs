@@ -259,6 +259,17 @@ pub struct Analysis {
     hist: Histogram<u64>,
     /// A sample without a response is a latency above this (ns).
     timeout_ns: u64,
+    /// The probe's own offset subtracted from every measured latency
+    /// (`--calibration`), ns.
+    offset_ns: u64,
+    /// Below this raw latency (the calibration loopback's own minimum) a
+    /// latency is faster than the probe's own path ever was.
+    floor_ns: u64,
+    /// Measured latencies below the calibration loopback's minimum: faster
+    /// than the probe itself, so the calibration does not fit this bench.
+    /// (Below the offset but above that minimum is the probe's jitter: the
+    /// corrected latency is then taken as 0.)
+    pub below_calibration: u64,
     /// Samples with a response: measured latencies.
     pub responses: u64,
     /// Samples that timed out: latencies above the timeout (censored).
@@ -328,6 +339,9 @@ impl Analysis {
             seq: SeqTracker::new(first_seq),
             hist,
             timeout_ns,
+            offset_ns: 0,
+            floor_ns: 0,
+            below_calibration: 0,
             responses: 0,
             timeouts: 0,
             min_ns: u64::MAX,
@@ -371,6 +385,23 @@ impl Analysis {
         self.responses + self.timeouts
     }
 
+    /// Subtract the probe's own offset `offset_ns` (a loopback
+    /// calibration) from every measured latency. A timeout sample's raw
+    /// latency exceeded the timeout, so its corrected one exceeds the
+    /// timeout less the offset: the censoring bound moves with it.
+    /// `floor_ns` is the calibration loopback's smallest latency: a raw
+    /// latency below it is counted in [`Analysis::below_calibration`].
+    pub fn set_calibration(&mut self, offset_ns: u64, floor_ns: u64) {
+        self.timeout_ns = self.timeout_ns.saturating_sub(offset_ns.saturating_sub(self.offset_ns));
+        self.offset_ns = offset_ns;
+        self.floor_ns = floor_ns;
+    }
+
+    /// The calibration offset subtracted from every latency (ns).
+    pub fn calibration_ns(&self) -> u64 {
+        self.offset_ns
+    }
+
     /// The timeout: every timeout sample is a latency above it (ns).
     pub fn timeout_ns(&self) -> u64 {
         self.timeout_ns
@@ -394,7 +425,13 @@ impl Analysis {
                     self.timeouts += 1;
                     self.overflow(s.seq);
                 }
-                Outcome::Response(t) => self.record(s.seq, s.stimulus_tick, self.conv.ns32(t)),
+                Outcome::Response(t) => {
+                    let raw = self.conv.ns32(t);
+                    if raw < self.floor_ns {
+                        self.below_calibration += 1;
+                    }
+                    self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns));
+                }
             }
         }
     }

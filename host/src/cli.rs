@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::cmd;
-use crate::units::{parse_duration, parse_duration_ns};
+use crate::units::{parse_duration_ns, parse_positive_duration};
 
 const EXIT_CODES: &str = "Exit codes:\n  \
     0  ok (also a run ended early by Ctrl-C/SIGTERM: its report says complete: false)\n  \
@@ -38,6 +38,12 @@ pub enum Command {
     Import(cmd::import::ImportArgs),
     /// Set runs side by side: latprobe reports, raw files, imported or cyclictest/rtla files
     Compare(cmd::compare::CompareArgs),
+    /// Measure the probe's own offset and jitter on a line wired straight back, for run --calibration
+    Calibrate(cmd::calibrate::CalibrateArgs),
+    /// List serial ports and debug probes, marking the ones that look like a latprobe board
+    List(cmd::list::ListArgs),
+    /// Flash the probe firmware through the board's debug probe, then check its Hello
+    Flash(cmd::flash::FlashArgs),
 }
 
 /// Stimulus timing, shared by `run` and `demo`.
@@ -62,7 +68,7 @@ pub struct TimingArgs {
     #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub count: Option<u64>,
     /// No data from the probe for this long is an error naming the port
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration)]
     pub silence_timeout: Duration,
 }
 

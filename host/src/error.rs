@@ -74,14 +74,31 @@ pub enum Error {
         /// In which phase.
         what: String,
     },
+    /// The probe's port carries bytes but no latprobe frame: a baud rate
+    /// mismatch, another device, or a probe without latprobe firmware.
+    #[error(
+        "the probe on {port} sent {bytes} bytes in {} but not one latprobe frame: check --baud \
+         (it must be the probe link's rate), that {port} is the probe's link and not another device, \
+         and that the probe runs latprobe firmware (flash it)",
+        crate::units::format_duration(*waited)
+    )]
+    Garbled {
+        /// The port.
+        port: String,
+        /// How long we listened.
+        waited: Duration,
+        /// Bytes that came, none of them a frame.
+        bytes: u64,
+    },
     /// An I/O error on a file or the link.
-    #[error("{context}: {source}")]
+    // The OS error is part of the message and deliberately not a `source`:
+    // `Error: {:#}` would print its text twice.
+    #[error("{context}: {cause}")]
     Io {
         /// What we were doing, naming the file or port.
         context: String,
         /// The OS error.
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -92,7 +109,8 @@ impl Error {
             Error::Usage(_)
             | Error::PortOpen { .. }
             | Error::VersionMismatch { .. }
-            | Error::Refused { .. } => exit::USAGE,
+            | Error::Refused { .. }
+            | Error::Garbled { .. } => exit::USAGE,
             Error::Silent { .. } | Error::Probe { .. } | Error::Closed { .. } | Error::Io { .. } => {
                 exit::RUN_FAILED
             }
@@ -101,6 +119,6 @@ impl Error {
 
     /// An I/O error with what we were doing.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io { context: context.into(), cause: source }
     }
 }

@@ -13,14 +13,20 @@
 //! shell over [`cmd::dispatch`], so tests drive the same code.
 
 pub mod analysis;
+pub mod calibration;
 pub mod cli;
 pub mod cmd;
 pub mod compare;
+#[cfg(feature = "probe-rs")]
+pub mod defmtlog;
+pub mod duration;
 pub mod error;
 pub mod import;
 pub mod inkernel;
 pub mod link;
+pub mod out;
 pub mod periodic;
+pub mod probe;
 pub mod rawfile;
 pub mod report;
 pub mod session;

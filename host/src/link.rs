@@ -28,6 +28,10 @@ pub struct Deframer {
     decoder: FrameDecoder,
     malformed: u64,
     other_version: u64,
+    /// Bytes since the last delimiter: an unfinished frame, or garbage.
+    tail: u64,
+    /// Unfinished frames at the end of a stream.
+    cut: u64,
 }
 
 impl Deframer {
@@ -38,6 +42,12 @@ impl Deframer {
 
     /// Decode every frame completed by `bytes` and hand each to `on`.
     pub fn feed(&mut self, mut bytes: &[u8], mut on: impl FnMut(Incoming<'_>)) {
+        // From the end: in a sound stream the last delimiter is a few
+        // bytes back, so this costs next to nothing.
+        match bytes.iter().rposition(|&b| b == 0) {
+            Some(p) => self.tail = (bytes.len() - p - 1) as u64,
+            None => self.tail += bytes.len() as u64,
+        }
         loop {
             match self.decoder.feed(bytes) {
                 Feed::NeedMore => return,
@@ -57,9 +67,19 @@ impl Deframer {
         }
     }
 
-    /// Frames that were damaged, malformed or of another version.
+    /// The stream is over: bytes after its last delimiter (a frame cut
+    /// short, or junk) are one bad frame. Idempotent.
+    pub fn end_of_stream(&mut self) {
+        if self.tail > 0 {
+            self.tail = 0;
+            self.cut += 1;
+        }
+    }
+
+    /// Frames that were damaged, malformed or of another version, and a
+    /// stream's unfinished end.
     pub fn bad_frames(&self) -> u64 {
-        self.decoder.stats().bad_frames + self.malformed + self.other_version
+        self.decoder.stats().bad_frames + self.malformed + self.other_version + self.cut
     }
 }
 
@@ -80,6 +100,8 @@ pub struct Link {
     deframer: Deframer,
     buf: Vec<u8>,
     raw: Option<RawWriter>,
+    /// Why the raw recording stopped mid-run (the disk filled up, say).
+    raw_error: Option<Error>,
     bytes_in: u64,
 }
 
@@ -92,7 +114,7 @@ impl std::fmt::Debug for Link {
 impl Link {
     /// A link over `source`, recording into `raw` if given.
     pub fn new(source: Box<dyn ByteSource>, raw: Option<RawWriter>) -> Self {
-        Self { source, deframer: Deframer::new(), buf: vec![0; 64 * 1024], raw, bytes_in: 0 }
+        Self { source, deframer: Deframer::new(), buf: vec![0; 64 * 1024], raw, raw_error: None, bytes_in: 0 }
     }
 
     /// The port's name, for messages.
@@ -111,9 +133,14 @@ impl Link {
     }
 
     /// Wait up to `timeout` for bytes; hand every completed message to `on`.
+    ///
+    /// A raw recording that cannot be written (a full disk) stops being
+    /// recorded, and the measurement goes on: see [`Link::raw_error`].
     pub fn poll(&mut self, timeout: Duration, on: impl FnMut(Incoming<'_>)) -> Result<Polled, Error> {
         if let Some(raw) = &mut self.raw {
-            raw.tick()?;
+            if let Err(e) = raw.tick() {
+                self.drop_raw(e);
+            }
         }
         let n = match self.source.read(&mut self.buf, timeout) {
             Ok(Read::Data(n)) => n,
@@ -125,7 +152,9 @@ impl Link {
         };
         self.bytes_in += n as u64;
         if let Some(raw) = &mut self.raw {
-            raw.append(&self.buf[..n])?;
+            if let Err(e) = raw.append(&self.buf[..n]) {
+                self.drop_raw(e);
+            }
         }
         self.deframer.feed(&self.buf[..n], on);
         Ok(Polled::Data)
@@ -147,6 +176,46 @@ impl Link {
         match &mut self.raw {
             Some(raw) => raw.finish(),
             None => Ok(()),
+        }
+    }
+
+    /// Write out the raw recording with the run's `ending`, and sync it.
+    pub fn finish_raw_with(&mut self, ending: &crate::rawfile::RawEnding) -> Result<(), Error> {
+        match &mut self.raw {
+            Some(raw) => raw.finish_with(ending),
+            None => Ok(()),
+        }
+    }
+
+    /// Why the raw recording stopped during the run, if it did: the file
+    /// then holds the run's start only.
+    pub fn raw_error(&self) -> Option<&Error> {
+        self.raw_error.as_ref()
+    }
+
+    /// Take the error that stopped the raw recording, if any.
+    pub fn take_raw_error(&mut self) -> Option<Error> {
+        self.raw_error.take()
+    }
+
+    /// The stream is over: count an unfinished last frame as bad.
+    pub fn end_of_stream(&mut self) {
+        self.deframer.end_of_stream();
+    }
+
+    fn drop_raw(&mut self, e: Error) {
+        if let Some(raw) = self.raw.take() {
+            let written = raw.written();
+            self.raw_error = Some(Error::io(
+                format!(
+                    "the raw file {} (--raw) stopped after {written} bytes of the stream",
+                    raw.path().display()
+                ),
+                match e {
+                    Error::Io { cause, .. } => cause,
+                    other => std::io::Error::other(other.to_string()),
+                },
+            ));
         }
     }
 }

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     match latprobe::cmd::dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(err) => {
-            eprintln!("Error: {err:#}");
+            latprobe::tell!("Error: {err:#}");
             let code =
                 err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
             ExitCode::from(code)
@@ -43,7 +43,7 @@ fn clap_exit(err: clap::Error) -> ExitCode {
                 rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
             let text = first.join(" ");
             let text = text.strip_prefix("error: ").unwrap_or(&text);
-            eprintln!("Error: {text} (see --help)");
+            latprobe::tell!("Error: {text} (see --help)");
             ExitCode::from(exit::USAGE)
         }
     }

@@ -12,16 +12,25 @@
 //!                source, started_at, request, histfile_max_us, target, notes)
 //!  17+N    ...   the probe→host byte stream exactly as received: COBS frames
 //!                with their 0x00 delimiters, garbage and all
+//!  end-16-M M     the ending (optional): how the live run ended, as UTF-8
+//!                JSON (RawEnding: ended_by, complete, error, notes)
+//!  end-16   4     M, u32 little-endian
+//!  end-12   12    "LATPROBE-END"
 //! ```
 //!
 //! Only probe→host bytes are kept: the host's own messages follow from the
 //! context. The file is append-only and written in blocks (every 64 KiB or
 //! every second, whichever comes first), so a crash loses at most the last
 //! block; a replay of a cut file reports what it holds, with
-//! `complete: false`.
+//! `complete: false`. The ending is written last, when the run is over, so
+//! that a replay says what the live run said (a failure and its error, a
+//! Stop the probe never confirmed); a file without it (cut short, or from
+//! an older latprobe) is replayed with the ending inferred from its bytes.
+//! The context and the ending are bounded ([`MAX_CONTEXT`]), as is the
+//! histogram range the context may ask for ([`MAX_HISTFILE_US`]).
 
 use std::fs::File;
-use std::io::{Read as _, Write as _};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,7 +48,27 @@ pub const FORMAT_VERSION: u8 = 1;
 pub const BLOCK_BYTES: usize = 64 * 1024;
 /// Longest time a received byte waits in the buffer.
 pub const BLOCK_TIME: Duration = Duration::from_secs(1);
-const MAX_CONTEXT: u32 = 16 << 20;
+/// Longest context or ending a raw file may claim.
+pub const MAX_CONTEXT: u32 = 16 << 20;
+/// The last bytes of a file with an ending.
+pub const END_MAGIC: &[u8; 12] = b"LATPROBE-END";
+/// The largest histogram range latprobe writes (`--histfile-max-us`'s
+/// limit); a file claiming more is damaged, and would allocate that much.
+pub const MAX_HISTFILE_US: u32 = 1_000_000;
+
+/// How the live run ended, as recorded at the end of its raw file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawEnding {
+    /// How it ended.
+    pub ended_by: crate::session::EndedBy,
+    /// Whether as asked.
+    pub complete: bool,
+    /// The error that ended it.
+    pub error: Option<String>,
+    /// The session's remarks (an unconfirmed Stop, say).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
 
 /// What a raw file says about its run besides the bytes: everything the
 /// report needs that the probe does not send.
@@ -73,6 +102,8 @@ pub struct RawWriter {
     file: File,
     buf: Vec<u8>,
     last_write: Instant,
+    /// Stream bytes written to the file so far.
+    written: u64,
 }
 
 impl RawWriter {
@@ -92,6 +123,7 @@ impl RawWriter {
             file,
             buf: Vec::with_capacity(BLOCK_BYTES),
             last_write: Instant::now(),
+            written: 0,
         })
     }
 
@@ -118,12 +150,37 @@ impl RawWriter {
         self.file.sync_data().map_err(|e| self.fail(e))
     }
 
+    /// Write what is buffered, then the run's `ending`, and sync the file.
+    pub fn finish_with(&mut self, ending: &RawEnding) -> Result<(), Error> {
+        self.write_block()?;
+        let json = serde_json::to_vec(ending).map_err(|e| self.fail(e.into()))?;
+        let mut tail = json;
+        let len = tail.len() as u32;
+        tail.extend_from_slice(&len.to_le_bytes());
+        tail.extend_from_slice(END_MAGIC);
+        self.file.write_all(&tail).map_err(|e| self.fail(e))?;
+        self.file.sync_data().map_err(|e| self.fail(e))
+    }
+
+    /// Stream bytes written to the file so far (not those still buffered).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn write_block(&mut self) -> Result<(), Error> {
         self.last_write = Instant::now();
         if self.buf.is_empty() {
             return Ok(());
         }
         let r = self.file.write_all(&self.buf);
+        if r.is_ok() {
+            self.written += self.buf.len() as u64;
+        }
         self.buf.clear();
         r.map_err(|e| self.fail(e))
     }
@@ -141,10 +198,16 @@ pub fn is_raw(path: &Path) -> bool {
 
 /// Open a raw file: its context, and its byte stream as a link.
 pub fn open(path: &Path) -> Result<(RunContext, ReplaySource), Error> {
+    open_with_ending(path).map(|(ctx, src, _)| (ctx, src))
+}
+
+/// [`open`], with the run's recorded ending if the file has one (the
+/// stream then stops before it).
+pub fn open_with_ending(path: &Path) -> Result<(RunContext, ReplaySource, Option<RawEnding>), Error> {
     let bad =
         |what: &str| Error::Usage(format!("{} is not a usable latprobe raw file: {what}", path.display()));
-    let mut file =
-        File::open(path).map_err(|e| Error::io(format!("cannot read the raw file {}", path.display()), e))?;
+    let mut file = File::open(path)
+        .map_err(|e| Error::Usage(format!("cannot read the raw file {}: {e}", path.display())))?;
     let mut head = [0u8; 17];
     file.read_exact(&mut head).map_err(|_| bad("shorter than its header"))?;
     if &head[..12] != MAGIC {
@@ -164,5 +227,49 @@ pub fn open(path: &Path) -> Result<(RunContext, ReplaySource), Error> {
     file.read_exact(&mut json).map_err(|_| bad("its context is cut short"))?;
     let ctx: RunContext =
         serde_json::from_slice(&json).map_err(|e| bad(&format!("its context does not parse ({e})")))?;
-    Ok((ctx, ReplaySource::new(path.display().to_string(), file)))
+    if ctx.histfile_max_us > MAX_HISTFILE_US {
+        return Err(bad(&format!(
+            "its context asks for a histogram of {} us, beyond the {MAX_HISTFILE_US} us latprobe writes",
+            ctx.histfile_max_us
+        )));
+    }
+    let stream_start = 17 + u64::from(len);
+    let (ending, stream_len) = read_ending(&mut file, stream_start);
+    file.seek(SeekFrom::Start(stream_start))
+        .map_err(|e| Error::Usage(format!("cannot read the raw file {}: {e}", path.display())))?;
+    let source = match stream_len {
+        Some(n) => ReplaySource::limited(path.display().to_string(), file, n),
+        None => ReplaySource::new(path.display().to_string(), file),
+    };
+    Ok((ctx, source, ending))
+}
+
+/// The ending at the end of `file` whose stream starts at `stream_start`,
+/// and the stream's length, if the file has a readable one. A regular file
+/// only: a pipe or device has no end to look at.
+fn read_ending(file: &mut File, stream_start: u64) -> (Option<RawEnding>, Option<u64>) {
+    let Ok(meta) = file.metadata() else { return (None, None) };
+    let size = meta.len();
+    if !meta.is_file() || size < stream_start + 16 {
+        return (None, None);
+    }
+    let mut tail = [0u8; 16];
+    if file.seek(SeekFrom::Start(size - 16)).is_err() || file.read_exact(&mut tail).is_err() {
+        return (None, None);
+    }
+    if &tail[4..] != END_MAGIC {
+        return (None, None);
+    }
+    let len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if len > u64::from(MAX_CONTEXT) || size < stream_start + 16 + len {
+        return (None, None);
+    }
+    let mut json = vec![0u8; len as usize];
+    if file.seek(SeekFrom::Start(size - 16 - len)).is_err() || file.read_exact(&mut json).is_err() {
+        return (None, None);
+    }
+    match serde_json::from_slice::<RawEnding>(&json) {
+        Ok(e) => (Some(e), Some(size - 16 - len - stream_start)),
+        Err(_) => (None, None),
+    }
 }

@@ -27,6 +27,7 @@ use latprobe_protocol::{
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Analysis;
+use crate::calibration::{Calibration, LineArg};
 use crate::link::{Incoming, Link, Polled};
 use crate::units::format_ns;
 use crate::Error;
@@ -95,6 +96,13 @@ pub struct Request {
     pub byte: Option<u8>,
     /// Stimulus edge in GPIO modes.
     pub edge: EdgeArg,
+    /// The line a loopback measures (`--line`); required in loopback mode.
+    #[serde(default)]
+    pub line: Option<LineArg>,
+    /// The probe's own offset to subtract (`--calibration`), checked
+    /// against the probe before the run.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
 }
 
 /// Periodic mode's default horizon, in intervals: an edge later than this
@@ -174,8 +182,23 @@ impl Request {
             Mode::Periodic => Stimulus::None,
             Mode::UartEcho => uart,
             Mode::GpioEcho => Stimulus::Edge(self.edge.edge()),
-            Mode::Loopback if caps.contains(Capabilities::UART_ECHO) => uart,
-            Mode::Loopback => Stimulus::Edge(self.edge.edge()),
+            Mode::Loopback => match self.line {
+                Some(LineArg::Uart) => uart,
+                Some(LineArg::Gpio) => Stimulus::Edge(self.edge.edge()),
+                // Never reached after `validate` (loopback needs --line);
+                // the board's own line otherwise.
+                None if caps.contains(Capabilities::UART_ECHO) => uart,
+                None => Stimulus::Edge(self.edge.edge()),
+            },
+        }
+    }
+
+    /// The line a calibration must be for: the stimulus's.
+    pub fn line_of(stimulus: Stimulus) -> Option<LineArg> {
+        match stimulus {
+            Stimulus::Edge(_) => Some(LineArg::Gpio),
+            Stimulus::Byte(_) | Stimulus::Identified => Some(LineArg::Uart),
+            Stimulus::None => None,
         }
     }
 
@@ -187,7 +210,7 @@ impl Request {
 
     /// Whether the window is known without the probe's capabilities.
     fn window_known(&self) -> bool {
-        self.mode != ModeArg::Loopback || self.byte.is_some()
+        self.mode != ModeArg::Loopback || self.byte.is_some() || self.line.is_some()
     }
 
     /// The effective timeout in ns for `window` stimuli in flight:
@@ -216,6 +239,32 @@ impl Request {
     pub fn validate(&self) -> Result<(), Error> {
         if self.interval_ns == 0 {
             return Err(Error::Usage("--interval must be longer than 0".into()));
+        }
+        match (self.mode, self.line) {
+            (ModeArg::Loopback, None) => return Err(Error::Usage(
+                "--mode loopback needs --line gpio (PA0 wired to PA1) or --line uart (PA9 wired to PA10, \
+                     PA1 and PB10): the line the wire loops"
+                    .into(),
+            )),
+            (ModeArg::Loopback, Some(LineArg::Gpio)) if self.byte.is_some() => {
+                return Err(Error::Usage(
+                    "--byte sets a UART stimulus: --line gpio loops an edge (--edge)".into(),
+                ))
+            }
+            (ModeArg::Loopback, Some(_)) | (_, None) => {}
+            (mode, Some(_)) => {
+                return Err(Error::Usage(format!(
+                    "--line chooses the line of a loopback; --mode {} has its own line",
+                    mode.mode().name()
+                )))
+            }
+        }
+        if self.calibration.is_some() && self.mode == ModeArg::Periodic {
+            return Err(Error::Usage(
+                "--calibration applies to the echo modes: periodic delays are against the fit, with no \
+                 probe offset in them"
+                    .into(),
+            ));
         }
         if let Some(b) = self.byte {
             match self.mode {
@@ -281,6 +330,17 @@ impl Request {
                 "--byte 0x{b:02x}: this probe loops back GPIO edges only (it cannot echo bytes); \
                  leave --byte out or use --edge"
             )));
+        }
+        if mode == Mode::Loopback {
+            let (needs, name, other) = match stimulus {
+                Stimulus::Edge(_) => (Capabilities::GPIO_ECHO, "gpio", "uart"),
+                _ => (Capabilities::UART_ECHO, "uart", "gpio"),
+            };
+            if !caps.contains(needs) {
+                return Err(Error::Usage(format!(
+                    "--line {name}: this probe has no {name} line to loop back; use --line {other}"
+                )));
+            }
         }
         let interval = ticks("--interval", self.interval_ns)?;
         let dither = ticks("--dither", self.dither_ns)?;
@@ -354,6 +414,9 @@ pub struct ProbeHello {
     /// (absent in reports of protocol 1 probes).
     #[serde(default)]
     pub target_baud: u32,
+    /// CRC-32 of the probe's firmware image; 0 when unknown.
+    #[serde(default)]
+    pub build_id: u32,
 }
 
 impl ProbeHello {
@@ -411,10 +474,17 @@ pub struct RunState {
     pub probe_logs: Vec<String>,
     /// Log lines beyond [`MAX_PROBE_LOGS`], counted.
     pub probe_logs_dropped: u64,
+    /// The probe's own offset subtracted from every latency and the
+    /// calibration loopback's minimum (`--calibration`), ns.
+    pub calibration: Option<(u64, u64)>,
     /// A frame of another protocol version was seen.
     pub other_version: Option<u8>,
     /// The probe said Hello again during the measurement (it restarted).
     pub restarted: bool,
+    /// Remarks of the live session for the report (an unconfirmed Stop, a
+    /// raw file that could not be written); a replay reads them back from
+    /// the raw file's ending.
+    pub notes: Vec<String>,
     /// The statistics, from Started on.
     pub analysis: Option<Analysis>,
     /// Periodic mode: keep every cycle's delay (for `--target-log`).
@@ -437,8 +507,10 @@ impl RunState {
             probe_error: None,
             probe_logs: Vec::new(),
             probe_logs_dropped: 0,
+            calibration: None,
             other_version: None,
             restarted: false,
+            notes: Vec::new(),
             analysis: None,
             keep_cycles: false,
             keep_error: None,
@@ -501,6 +573,7 @@ impl RunState {
                     capabilities: info.capabilities.0,
                     max_batch: info.max_batch,
                     target_baud: info.target_baud,
+                    build_id: info.build_id,
                 });
             }
             ProbeMsg::Configured(c) => {
@@ -526,6 +599,9 @@ impl RunState {
                 };
                 let mut a =
                     Analysis::new(hello.timer_hz, start_tick, first_seq, self.histfile_max_us, timeout_ns);
+                if let (Some((offset, floor)), false) = (self.calibration, self.periodic) {
+                    a.set_calibration(offset, floor);
+                }
                 if self.periodic {
                     let interval = u64::from(config.interval_ticks);
                     let horizon = match config.timeout_ticks {
@@ -607,6 +683,10 @@ pub struct SessionOptions {
 pub type ProgressFn<'a> = &'a mut dyn FnMut(&RunState, Duration);
 
 const POLL: Duration = Duration::from_millis(50);
+/// A poll this much longer than [`POLL`] means the process was stopped.
+const SUSPENDED: Duration = Duration::from_secs(1);
+/// How much longer than `--silence-timeout` the whole handshake may take.
+const HANDSHAKE_EXTRA: Duration = Duration::from_secs(2);
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 struct Driver<'a> {
@@ -614,7 +694,17 @@ struct Driver<'a> {
     state: &'a mut RunState,
     opts: &'a SessionOptions,
     signals: &'a AtomicUsize,
-    last_data: Instant,
+    /// When the last intact frame came: bytes that are no frame (a baud
+    /// mismatch streams them without end) do not count as the probe's voice.
+    last_frame: Instant,
+    /// Bytes received since then.
+    bytes_since_frame: u64,
+    /// The handshake (Hello to Started) must be over by then.
+    handshake_until: Option<Instant>,
+    /// When the last poll ended: a much longer gap means this process did
+    /// not run (SIGSTOP, a laptop's suspend), which is no silence of the
+    /// probe's.
+    last_poll: Instant,
 }
 
 impl Driver<'_> {
@@ -626,30 +716,74 @@ impl Driver<'_> {
         self.link.send(msg)
     }
 
-    /// One poll; errors on silence, a closed link or another version.
+    /// One poll; errors on silence (no intact frame for `--silence-timeout`,
+    /// however many bytes came), a closed link, another version, or a
+    /// handshake that does not end in time.
     fn poll(&mut self) -> Result<(), Error> {
         let state = &mut *self.state;
-        match self.link.poll(POLL, |inc| state.on_incoming(inc))? {
-            Polled::Data => self.last_data = Instant::now(),
-            Polled::Timeout => {}
-            Polled::Closed => {
-                if self.state.stopped.is_none() {
-                    let what = if self.state.started.is_some() {
-                        "during the measurement"
-                    } else {
-                        "before the measurement started"
-                    };
-                    return Err(Error::Closed { port: self.port(), what: what.into() });
-                }
-            }
+        let mut frames = 0u64;
+        let before = self.link.bytes_in();
+        let polled = self.link.poll(POLL, |inc| {
+            frames += 1;
+            state.on_incoming(inc);
+        })?;
+        let gap = self.last_poll.elapsed();
+        self.last_poll = Instant::now();
+        if gap > POLL + SUSPENDED {
+            // We were stopped: the probe's bytes waited in the link. The
+            // silence (and the handshake's bound) count from now on.
+            let lost = gap - POLL;
+            self.last_frame = (self.last_frame + lost).min(Instant::now());
+            self.handshake_until = self.handshake_until.map(|t| t + lost);
+        }
+        if frames > 0 {
+            self.last_frame = Instant::now();
+            self.bytes_since_frame = 0;
+        } else {
+            self.bytes_since_frame += self.link.bytes_in() - before;
+        }
+        if polled == Polled::Closed && self.state.stopped.is_none() {
+            let what = if self.state.started.is_some() {
+                "during the measurement"
+            } else {
+                "before the measurement started"
+            };
+            return Err(Error::Closed { port: self.port(), what: what.into() });
         }
         if let Some(theirs) = self.state.other_version {
             return Err(Error::VersionMismatch { port: self.port(), ours: PROTOCOL_VERSION, theirs });
         }
-        if self.last_data.elapsed() >= self.opts.silence {
-            return Err(Error::Silent { port: self.port(), waited: self.opts.silence });
+        let quiet = self.last_frame.elapsed();
+        let handshake_over = self.handshake_until.is_some_and(|t| Instant::now() >= t);
+        if quiet >= self.opts.silence || handshake_over {
+            return Err(self.no_frames(quiet));
         }
         Ok(())
+    }
+
+    /// The error for a probe that has not said anything usable for `quiet`.
+    fn no_frames(&self, quiet: Duration) -> Error {
+        let bytes = self.bytes_since_frame;
+        match (self.state.started.is_some(), bytes) {
+            (false, 0) if self.state.probe.is_none() => Error::Silent { port: self.port(), waited: quiet },
+            (false, 0) => Error::Probe {
+                port: self.port(),
+                what: format!(
+                    "it answered Hello but did not take the measurement within {}: reset the probe",
+                    crate::units::format_duration(self.opts.silence + HANDSHAKE_EXTRA)
+                ),
+            },
+            (false, _) => Error::Garbled { port: self.port(), waited: quiet, bytes },
+            (true, 0) => Error::Silent { port: self.port(), waited: quiet },
+            (true, _) => Error::Probe {
+                port: self.port(),
+                what: format!(
+                    "no intact frame for {} though {bytes} bytes came: the link is corrupted \
+                     (check the cable, the baud rate and that nothing else writes to the port)",
+                    crate::units::format_duration(quiet)
+                ),
+            },
+        }
     }
 
     /// Poll until `done` (true) or a signal (false); resend `again` every second.
@@ -661,6 +795,9 @@ impl Driver<'_> {
             }
             if self.signals.load(Ordering::SeqCst) > 0 {
                 return Ok(false);
+            }
+            if let Some(reason) = crate::signals::abort_reason() {
+                return Err(Error::Probe { port: self.port(), what: reason });
             }
             self.poll()?;
             if let Some(msg) = &again {
@@ -710,7 +847,19 @@ pub fn run(
     signals: &AtomicUsize,
     progress: ProgressFn<'_>,
 ) -> Result<EndedBy, Error> {
-    let mut d = Driver { link, state, opts, signals, last_data: Instant::now() };
+    let mut d = Driver {
+        link,
+        state,
+        opts,
+        signals,
+        last_frame: Instant::now(),
+        bytes_since_frame: 0,
+        // Hello, Configure (a Busy probe is stopped first, a second) and
+        // Start: a probe that cannot finish them in this time never will,
+        // and a stream of bytes without a frame must not hang the run.
+        handshake_until: Some(Instant::now() + opts.silence + HANDSHAKE_EXTRA),
+        last_poll: Instant::now(),
+    };
     let hello = HostMsg::Hello { protocol_version: PROTOCOL_VERSION };
     d.send(&hello)?;
     if !d.wait(|s| s.probe.is_some(), Some(hello))? {
@@ -735,6 +884,9 @@ pub fn run(
         )));
     }
     let config = opts.request.config(probe.timer_hz, Capabilities(probe.capabilities))?;
+    if let (Some(cal), Some(line)) = (&opts.request.calibration, Request::line_of(config.stimulus)) {
+        cal.check(&probe, line)?;
+    }
 
     // Configure; a probe still running an earlier measurement (its host
     // died) answers Busy: stop that one and try again. A line-level error
@@ -785,16 +937,23 @@ pub fn run(
         }
     }
 
+    d.handshake_until = None;
     let t0 = Instant::now();
     let duration = opts.request.duration_ns.map(Duration::from_nanos);
     let mut stop_sent: Option<(Instant, EndedBy)> = None;
+    // Why the run is being aborted (the demo's responder died): the probe
+    // is stopped like on a signal, and the run then fails with this.
+    let mut aborting: Option<String> = None;
     let mut last_progress = Instant::now();
     loop {
         d.poll()?;
         if d.state.restarted {
-            return Err(Error::Probe { port: d.port(), what: "it restarted during the measurement".into() });
+            return Err(Error::Probe { port: d.port(), what: restarted_error(d.state) });
         }
         if let Some(s) = d.state.stopped {
+            if let Some(reason) = aborting {
+                return Err(Error::Probe { port: d.port(), what: reason });
+            }
             return match s.reason {
                 StopReason::CountReached => Ok(EndedBy::CountReached),
                 StopReason::HostStop => Ok(stop_sent.map_or(EndedBy::Interrupted, |(_, why)| why)),
@@ -810,7 +969,12 @@ pub fn run(
         let signals = d.signals.load(Ordering::SeqCst);
         match stop_sent {
             None => {
-                let why = if signals > 0 {
+                if aborting.is_none() {
+                    aborting = crate::signals::abort_reason();
+                }
+                let why = if aborting.is_some() {
+                    Some(EndedBy::Failed)
+                } else if signals > 0 {
                     Some(EndedBy::Interrupted)
                 } else if duration.is_some_and(|dur| t0.elapsed() >= dur) {
                     Some(EndedBy::DurationElapsed)
@@ -820,20 +984,41 @@ pub fn run(
                 if let Some(why) = why {
                     d.send(&HostMsg::Stop)?;
                     stop_sent = Some((Instant::now(), why));
+                    if why == EndedBy::Interrupted {
+                        crate::tell!(
+                            "latprobe: stopping: waiting up to {} for the probe's last samples \
+                             (interrupt again to stop waiting)",
+                            crate::units::format_duration(opts.stop_wait)
+                        );
+                    }
                 }
             }
             Some((at, why)) => {
                 if signals > 1 {
+                    d.state.notes.push(
+                        "interrupted twice: latprobe stopped waiting for the probe's last samples, so \
+                         samples taken after the last batch that arrived are not in the report"
+                            .into(),
+                    );
                     return Ok(EndedBy::Interrupted);
                 }
                 if at.elapsed() >= opts.stop_wait {
-                    let _ = why;
+                    let waited = crate::units::format_duration(opts.stop_wait);
+                    if let Some(reason) = aborting {
+                        return Err(Error::Probe { port: d.port(), what: reason });
+                    }
+                    if why == EndedBy::Interrupted {
+                        // The user asked to stop, and the run stopped: what
+                        // did not come is said, not turned into a failure.
+                        d.state.notes.push(format!(
+                            "interrupted: the probe did not confirm Stop within {waited}, so samples it \
+                             took after the last batch that arrived are not in the report"
+                        ));
+                        return Ok(EndedBy::Interrupted);
+                    }
                     return Err(Error::Probe {
                         port: d.port(),
-                        what: format!(
-                            "it did not confirm Stop within {}",
-                            crate::units::format_duration(opts.stop_wait)
-                        ),
+                        what: format!("it did not confirm Stop within {waited}"),
                     });
                 }
             }
@@ -843,6 +1028,23 @@ pub fn run(
             progress(d.state, t0.elapsed());
         }
     }
+}
+
+/// What a probe reset mid-run means, for the error and the report.
+///
+/// latprobe stops rather than resumes: the reset took the probe's counters
+/// and whatever samples it had not sent yet, so how many stimuli went
+/// unreported is unknowable, and `samples + lost = taken` could no longer
+/// hold; its clock and sequence start again, so a resumed run would be two
+/// runs in one report. A reset is a fault of the bench (power, watchdog,
+/// someone pressed reset) that CI must see, not smooth over.
+fn restarted_error(state: &RunState) -> String {
+    let samples = state.analysis.as_ref().map_or(0, Analysis::samples);
+    format!(
+        "restarted during the measurement (it said Hello again after {samples} samples): the run stops \
+         there and the report holds what arrived; samples it took but had not sent before the reset are \
+         unknown, so rerun for a complete measurement (check the probe's power and USB cable)"
+    )
 }
 
 /// What a replay of a raw file found.
@@ -875,14 +1077,16 @@ pub fn replay_with(
     histfile_max_us: Option<u32>,
     keep_cycles: bool,
 ) -> Result<Replayed, Error> {
-    let (mut ctx, source) = crate::rawfile::open(path)?;
+    let (mut ctx, source, recorded) = crate::rawfile::open_with_ending(path)?;
     if let Some(m) = histfile_max_us {
         ctx.histfile_max_us = m;
     }
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
+    state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.keep_cycles = keep_cycles;
     let mut link = Link::new(Box::new(source), None);
     while link.poll(Duration::ZERO, |inc| state.on_incoming(inc))? != Polled::Closed {}
+    link.end_of_stream();
     state.finalize();
     // A recording of a probe of another protocol version (an older
     // latprobe's raw file) has no frame this build can read.
@@ -893,7 +1097,7 @@ pub fn replay_with(
             path.display()
         )));
     }
-    let (ended_by, complete, error) = match state.stopped.map(|s| s.reason) {
+    let inferred = match state.stopped.map(|s| s.reason) {
         Some(StopReason::CountReached) => (EndedBy::CountReached, true, None),
         Some(StopReason::HostStop) => {
             let covered = match (ctx.request.duration_ns, state.probe_elapsed_ns()) {
@@ -910,6 +1114,15 @@ pub fn replay_with(
             (EndedBy::Failed, false, Some("the probe stopped the measurement with a fault".to_string()))
         }
         None => (EndedBy::StreamEnded, false, None),
+    };
+    // The live run's own ending, when it lived to write one: a replay then
+    // says what the live run said.
+    let (ended_by, complete, error) = match recorded {
+        Some(e) => {
+            state.notes = e.notes;
+            (e.ended_by, e.complete, e.error)
+        }
+        None => inferred,
     };
     let ended_at = std::fs::metadata(path)
         .and_then(|m| m.modified())
@@ -945,6 +1158,8 @@ mod tests {
             seed: 1,
             byte,
             edge: EdgeArg::Rising,
+            line: (mode == ModeArg::Loopback).then_some(LineArg::Uart),
+            calibration: None,
         }
     }
 
@@ -1025,19 +1240,33 @@ mod tests {
         assert!(m.starts_with("--byte 0x55") && m.contains("gpio-echo"), "{m}");
         let m = usage(req(ModeArg::Periodic, Some(0x55)).validate());
         assert!(m.starts_with("--byte 0x55") && m.contains("periodic"), "{m}");
-        // A loopback takes the line the board has.
+        // A loopback loops the line --line names, and needs it.
+        let m = usage(Request { line: None, ..req(ModeArg::Loopback, None) }.validate());
+        assert!(m.contains("needs --line gpio (PA0 wired to PA1) or --line uart"), "{m}");
         let lb = req(ModeArg::Loopback, None);
         lb.validate().unwrap();
         assert_eq!(lb.config(1_000_000, UART).unwrap().stimulus, Stimulus::Identified);
-        let c = lb.config(1_000_000, GPIO).unwrap();
-        assert_eq!((c.stimulus, c.timeout_ticks), (Stimulus::Edge(Edge::Rising), 900));
+        let g = Request { line: Some(LineArg::Gpio), ..req(ModeArg::Loopback, None) };
+        g.validate().unwrap();
+        let c = g.config(1_000_000, Capabilities(GPIO.0 | UART.0)).unwrap();
+        assert_eq!(
+            (c.stimulus, c.timeout_ticks),
+            (Stimulus::Edge(Edge::Rising), 900),
+            "--line gpio on a UART board"
+        );
+        let m = usage(Request { byte: Some(0x55), ..g.clone() }.validate());
+        assert!(m.contains("--line gpio loops an edge"), "{m}");
+        let m = usage(Request { line: Some(LineArg::Gpio), ..req(ModeArg::UartEcho, None) }.validate());
+        assert!(m.contains("--line chooses the line of a loopback"), "{m}");
         let m = usage(req(ModeArg::Loopback, Some(0x55)).config(1_000_000, GPIO));
-        assert!(m.starts_with("--byte 0x55: this probe loops back GPIO edges only"), "{m}");
+        assert!(m.starts_with("--line uart: this probe has no uart line"), "{m}");
+        let m = usage(g.config(1_000_000, UART));
+        assert!(m.starts_with("--line gpio: this probe has no gpio line"), "{m}");
         // Dither that fits identity's nine intervals but not a GPIO loopback's one.
         let lb = Request { dither_ns: 950_000, ..req(ModeArg::Loopback, None) };
         lb.validate().unwrap();
         lb.config(1_000_000, UART).unwrap();
-        let m = usage(lb.config(1_000_000, GPIO));
+        let m = usage(Request { line: Some(LineArg::Gpio), ..lb }.validate());
         assert!(m.contains("--dither 950us and --guard 100us leave no time"), "{m}");
     }
 }

@@ -1,60 +1,23 @@
-//! Human durations on the command line (`500us`, `1ms`, `1.5ms`, `2s`) to
-//! exact integer nanoseconds, and back for display. No floats: `1.5ms` is
-//! 1 500 000 ns exactly, and a value finer than 1 ns is an error, not a
-//! rounding.
+//! Human durations on the command line to exact integer nanoseconds (the
+//! parser lives in [`crate::duration`], shared with the responder), and
+//! back for display, in integer arithmetic.
 
 use std::time::Duration;
 
-/// Parse a duration with a unit (`ns`, `us`/`µs`, `ms`, `s`, `min`, `h`) to
-/// nanoseconds. A bare `0` is accepted; any other number needs a unit.
-pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    if t == "0" {
-        return Ok(0);
-    }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit = unit.trim();
-    if unit.is_empty() {
-        return Err(format!("'{t}' has no unit: write e.g. 250ns, 500us, 1.5ms, 2s"));
-    }
-    let mult: u64 = match unit {
-        "ns" => 1,
-        "us" | "µs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "min" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        _ => return Err(format!("'{t}': unknown unit '{unit}' (use ns, us, ms, s, min or h)")),
-    };
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
-        return Err(format!("'{t}' is not a number with a unit: write e.g. 500us or 1.5ms"));
-    }
-    let too_long = || format!("'{t}' is too long");
-    let mut ns: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse::<u64>().map_err(|_| too_long())?.checked_mul(mult).ok_or_else(too_long)?
-    };
-    let mut scale = mult;
-    for d in frac.bytes() {
-        let d = u64::from(d - b'0');
-        if scale % 10 != 0 {
-            if d != 0 {
-                return Err(format!("'{t}' is finer than 1 ns"));
-            }
-            continue;
-        }
-        scale /= 10;
-        ns = ns.checked_add(d * scale).ok_or_else(too_long)?;
-    }
-    Ok(ns)
-}
+pub use crate::duration::parse_duration_ns;
 
 /// Like [`parse_duration_ns`] as a [`Duration`], for clap.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     parse_duration_ns(text).map(Duration::from_nanos)
+}
+
+/// Like [`parse_duration`], refusing 0: for a limit that 0 would make
+/// fail at once (`--silence-timeout`).
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration_ns(text)? {
+        0 => Err(format!("'{}' is zero: give a time longer than 0, e.g. 3s", text.trim())),
+        ns => Ok(Duration::from_nanos(ns)),
+    }
 }
 
 /// A nanosecond count in the largest unit that keeps it readable, with up to
@@ -106,30 +69,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_units_exactly() {
-        assert_eq!(parse_duration_ns("500us"), Ok(500_000));
-        assert_eq!(parse_duration_ns("1ms"), Ok(1_000_000));
-        assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
-        assert_eq!(parse_duration_ns("250ns"), Ok(250));
-        assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000));
-        assert_eq!(parse_duration_ns("0.001ms"), Ok(1_000));
-        assert_eq!(parse_duration_ns(".5s"), Ok(500_000_000));
-        assert_eq!(parse_duration_ns("10µs"), Ok(10_000));
-        assert_eq!(parse_duration_ns("1min"), Ok(60_000_000_000));
-        assert_eq!(parse_duration_ns("0"), Ok(0));
-        assert_eq!(parse_duration_ns("1.000ns"), Ok(1));
-    }
-
-    #[test]
-    fn rejects_what_it_cannot_represent() {
-        assert!(parse_duration_ns("5").unwrap_err().contains("no unit"));
-        assert!(parse_duration_ns("1.5ns").unwrap_err().contains("finer than 1 ns"));
-        assert!(parse_duration_ns("1x").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration_ns("ms").is_err());
-        assert!(parse_duration_ns("1.2.3ms").is_err());
-        assert!(parse_duration_ns("99999999999999999999s").unwrap_err().contains("too long"));
-        assert!(parse_duration_ns("20000000000s").unwrap_err().contains("too long"));
-        assert!(parse_duration_ns("-1ms").is_err());
+    fn zero_is_refused_where_it_cannot_work() {
+        assert!(parse_positive_duration("0").unwrap_err().contains("zero"));
+        assert!(parse_positive_duration("0s").unwrap_err().contains("zero"));
+        assert_eq!(parse_positive_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
     }
 
     #[test]

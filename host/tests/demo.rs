@@ -211,6 +211,8 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
         seed: 1,
         byte: None,
         edge: EdgeArg::Rising,
+        line: None,
+        calibration: None,
     };
     let ctx = RunContext {
         tool_version: latprobe::TOOL_VERSION.into(),

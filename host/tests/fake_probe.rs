@@ -567,6 +567,8 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
             seed: 1,
             byte: Some(0x55),
             edge: EdgeArg::Rising,
+            line: None,
+            calibration: None,
         },
         histfile_max_us: 1000,
         target: None,

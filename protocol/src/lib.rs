@@ -310,6 +310,12 @@ pub struct ProbeInfo<'a> {
     /// virtual probe) or the board has no UART line. A calibration of the
     /// UART path holds only for this rate.
     pub target_baud: u32,
+    /// CRC-32 (this protocol's, ISO-HDLC) of the firmware image in flash,
+    /// from its first to its last loaded byte with gaps as erased flash
+    /// (0xFF): the host compares it with an ELF's to tell whether the
+    /// probe already runs that exact build. 0 when unknown (an emulated or
+    /// virtual probe).
+    pub build_id: u32,
 }
 
 /// Why a measurement ended.

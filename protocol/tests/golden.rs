@@ -65,6 +65,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 capabilities: Capabilities::GPIO_ECHO | Capabilities::UART_ECHO | Capabilities::HW_CAPTURE,
                 max_batch: 64,
                 target_baud: 115_200,
+                build_id: 0x1234_abcd,
             })),
         ),
         ("probe_samples", frame(&ProbeMsg::SampleBatch(samples.batch()))),

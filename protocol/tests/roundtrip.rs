@@ -30,7 +30,7 @@ proptest! {
     }
 
     #[test]
-    fn hello(fw in "[ -~]{0,24}", board in "[a-z0-9-]{0,24}", hz: u32, bits: u8, caps: u32, max_batch: u16, v: u8, target_baud: u32) {
+    fn hello(fw in "[ -~]{0,24}", board in "[a-z0-9-]{0,24}", hz: u32, bits: u8, caps: u32, max_batch: u16, v: u8, target_baud: u32, build_id: u32) {
         round_trip_probe(ProbeMsg::Hello(ProbeInfo {
             protocol_version: v,
             firmware_version: &fw,
@@ -40,6 +40,7 @@ proptest! {
             capabilities: Capabilities(caps),
             max_batch,
             target_baud,
+            build_id,
         }));
     }
 

@@ -12,6 +12,7 @@
 mod cycles;
 mod duration;
 mod gpio;
+mod guard;
 mod meta;
 mod rt;
 mod signals;
@@ -228,8 +229,9 @@ fn run(cli: Cli) -> Result<()> {
                 line.baud,
                 session.rt_summary()
             );
-            let (ended, echoed) = echo(session.tty()?)?;
-            session.finish(ended, &format!("echoed {echoed} bytes"));
+            let mut guard = guard::CpuGuard::new();
+            let (ended, echoed) = echo(session.tty()?, &mut guard)?;
+            session.finish(ended, &format!("echoed {echoed} bytes{}", guard.summary()));
             Ok(())
         }
         Cmd::Periodic { device, baud, gpio, interval, byte, log, rt } => {
@@ -321,9 +323,11 @@ fn periodic_cmd(
         None => None,
     };
     eprintln!("latprobe-responder: ready: {what} ({})", session.rt_summary());
+    let mut guard = guard::CpuGuard::new();
+    let mut guarded = guard::Guarded { inner: marker.as_mut(), guard: &mut guard };
     let result = cycles::run(
         &mut clock,
-        marker.as_mut(),
+        &mut guarded,
         period_ns,
         cycle_log.as_mut(),
         &signals::stop_requested,
@@ -349,6 +353,7 @@ fn periodic_cmd(
     if stats.skipped > 0 {
         summary.push_str(&format!(", skipped {} periods after stalls too long to catch up", stats.skipped));
     }
+    summary.push_str(&guard.summary());
     session.finish(if end == cycles::End::LineGone { Ended::HangUp } else { Ended::Signal }, &summary);
     Ok(())
 }
@@ -394,9 +399,11 @@ fn gpio_echo_cmd(
         session.rt_summary()
     );
     let mut clock = cycles::SystemClock;
+    let mut guard = guard::CpuGuard::new();
+    let mut guarded = guard::Guarded { inner: &mut toggle, guard: &mut guard };
     let stats = gpio::echo(
         &mut edges_in,
-        &mut toggle,
+        &mut guarded,
         log_out.as_mut(),
         &mut || cycles::Clock::now(&mut clock),
         &signals::stop_requested,
@@ -408,6 +415,7 @@ fn gpio_echo_cmd(
         summary
             .push_str(&format!(", the kernel dropped {} edges (its event buffer overflowed)", stats.dropped));
     }
+    summary.push_str(&guard.summary());
     session.finish(Ended::Signal, &summary);
     Ok(())
 }
@@ -486,8 +494,9 @@ enum Ended {
 }
 
 /// The uart-echo loop: one blocking read, one write of whatever it returned.
-/// No poll in between, so the wake-up on the byte is the only latency added.
-fn echo(tty: &Tty) -> Result<(Ended, u64)> {
+/// No poll in between, so the wake-up on the byte is the only latency added;
+/// the CPU guard looks at the clock after the answer is out.
+fn echo(tty: &Tty, guard: &mut guard::CpuGuard) -> Result<(Ended, u64)> {
     let mut buf = [0u8; 4096];
     let mut echoed = 0u64;
     loop {
@@ -504,7 +513,10 @@ fn echo(tty: &Tty) -> Result<(Ended, u64)> {
             }
         };
         match tty.write_all(&buf[..n]) {
-            Ok(()) => echoed += n as u64,
+            Ok(()) => {
+                echoed += n as u64;
+                guard.after_work();
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok((Ended::Signal, echoed)),
             Err(e) if is_hangup(&e) => return Ok((Ended::HangUp, echoed)),
             Err(e) => bail!("writing {} failed: {e}", tty.path().display()),

@@ -1,5 +1,6 @@
 //! Shared helpers for latprobe's end-to-end tests.
 //!
+//! - [`faults`]: a fault-injecting byte pipe between a probe and the host.
 //! - [`rng`]: a tiny seeded generator, so every simulated run is reproducible.
 //! - [`host`]: the host's end of the link (real `FrameDecoder` and
 //!   `decode_message`), collecting what a probe sent.
@@ -8,6 +9,7 @@
 //!   distribution) driving the real engine.
 //! - [`stats`]: exact nearest-rank percentiles.
 
+pub mod faults;
 pub mod host;
 pub mod rng;
 pub mod sim;

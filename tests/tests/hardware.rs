@@ -139,7 +139,7 @@ fn step1_the_timer_runs_at_100_mhz() {
     if !wired_for(Wiring::Gpio) {
         return;
     }
-    let (r, wall) = loopback(&["--edge", "toggle"], 10_000);
+    let (r, wall) = loopback(&["--line", "gpio", "--edge", "toggle"], 10_000);
     assert_clean_hardware_run(&r, 10_000);
     let probe = Duration::from_nanos(r["probe_elapsed_ns"].as_u64().unwrap_or_else(|| panic!("{r:#}")));
     eprintln!("clock check: probe says {probe:?}, wall clock {wall:?}");
@@ -158,7 +158,7 @@ fn step2_gpio_loopback_is_a_few_ticks_with_no_jitter() {
         return;
     }
     for edge in ["rising", "falling", "toggle"] {
-        let (r, _) = loopback(&["--edge", edge], 5000);
+        let (r, _) = loopback(&["--line", "gpio", "--edge", edge], 5000);
         assert_clean_hardware_run(&r, 5000);
         let (min, max) = min_max(&r);
         eprintln!("gpio loopback, {edge}: {min}..{max} ns");
@@ -180,13 +180,38 @@ fn step3_uart_loopback_start_bit_to_start_bit_is_near_zero() {
     if !wired_for(Wiring::Uart) {
         return;
     }
-    for extra in [&[][..], &["--byte", "0x55"][..]] {
+    for extra in [&["--line", "uart"][..], &["--line", "uart", "--byte", "0x55"][..]] {
         let (r, _) = loopback(extra, 2000);
         assert_clean_hardware_run(&r, 2000);
         let (min, max) = min_max(&r);
         eprintln!("uart loopback {extra:?}: {min}..{max} ns");
         assert!(max <= 30, "{extra:?}: {:#}", r["latency_ns"]);
     }
+}
+
+/// Step 4: calibration of the wired line: `latprobe calibrate` over 10 000
+/// loopback samples, then a run with it, whose median must be 0.
+#[test]
+#[ignore = "needs the bench: set LATPROBE_BENCH_PORT to the probe's port"]
+fn step4_calibration_leaves_a_residual_median_of_zero() {
+    let port = bench_port();
+    let line = match std::env::var("LATPROBE_BENCH_WIRING").as_deref() {
+        Ok("gpio") => "gpio",
+        Ok("uart") => "uart",
+        other => panic!("LATPROBE_BENCH_WIRING is {other:?}: set it to gpio or uart (docs/first-bench.md)"),
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cal = dir.path().join("cal.json");
+    let o = Command::new(latprobe())
+        .args(["calibrate", "--port", &port, "--line", line, "--output"])
+        .arg(&cal)
+        .output()
+        .expect("run latprobe calibrate");
+    assert!(o.status.success(), "calibrate: {}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+    let (r, _) = loopback(&["--line", line, "--calibration", cal.to_str().unwrap()], 2000);
+    assert_clean_hardware_run(&r, 2000);
+    assert_eq!(r["latency_ns"]["p50"], 0, "{:#}", r["latency_ns"]);
 }
 
 /// Step 5: the cost of the capture path, from the firmware's defmt log
@@ -220,4 +245,65 @@ fn step5_capture_path_cost_is_printed() {
     // 100 µs: a capture path slower than that could not keep up with a
     // UART answer per byte time at 115200 Bd.
     assert!(max < 10_000, "capture path of {max} cycles: {last}");
+}
+
+/// Step 0: `latprobe flash` through the board's own ST-LINK, then 1000
+/// loopback samples over each link: the virtual COM port (`run --flash`,
+/// which finds the firmware in place and does not flash again) and RTT
+/// through the debug probe (`run --link rtt`), both clean. Needs
+/// LATPROBE_BENCH_PROBE=VID:PID[:SERIAL] as `latprobe list` shows it.
+#[test]
+#[ignore = "needs the bench: set LATPROBE_BENCH_PROBE (VID:PID[:SERIAL]) and LATPROBE_BENCH_PORT"]
+fn step0_flash_then_loopback_over_the_serial_link_and_rtt() {
+    let Ok(probe) = std::env::var("LATPROBE_BENCH_PROBE") else {
+        eprintln!(
+            "SKIPPED: flashing needs the debug probe named: set LATPROBE_BENCH_PROBE=VID:PID[:SERIAL] \
+             (`latprobe list` shows it, e.g. 0483:374b:066DFF…)"
+        );
+        return;
+    };
+    let port = bench_port();
+    let line = match std::env::var("LATPROBE_BENCH_WIRING").as_deref() {
+        Ok("uart") => "uart",
+        _ => "gpio",
+    };
+    let exe = latprobe();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(&root)
+        .args(["fw-nucleo", "-q"])
+        .status()
+        .expect("run cargo fw-nucleo");
+    assert!(status.success(), "cargo fw-nucleo failed");
+    let o =
+        Command::new(&exe).args(["flash", "--probe", &probe]).current_dir(&root).output().expect("run flash");
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "latprobe flash failed:\n{said}");
+    assert!(said.contains("board nucleo-f411re") && said.contains("timer 100000000 Hz"), "{said}");
+    eprintln!("{said}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, link) in
+        [("serial", vec!["--flash", "--port", port.as_str()]), ("rtt", vec!["--link", "rtt", "-v"])]
+    {
+        let out = dir.path().join(format!("{name}.json"));
+        let o = Command::new(&exe)
+            .current_dir(&root)
+            .args(["run", "--probe", &probe, "--mode", "loopback", "--line", line, "--interval", "1ms"])
+            .args(["--count", "1000"])
+            .args(&link)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .expect("run latprobe");
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{name}: latprobe run failed:\n{said}");
+        let r: Value = serde_json::from_slice(&std::fs::read(&out).expect("report")).expect("JSON");
+        assert_clean_hardware_run(&r, 1000);
+        if name == "rtt" {
+            assert!(said.contains("probe: info  boot: latprobe-firmware"), "-v shows the defmt log:\n{said}");
+        } else {
+            assert!(said.contains("not flashed"), "run --flash after flash must find it in place:\n{said}");
+        }
+        eprintln!("{name}: {:#}", r["latency_ns"]);
+    }
 }

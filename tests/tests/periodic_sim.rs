@@ -183,6 +183,8 @@ fn check(o: &Outcome, ppm: f64) {
         seed: 0,
         byte: None,
         edge: EdgeArg::Rising,
+        line: None,
+        calibration: None,
     };
     let ctx = latprobe::rawfile::RunContext {
         tool_version: "test".into(),

@@ -114,6 +114,6 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         FormatArg::Csv => Format::Csv,
         FormatArg::Json => Format::Json,
     };
-    print!("{}", compare::render(&cols, format, baseline));
+    crate::say!("{}", compare::render(&cols, format, baseline));
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::io::{BufRead as _, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -75,9 +76,14 @@ pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
 }
 
 /// The responder process, stopped (SIGTERM, then SIGKILL) when dropped.
+/// If it ends by itself during the run, the run is aborted: nothing
+/// answers the stimuli any more, and every later sample would be a timeout
+/// of a target that is not there.
 struct Responder {
     child: Child,
     log: Arc<Mutex<Vec<String>>>,
+    /// Set when we stop it: its end is then expected.
+    stopping: Arc<AtomicBool>,
 }
 
 /// What the responder is asked to do.
@@ -137,9 +143,13 @@ impl Responder {
         let mut child =
             cmd.spawn().map_err(|e| Error::io(format!("cannot start the responder {}", bin.display()), e))?;
         let log = Arc::new(Mutex::new(Vec::new()));
+        let stopping = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
         if let Some(stderr) = child.stderr.take() {
             let log = log.clone();
+            let stopping = stopping.clone();
+            let pid = child.id();
+            let bin = bin.display().to_string();
             // Drain its stderr for as long as it runs (so it never blocks on
             // a full pipe), keeping the last lines for an error message.
             std::thread::spawn(move || {
@@ -154,9 +164,19 @@ impl Responder {
                     }
                     l.push(line);
                 }
+                // Its stderr closed: it has ended (or is ending).
+                if !stopping.load(Ordering::SeqCst) {
+                    let how = exit_of(pid);
+                    let last = log.lock().unwrap_or_else(|p| p.into_inner()).join(" / ");
+                    let said = if last.is_empty() { String::new() } else { format!(" (it said: {last})") };
+                    crate::signals::abort(format!(
+                        "the responder {bin} ended during the run, {how}{said}: nothing answers the stimuli \
+                         any more, so the run stops here"
+                    ));
+                }
             });
         }
-        let mut r = Self { child, log };
+        let mut r = Self { child, log, stopping };
         let until = Instant::now() + Duration::from_secs(10);
         loop {
             if ready_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
@@ -179,8 +199,41 @@ impl Responder {
     }
 }
 
+/// How process `pid` (our child) ended, without reaping it; waits up to a
+/// second for it to be over.
+fn exit_of(pid: u32) -> String {
+    let until = Instant::now() + Duration::from_secs(1);
+    loop {
+        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with WNOWAIT leaves it for
+        // Child::wait to reap; `info` is valid for writes.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` for a child that changed state.
+        let (got, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if rc == 0 && got != 0 {
+            return match info.si_code {
+                libc::CLD_EXITED => format!("exit status {status}"),
+                _ => format!("killed by signal {status}"),
+            };
+        }
+        if rc != 0 || Instant::now() >= until {
+            return "its output closed".into();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 impl Drop for Responder {
     fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
         // SAFETY: kill(2) on the pid of our own child, not yet reaped.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let until = Instant::now() + Duration::from_secs(2);
@@ -209,7 +262,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
     super::check_periodic_flags(&args.out, args.mode)?;
-    let mut target = super::check_outputs(&args.out)?;
+    let mut target = super::check_demo_outputs(&args.out)?;
     let bin = find_responder(args.responder.as_deref())?;
 
     let (probe, host_end) = VirtualProbe::start(args.priority)?;
@@ -236,12 +289,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_file(&meta);
 
-    eprintln!("latprobe demo: {VIRTUAL_NOTE}.");
+    crate::tell!("latprobe demo: {VIRTUAL_NOTE}.");
     let what = match args.mode {
         ModeArg::Periodic => "periodic: the responder writes a byte".to_string(),
         _ => format!("uart-echo, {}", crate::report::stimulus_name(req.assumed_stimulus())),
     };
-    eprintln!(
+    crate::tell!(
         "latprobe demo: {what}, every {} through {} to {} for {}",
         crate::units::format_ns(req.interval_ns),
         probe.slave_path().display(),

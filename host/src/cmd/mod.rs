@@ -1,21 +1,24 @@
 //! The subcommands, one per file, and the live-measurement path that `run`
 //! and `demo` share: session, progress line, summary, output files.
 
+pub mod calibrate;
 pub mod compare;
 pub mod demo;
+pub mod flash;
 pub mod import;
+pub mod list;
 pub mod report;
 pub mod run;
 
 use std::io::IsTerminal as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{Cli, Command, OutputArgs};
 use crate::link::Link;
-use crate::rawfile::RunContext;
+use crate::rawfile::{RawEnding, RunContext};
 use crate::report::text::ns_cell;
 use crate::report::{self as rep, Ending, Report};
 use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
@@ -30,18 +33,110 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(args),
         Command::Import(args) => import::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::List(args) => list::run(args),
+        Command::Flash(args) => flash::run(args),
     }
 }
 
 /// Check output paths and read `--target-meta` before a run starts, so a
-/// typo fails in a second rather than after an hour's measurement.
+/// typo fails in a second rather than after an hour's measurement: each
+/// output must be writable and not a directory, no two may be one file, and
+/// none may be an input (`--target-meta`, `--target-log`).
 pub(crate) fn check_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value>, Error> {
+    check_output_set(out, false)
+}
+
+/// [`check_outputs`] for `demo`, where the responder writes `--target-log`.
+pub(crate) fn check_demo_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value>, Error> {
+    check_output_set(out, true)
+}
+
+fn check_output_set(out: &OutputArgs, target_log_written: bool) -> Result<Option<serde_json::Value>, Error> {
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
     for (flag, path) in [("--output", &out.output), ("--histfile", &out.histfile), ("--raw", &out.raw)] {
         if let Some(p) = path {
             check_parent(flag, p)?;
+            outputs.push((flag, p));
         }
     }
+    if let Some(p) = &out.target_log {
+        if target_log_written {
+            check_parent("--target-log", p)?;
+            outputs.push(("--target-log", p));
+        } else {
+            inputs.push(("--target-log", p));
+        }
+    }
+    if let Some(p) = &out.target_meta {
+        inputs.push(("--target-meta", p));
+    }
+    check_distinct(&outputs, &inputs)?;
     out.target_meta.as_deref().map(read_target_meta).transpose()
+}
+
+/// What makes two paths one file: an existing regular file is its device
+/// and inode (so hard and symbolic links are caught), a new one its
+/// canonical directory and name. Devices and pipes (`/dev/null`) are never
+/// the same file as anything.
+#[derive(Debug, PartialEq, Eq)]
+enum FileKey {
+    Inode(u64, u64),
+    New(PathBuf),
+}
+
+fn file_key(p: &Path) -> Option<FileKey> {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => Some(FileKey::Inode(m.dev(), m.ino())),
+        Ok(_) => None,
+        Err(_) => {
+            let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(parent).ok()?;
+            Some(FileKey::New(dir.join(p.file_name()?)))
+        }
+    }
+}
+
+/// No two `outputs` may be one file, and no output may be one of `inputs`:
+/// the second write would silently replace the first, or the input.
+pub(crate) fn check_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<(), Error> {
+    let keys: Vec<Option<FileKey>> = outputs.iter().map(|(_, p)| file_key(p)).collect();
+    for (i, (flag, p)) in outputs.iter().enumerate() {
+        for (j, (other, q)) in outputs.iter().enumerate().skip(i + 1) {
+            if keys[i].is_some() && keys[i] == keys[j] {
+                return Err(Error::Usage(format!(
+                    "{flag} {} and {other} {} are the same file: give each output its own file",
+                    p.display(),
+                    q.display()
+                )));
+            }
+        }
+    }
+    for (in_flag, input) in inputs {
+        let key = file_key(input);
+        if key.is_none() {
+            continue;
+        }
+        for (i, (flag, p)) in outputs.iter().enumerate() {
+            if keys[i] == key {
+                return Err(Error::Usage(format!(
+                    "{flag} {} is the input {in_flag} {}: writing it would destroy the input; \
+                     write the output to another file",
+                    p.display(),
+                    input.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An OS error's text without Rust's " (os error N)" suffix.
+fn os_message(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.find(" (os error").map_or(text.clone(), |at| text[..at].to_string())
 }
 
 /// `--target-log` and `--show-naive` belong to periodic runs.
@@ -63,7 +158,13 @@ pub(crate) fn check_periodic_flags(out: &OutputArgs, mode: ModeArg) -> Result<()
     Ok(())
 }
 
+/// `p` can be written as output `flag`: its directory exists, it is not a
+/// directory, and it can be opened for writing (created, if new: the test
+/// file is removed again). Nothing is truncated.
 pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
+    if p.as_os_str().is_empty() {
+        return Err(Error::Usage(format!("{flag} needs a file name")));
+    }
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(Error::Usage(format!(
@@ -71,6 +172,22 @@ pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
             p.display(),
             parent.display()
         )));
+    }
+    if p.is_dir() {
+        return Err(Error::Usage(format!(
+            "{flag} {} is a directory: give a file name (e.g. {})",
+            p.display(),
+            p.join("run.out").display()
+        )));
+    }
+    let cannot = |e: std::io::Error| {
+        Error::Usage(format!("{flag} {}: cannot write it: {} (check the path)", p.display(), os_message(&e)))
+    };
+    if p.exists() {
+        std::fs::OpenOptions::new().append(true).open(p).map_err(cannot)?;
+    } else {
+        std::fs::OpenOptions::new().write(true).create_new(true).open(p).map_err(cannot)?;
+        let _ = std::fs::remove_file(p);
     }
     Ok(())
 }
@@ -82,15 +199,66 @@ fn read_target_meta(p: &Path) -> Result<serde_json::Value, Error> {
         .map_err(|e| Error::Usage(format!("--target-meta {} is not JSON: {e}", p.display())))
 }
 
-/// Write `--output` and `--histfile`.
+/// Write `--output` and `--histfile`: each is tried whatever became of the
+/// other, and one that cannot be written where asked (a full disk, a
+/// vanished directory) goes to a fallback file, which is printed. The
+/// first failure is returned (exit 1), naming the fallback.
 pub(crate) fn write_outputs(r: &Report, output: Option<&Path>, histfile: Option<&Path>) -> Result<(), Error> {
-    if let Some(p) = output {
-        rep::json::write(r, p)?;
+    let json = output.map(|p| write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q)));
+    let hist =
+        histfile.map(|p| write_or_fallback("--histfile", "histogram", p, &|q| rep::histfile::write(r, q)));
+    json.unwrap_or(Ok(())).and(hist.unwrap_or(Ok(())))
+}
+
+/// Where an output goes when its own path fails: the temporary directory,
+/// else the current one, as `latprobe-<pid>-<name>`.
+pub fn fallback_paths(p: &Path) -> Vec<PathBuf> {
+    let name = p.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let name = format!("latprobe-{}-{name}", std::process::id());
+    let mut dirs = vec![std::env::temp_dir()];
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.push(cwd);
     }
-    if let Some(p) = histfile {
-        rep::histfile::write(r, p)?;
+    dirs.into_iter().map(|d| d.join(&name)).filter(|q| q != p).collect()
+}
+
+fn write_or_fallback(
+    flag: &str,
+    what: &str,
+    p: &Path,
+    write: &dyn Fn(&Path) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let Err(e) = write(p) else { return Ok(()) };
+    let cause = match e {
+        Error::Io { cause, .. } => cause,
+        other => return Err(other),
+    };
+    for q in fallback_paths(p) {
+        if write(&q).is_ok() {
+            crate::tell!(
+                "latprobe: cannot write the {what} {} ({flag}): {}; it is in {} instead",
+                p.display(),
+                os_message(&cause),
+                q.display()
+            );
+            return Err(Error::io(
+                format!(
+                    "cannot write the {what} {} ({flag}); it was written to {} instead",
+                    p.display(),
+                    q.display()
+                ),
+                cause,
+            ));
+        }
     }
-    Ok(())
+    Err(Error::io(
+        format!(
+            "cannot write the {what} {} ({flag}), nor a copy in {} or the current directory",
+            p.display(),
+            std::env::temp_dir().display()
+        ),
+        cause,
+    ))
 }
 
 /// Set the target's own log (`--target-log`) beside the periodic run in
@@ -183,6 +351,7 @@ pub(crate) fn measure(
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
+    state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.keep_cycles = target_log.is_some();
     let bar = progress_bar();
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
@@ -192,13 +361,20 @@ pub(crate) fn measure(
     bar.finish_and_clear();
     after_run();
     state.finalize();
-    let raw_result = link.finish_raw();
+    link.end_of_stream();
     let (ended_by, error) = match &result {
         Ok(e) => (*e, None),
         Err(e) => (EndedBy::Failed, Some(e.to_string())),
     };
+    let raw_error = link.take_raw_error();
+    if let Some(e) = &raw_error {
+        state.notes.push(format!("{e}: the raw file holds the start of the run only, this report all of it"));
+    }
     let complete =
         matches!(ended_by, EndedBy::CountReached | EndedBy::DurationElapsed) && state.stopped.is_some();
+    // The raw file ends with how the run ended, so that its replay says so too.
+    let raw_ending = RawEnding { ended_by, complete, error: error.clone(), notes: state.notes.clone() };
+    let raw_result = raw_error.map_or_else(|| link.finish_raw_with(&raw_ending), Err);
     let mut r = rep::build(
         ctx,
         &state,
@@ -212,20 +388,22 @@ pub(crate) fn measure(
     if let Err(e) = &log_result {
         r.notes.push(format!("the target's log could not be set beside the run: {e}"));
     }
+    // The files first: a summary nobody can read (a closed pipe, a hung-up
+    // terminal) must never cost them.
+    let written = write_outputs(&r, out.output.as_deref(), out.histfile.as_deref());
     // Before the measurement started there is nothing to summarise; the
     // error says what went wrong, and the files still record the attempt.
     if state.started.is_some() {
-        print!("{}", rep::text::summary_with(&r, out.show_naive));
+        crate::say!("{}", rep::text::summary_with(&r, out.show_naive));
     }
     if ended_by == EndedBy::Interrupted {
-        eprintln!("latprobe: interrupted: the report holds what arrived (complete: false)");
+        crate::tell!("latprobe: interrupted: the report holds what arrived (complete: false)");
     }
-    let written = write_outputs(&r, out.output.as_deref(), out.histfile.as_deref());
     // The session's error explains the run; a file error after it is
     // secondary, so say it but return the first.
     match (result, raw_result.and(written).and(log_result)) {
         (Err(e), Err(second)) => {
-            eprintln!("latprobe: also: {second}");
+            crate::tell!("latprobe: also: {second}");
             Err(e)
         }
         (Err(e), Ok(())) => Err(e),

@@ -74,7 +74,7 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
     if rawfile::is_raw(file) {
         return None;
     }
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = report::json::read_text(file).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     if !crate::inkernel::is_in_kernel(&value) {
         return None;
@@ -84,6 +84,19 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
 
 /// Run `latprobe report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    // Outputs checked before anything is read: none may be the input.
+    let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    for (flag, p) in [("--output", &args.output), ("--histfile", &args.histfile)] {
+        if let Some(p) = p {
+            super::check_parent(flag, p)?;
+            outputs.push((flag, p));
+        }
+    }
+    let mut inputs: Vec<(&str, &std::path::Path)> = vec![("FILE", &args.file)];
+    if let Some(log) = &args.target_log {
+        inputs.push(("--target-log", log));
+    }
+    super::check_distinct(&outputs, &inputs)?;
     if let Some(d) = in_kernel(&args.file) {
         if args.histfile.is_some() || args.histfile_max_us.is_some() {
             return Err(crate::Error::Usage(format!(
@@ -92,14 +105,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        print!("{}", crate::inkernel::summary(&d));
         if let Some(out) = &args.output {
             d.write(out)?;
         }
+        crate::say!("{}", crate::inkernel::summary(&d));
         return Ok(());
     }
     let r = load_with(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
-    print!("{}", report::text::summary_with(&r, args.show_naive));
-    super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref())?;
+    // The files before the summary: a closed stdout must not cost them.
+    let written = super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref());
+    crate::say!("{}", report::text::summary_with(&r, args.show_naive));
+    written?;
     Ok(())
 }

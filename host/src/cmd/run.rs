@@ -5,21 +5,22 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::calibration::{Calibration, LineArg};
 use crate::cli::{OutputArgs, TimingArgs};
 use crate::link::Link;
 use crate::rawfile::{RawWriter, RunContext};
 use crate::session::{EdgeArg, ModeArg, Request, SessionOptions};
 use crate::units::parse_duration_ns;
-use crate::{source, timefmt, TOOL_VERSION};
+use crate::{timefmt, TOOL_VERSION};
 
 /// `latprobe run` options.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The probe's link: a serial device (/dev/ttyACM0), tcp:HOST:PORT (ser2net) or unix:PATH (QEMU)
+    /// The probe's link: a serial device (/dev/ttyACM0), tcp:HOST:PORT (ser2net) or unix:PATH (QEMU); not with --link rtt
     #[arg(long, short, value_name = "PORT")]
-    pub port: String,
+    pub port: Option<String>,
     /// Serial line speed of the probe's link (the reference board's ST-LINK port runs at 921600)
-    #[arg(long, value_name = "N", default_value_t = 921_600)]
+    #[arg(long, value_name = "N", default_value_t = 921_600, value_parser = clap::value_parser!(u32).range(1..))]
     pub baud: u32,
     /// What to measure
     #[arg(long, value_enum, default_value = "uart-echo")]
@@ -33,10 +34,18 @@ pub struct RunArgs {
     /// The stimulus edge in gpio-echo and GPIO loopback modes
     #[arg(long, value_enum, default_value = "rising")]
     pub edge: EdgeArg,
+    /// The line a loopback measures: gpio (PA0 wired to PA1) or uart (PA9 wired to PA10, PA1 and PB10); required with --mode loopback
+    #[arg(long, value_enum, value_name = "LINE")]
+    pub line: Option<LineArg>,
+    /// Subtract the probe's own offset measured by `latprobe calibrate` (refused for another board, firmware, line or baud)
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub probe: crate::probe::RunProbeArgs,
 }
 
 /// Parse a byte written as hex (`0x55`) or decimal (`85`).
@@ -68,6 +77,8 @@ pub(crate) fn request(
         seed: timing.seed,
         byte,
         edge,
+        line: None,
+        calibration: None,
     }
 }
 
@@ -80,23 +91,26 @@ pub(crate) fn stop_wait(timing: &TimingArgs, req: &Request) -> Duration {
 
 /// Run `latprobe run`.
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
+    let mut req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
+    req.line = args.line;
+    req.calibration = args.calibration.as_deref().map(Calibration::read).transpose()?;
     req.validate()?;
     super::check_periodic_flags(&args.out, req.mode)?;
     let target = super::check_outputs(&args.out)?;
+    // With --flash this flashes (or finds the firmware in place) first.
+    let (src, link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
-        source: args.port.clone(),
+        source: src.name().to_string(),
         started_at: timefmt::now(),
         started_unix_ns: Some(timefmt::now_unix_ns()),
         request: req.clone(),
         histfile_max_us: args.out.histfile_max_us,
         target,
-        notes: Vec::new(),
+        notes: link_notes,
     };
-    let src = source::open(&args.port, args.baud)?;
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
-    eprintln!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), args.port);
+    crate::tell!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), ctx.source);
     let opts = SessionOptions {
         stop_wait: stop_wait(&args.timing, &req),
         request: req,

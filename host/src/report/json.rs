@@ -22,11 +22,37 @@ pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 
+/// The largest JSON document latprobe reads: far above any report it
+/// writes (a million 1 µs bins are about 20 MB), far below what would
+/// exhaust memory (`latprobe report /dev/zero`).
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+
+/// The text of `path`, if it is at most [`MAX_REPORT_BYTES`] of UTF-8.
+/// Every failure is a usage error naming the file (exit 2): an input that
+/// cannot be read is the user's to change, whatever is wrong with it.
+pub fn read_text(path: &Path) -> Result<String, Error> {
+    use std::io::Read as _;
+    let fail = |what: String| Error::Usage(format!("{}: {what}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_REPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(fail(format!(
+            "longer than {} MiB: neither a latprobe raw file nor a JSON report",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| fail("neither a latprobe raw file nor a JSON report (it is not UTF-8 text)".into()))
+}
+
 /// Read a report written by [`write()`], or by a latprobe of schema
-/// version 1 (converted by [`upgrade_v1`]).
+/// version 1 (converted by [`upgrade_v1`]). The file's size and the sizes
+/// it claims are bounded.
 pub fn read(path: &Path) -> Result<Report, Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read the report {}", path.display()), e))?;
+    let text = read_text(path)?;
     let mut value: Value = serde_json::from_str(&text).map_err(|e| {
         Error::Usage(format!("{} is neither a latprobe raw file nor a JSON report: {e}", path.display()))
     })?;
@@ -34,15 +60,35 @@ pub fn read(path: &Path) -> Result<Report, Error> {
     match value.get("schema_version").and_then(Value::as_u64) {
         Some(v) if v == u64::from(SCHEMA_VERSION) => {}
         Some(1) => upgrade_v1(&mut value).map_err(not_a_report)?,
-        version => {
+        _ => {
             return Err(Error::Usage(format!(
                 "{} has schema_version {}, this latprobe reads versions 1 and {SCHEMA_VERSION}",
                 path.display(),
-                version.map_or_else(|| "missing".to_string(), |v| v.to_string())
+                describe_version(value.get("schema_version"))
             )))
         }
     }
-    serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))
+    let r: Report = serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))?;
+    // Rendering allocates a bin per µs of the range: a damaged or crafted
+    // range must not ask for gigabytes.
+    if r.histogram.max_us > crate::rawfile::MAX_HISTFILE_US {
+        return Err(not_a_report(format!(
+            "its histogram.max_us {} is beyond the {} us latprobe writes",
+            r.histogram.max_us,
+            crate::rawfile::MAX_HISTFILE_US
+        )));
+    }
+    Ok(r)
+}
+
+/// A `schema_version` as found, for the error message.
+fn describe_version(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "missing".into(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(t)) => format!("\"{t}\" (a string, where a number belongs)"),
+        Some(other) => format!("{other} (where a number belongs)"),
+    }
 }
 
 /// The counters schema 2 added: version 1 did not carry them.

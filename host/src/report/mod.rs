@@ -131,6 +131,10 @@ pub struct ConfigReport {
     pub identity: bool,
     /// The probe's accepted values in ticks.
     pub ticks: Option<TicksReport>,
+    /// The loopback calibration subtracted from every latency
+    /// (`--calibration`), as its file says.
+    #[serde(default)]
+    pub calibration: Option<crate::calibration::Calibration>,
 }
 
 /// Accepted configuration in ticks.
@@ -634,6 +638,37 @@ fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<
     }
 }
 
+/// A note when the probe took clearly fewer stimuli than its schedule asks
+/// for in the time it ran (an `--interval` shorter than the probe or the
+/// target can serve): the run is complete as asked, but not at that rate.
+pub fn schedule_note(
+    c: &Counts,
+    config: &ConfigReport,
+    elapsed_ns: Option<u64>,
+    echo: bool,
+) -> Option<String> {
+    let elapsed = elapsed_ns?;
+    let taken = c.probe_taken?;
+    if !echo || config.interval_ns == 0 {
+        return None;
+    }
+    // Dither delays each stimulus by half of it on average.
+    let period = u128::from(config.interval_ns) + u128::from(config.dither_ns / 2);
+    let expected = u64::try_from(u128::from(elapsed) / period).unwrap_or(u64::MAX);
+    // Short of 10 % and of at least 10 stimuli: a run's ends and rounding
+    // never make that much.
+    if expected.saturating_sub(taken) < 10 || u128::from(taken) * 10 >= u128::from(expected) * 9 {
+        return None;
+    }
+    Some(format!(
+        "the probe could not keep the requested schedule: it took {taken} stimuli in {} where one every {} \
+         makes {expected}; the figures are those of the stimuli it did send (raise --interval, or lower \
+         --timeout and --guard)",
+        format_ns(elapsed),
+        format_ns(config.interval_ns)
+    ))
+}
+
 /// Build the report of `state`, run in `ctx`.
 pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -> Report {
     let req = &ctx.request;
@@ -656,6 +691,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
                 timeout: c.timeout_ticks,
                 guard: c.guard_ticks,
             }),
+            calibration: req.calibration.clone(),
         },
         _ => ConfigReport {
             mode: req.mode,
@@ -669,6 +705,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             stimulus: stimulus_name(req.assumed_stimulus()),
             identity: req.assumed_stimulus().has_identity(),
             ticks: None,
+            calibration: req.calibration.clone(),
         },
     };
     let a = state.analysis.as_ref();
@@ -712,6 +749,20 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
     };
     let periodic = (req.mode == ModeArg::Periodic).then(|| periodic_of(a));
     let mut notes = ctx.notes.clone();
+    if let Some(cal) = &req.calibration {
+        notes.push(cal.describe());
+        let below = a.map_or(0, |a| a.below_calibration);
+        if below > 0 {
+            notes.push(format!(
+                "{below} measured latencies were faster than the probe's own loopback ever was in its \
+                 calibration (they count as 0): the calibration does not fit this bench (another \
+                 wire or setup); calibrate again"
+            ));
+        }
+    }
+    // What the live session remarked (a Stop never confirmed, a raw file
+    // cut short); a replay has them from the raw file's ending.
+    notes.extend(state.notes.iter().cloned());
     // What the probe itself warned about, as it said it.
     notes.extend(state.probe_logs.iter().map(|l| format!("the probe logged {l}")));
     if state.probe_logs_dropped > 0 {
@@ -726,6 +777,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
     if let Some(p) = &periodic {
         periodic_notes(p, &config, &mut notes);
     }
+    notes.extend(schedule_note(&counts, &config, state.probe_elapsed_ns(), req.mode.mode().is_echo()));
     Report {
         schema_version: SCHEMA_VERSION,
         tool_version: ctx.tool_version.clone(),
@@ -779,6 +831,8 @@ mod tests {
             seed: 1,
             byte: None,
             edge: EdgeArg::Rising,
+            line: None,
+            calibration: None,
         };
         let ctx = RunContext {
             tool_version: "test".into(),
@@ -803,6 +857,7 @@ mod tests {
             capabilities: Capabilities::UART_ECHO,
             max_batch: 64,
             target_baud: 0,
+            build_id: 0,
         };
         state.on_incoming(Incoming::Message(ProbeMsg::Hello(info)));
         state.on_incoming(Incoming::Message(ProbeMsg::Configured(config)));

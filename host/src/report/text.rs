@@ -83,15 +83,18 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
         (_, 0) => ", none measured".to_string(),
         (_, m) => format!(", Avg over the {m} measured"),
     };
-    let _ = writeln!(
-        s,
-        "I:{} C:{:>7} Min:{:>7} Avg:{:>5} Max:{:>8}  (µs; C counts every sample{avg_note})",
-        r.config.interval_ns / 1000,
-        c.samples,
-        min,
-        avg,
-        max
-    );
+    // Without a sample the line would say nothing but zeros.
+    if c.samples > 0 {
+        let _ = writeln!(
+            s,
+            "I:{} C:{:>7} Min:{:>7} Avg:{:>5} Max:{:>8}  (µs; C counts every sample{avg_note})",
+            r.config.interval_ns / 1000,
+            c.samples,
+            min,
+            avg,
+            max
+        );
+    }
     match &r.latency_ns {
         Some(l) => {
             let label = if r.periodic.is_some() { "delay µs  " } else { "latency µs" };

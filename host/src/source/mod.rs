@@ -6,6 +6,7 @@ mod serial;
 mod socket;
 
 pub mod replay;
+pub mod rtt;
 
 use std::io;
 use std::time::Duration;

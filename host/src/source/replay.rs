@@ -3,7 +3,7 @@
 //! the file is the link closing.
 
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io::{self, Read as _, Take};
 use std::time::Duration;
 
 use super::{ByteSource, Read};
@@ -12,13 +12,19 @@ use super::{ByteSource, Read};
 #[derive(Debug)]
 pub struct ReplaySource {
     name: String,
-    file: File,
+    file: Take<File>,
 }
 
 impl ReplaySource {
-    /// Replay `file` (already past the header) under `name`.
+    /// Replay `file` (already past the header) under `name`, to its end.
     pub fn new(name: String, file: File) -> Self {
-        Self { name, file }
+        Self { name, file: file.take(u64::MAX) }
+    }
+
+    /// Replay the next `len` bytes of `file` only (the stream before the
+    /// raw file's recorded ending).
+    pub fn limited(name: String, file: File, len: u64) -> Self {
+        Self { name, file: file.take(len) }
     }
 }
 

@@ -35,6 +35,12 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
                 .to_string(),
         });
     }
+    // B0 is no rate: on a real line it means "hang up".
+    if baud == 0 {
+        return Err(Error::Usage(format!(
+            "--baud 0 is no line speed for {name}: give the probe link's rate"
+        )));
+    }
     let timeout = Duration::from_millis(100);
     let port = serialport::new(name, baud)
         .timeout(timeout)

@@ -28,6 +28,11 @@ pub enum Script {
     SilentAfter(usize),
     /// Refuse every Configure with BadDither.
     RefuseConfig,
+    /// Behave, but never answer Stop (keep streaming).
+    IgnoreStop,
+    /// Behave, then after this many batches reset: a boot Hello, and
+    /// nothing more of the run.
+    RestartAfter(usize),
 }
 
 /// Knobs of the fake.
@@ -142,9 +147,13 @@ fn hello_info() -> ProbeInfo<'static> {
         board: "fake",
         timer_hz: FAKE_HZ,
         timer_bits: 32,
-        capabilities: Capabilities::UART_ECHO | Capabilities::GPIO_ECHO | Capabilities::EMULATED,
+        capabilities: Capabilities::UART_ECHO
+            | Capabilities::GPIO_ECHO
+            | Capabilities::LOOPBACK
+            | Capabilities::EMULATED,
         max_batch: 64,
         target_baud: 0,
+        build_id: 0,
     }
 }
 
@@ -257,6 +266,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                     running = true;
                     send(&mut s, &ProbeMsg::Started { start_tick, first_seq: 0 })
                 }
+                (HostMsg::Stop, Script::IgnoreStop) => true,
                 (HostMsg::Stop, _) => {
                     if running {
                         running = false;
@@ -277,6 +287,17 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
         }
         if let Script::SilentAfter(n) = opts.script {
             if batch_no >= n {
+                continue;
+            }
+        }
+        if let Script::RestartAfter(n) = opts.script {
+            if batch_no == n {
+                // What a reset probe says first: its boot Hello.
+                running = false;
+                config = None;
+                if !send(&mut s, &ProbeMsg::Hello(hello_info())) {
+                    return;
+                }
                 continue;
             }
         }

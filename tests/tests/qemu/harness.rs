@@ -330,6 +330,10 @@ impl Bench {
         let mut cmd = Command::new("timeout");
         cmd.args(["--kill-after=5", &QEMU_LIFETIME_S.to_string(), "qemu-system-arm"])
             .args(["-machine", "netduinoplus2", "-display", "none", "-monitor", "none"])
+            // QMP, for the fault suite's probe reset (system_reset); never
+            // waited for.
+            .arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", d.join("qmp.sock").display()))
             // Deterministic virtual time: one instruction per ns.
             .args(["-icount", "shift=0"])
             .args(["-semihosting-config", "enable=on,target=native"])
@@ -433,6 +437,42 @@ impl Bench {
             );
         };
         Outcome { status, stdout, stderr, elapsed }
+    }
+
+    /// Send one QMP command (`system_reset`, say) and return QEMU's answer.
+    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    pub fn qmp(&self, command: &str) -> String {
+        let mut s = connect(&self.dir.path().join("qmp.sock"));
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("read timeout");
+        let line = |s: &mut UnixStream| {
+            let mut out = Vec::new();
+            let mut b = [0u8; 1];
+            while s.read(&mut b).map(|n| n == 1).unwrap_or(false) {
+                if b[0] == b'\n' {
+                    break;
+                }
+                out.push(b[0]);
+            }
+            String::from_utf8_lossy(&out).into_owned()
+        };
+        let _greeting = line(&mut s);
+        s.write_all(b"{\"execute\": \"qmp_capabilities\"}\n").expect("qmp");
+        let _ = line(&mut s);
+        s.write_all(format!("{{\"execute\": \"{command}\"}}\n").as_bytes()).expect("qmp");
+        // Events may come before the answer.
+        loop {
+            let l = line(&mut s);
+            if l.is_empty() || l.contains("\"return\"") || l.contains("\"error\"") {
+                return l;
+            }
+        }
+    }
+
+    /// Kill QEMU outright (SIGKILL), as a crash would.
+    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    pub fn kill_qemu(&mut self) {
+        signal(self.qemu.child.id(), "-KILL", true);
+        let _ = self.qemu.wait_for(Duration::from_secs(5));
     }
 
     /// Whether QEMU is still running (it never ends by itself: a firmware

@@ -16,19 +16,29 @@
 //!
 //!   USART1 PA9 (D8) TX ─▶ target RX     PA10 (D2) RX ◀─ target TX   (target line)
 //!   USART2 PA2/PA3 ═ ST-LINK virtual COM port, 921600 Bd, TX by DMA1 stream 6 (host link)
+//!   RTT (SWD, the same ST-LINK): up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!   LD2 PA5: on while a measurement runs    PA8 (D7): scope trigger, high from stimulus to answer
 //!
 //!   priority 3: TIM2, USART1 RX  ── Front: read captures, then `now`; log ──┐ pend
-//!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 RX (host link)  ◀──┘
-//!   priority 1: DMA1 stream 6 (host link TX)
+//!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 RX (host link),   ◀──┘
+//!               SysTick 100 Hz (RTT down channel: host link over SWD)
+//!   priority 1: DMA1 stream 6 (host link TX; the same bytes to RTT up 1)
 //! ```
 //!
 //! The engine (and its batch encoding: postcard, CRC, COBS) runs at
 //! priority 2, so the capture interrupts are never held up by it.
+//!
+//! Both host links carry the same frames and neither waits for the other:
+//! the UART sends whatever the engine queued whether or not anything reads
+//! the virtual COM port, and each chunk goes to RTT up channel 1 in
+//! `NoBlockSkip` mode, whole or (when the host does not read RTT fast
+//! enough, or not at all) not at all; the host's decoder counts the frames
+//! a skipped chunk cut, and the sequence numbers the samples it lost. Host
+//! bytes from either link go into the one engine: drive a probe from one
+//! host at a time.
 #![no_std]
 #![no_main]
 
-use defmt_rtt as _;
 use panic_probe as _;
 
 use latprobe_firmware::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
@@ -41,6 +51,49 @@ use stm32f4xx_hal::serial::Tx;
 const TX_QUEUE: usize = 2048;
 /// Largest chunk the host-link DMA sends at once.
 const DMA_CHUNK: usize = 256;
+/// RTT up channel 1 ("latprobe", the frames): 45 ms of a full 921600 Bd
+/// stream, so a host polling over SWD every 10 ms never falls behind.
+const RTT_FRAMES: usize = 4096;
+/// RTT down channel 0 ("latprobe", host bytes): a few Configure frames.
+const RTT_HOST: usize = 256;
+/// SysTick reload for the 100 Hz poll of the RTT down channel (SysTick
+/// counts the 100 MHz core clock).
+const RTT_POLL_RELOAD: u32 = 100_000_000 / 100 - 1;
+
+/// What this ELF is, for `latprobe flash` to read before it touches a probe
+/// (host/src/probe/elf.rs parses it by this symbol's name): an ELF built for
+/// another board or protocol is refused there, not discovered after
+/// flashing. Layout (format 1, 64 bytes): `LATPROBE`, format, protocol
+/// version, 2 reserved, board name (32, NUL-padded), firmware version (16,
+/// NUL-padded), 4 reserved.
+#[no_mangle]
+pub static LATPROBE_BUILD: [u8; 64] =
+    build_info("nucleo-f411re", latprobe_firmware::FIRMWARE_VERSION, latprobe_protocol::PROTOCOL_VERSION);
+
+const fn build_info(board: &str, version: &str, protocol: u8) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    let magic = *b"LATPROBE";
+    let mut i = 0;
+    while i < 8 {
+        out[i] = magic[i];
+        i += 1;
+    }
+    out[8] = 1;
+    out[9] = protocol;
+    let (board, version) = (board.as_bytes(), version.as_bytes());
+    assert!(board.len() <= 32 && version.len() <= 16, "LATPROBE_BUILD fields too long");
+    i = 0;
+    while i < board.len() {
+        out[12 + i] = board[i];
+        i += 1;
+    }
+    i = 0;
+    while i < version.len() {
+        out[44 + i] = version[i];
+        i += 1;
+    }
+    out
+}
 
 /// TIM2, the target line's transmitter and the scope trigger: the
 /// [`TimerHw`] of this board, register accesses only.
@@ -242,6 +295,33 @@ impl TimerHw for Tim2 {
     }
 }
 
+/// CRC-32 (the protocol's) of this firmware's image in flash: from the
+/// vector table at the start of flash (memory.x, RM0383 §3.3) to the end of
+/// `.data`'s load image, as the host computes it from the ELF
+/// (`FirmwareElf::image_crc`), so the Hello tells which build runs.
+fn image_crc() -> u32 {
+    extern "C" {
+        static __sidata: u8;
+        static __sdata: u8;
+        static __edata: u8;
+    }
+    const FLASH_START: usize = 0x0800_0000;
+    // Only the addresses of these cortex-m-rt linker symbols are taken,
+    // never their contents (addr_of! of an extern static is safe).
+    let (sidata, sdata, edata) = (
+        core::ptr::addr_of!(__sidata) as usize,
+        core::ptr::addr_of!(__sdata) as usize,
+        core::ptr::addr_of!(__edata) as usize,
+    );
+    let end = sidata + (edata - sdata);
+    // SAFETY: flash is memory-mapped and always readable; [FLASH_START, end)
+    // is this firmware's own image (vector table to the end of .data's load
+    // copy), inside the 512 KiB of flash memory.x declares, and nothing
+    // writes flash while the firmware runs.
+    let image = unsafe { core::slice::from_raw_parts(FLASH_START as *const u8, end - FLASH_START) };
+    latprobe_protocol::framing::CRC.checksum(image)
+}
+
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
     use cortex_m::peripheral::DWT;
@@ -257,7 +337,9 @@ mod app {
         serial::{self, Rx},
     };
 
-    use super::{Tim2, Timer, DMA_CHUNK, TX_QUEUE};
+    use rtt_target::{ChannelMode, DownChannel, UpChannel};
+
+    use super::{Tim2, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
 
     /// Bytes taken from a UART per interrupt at most: a stuck error flag
     /// must not wedge the interrupt.
@@ -281,6 +363,8 @@ mod app {
         led: PA5<Output>,
         lp: HwLoop,
         costs: Costs,
+        rtt_frames: UpChannel,
+        rtt_host: DownChannel,
     }
 
     /// DWT cycle counts of the two halves of the capture path, per run.
@@ -304,6 +388,22 @@ mod app {
     fn init(cx: init::Context) -> (Shared, Local) {
         let dp = cx.device;
         let mut core = cx.core;
+        // RTT first, so that a panic during the clock set-up is logged.
+        let rtt = rtt_target::rtt_init! {
+            up: {
+                0: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "defmt" }
+                1: { size: RTT_FRAMES, mode: ChannelMode::NoBlockSkip, name: "latprobe" }
+            }
+            down: {
+                0: { size: RTT_HOST, mode: ChannelMode::NoBlockSkip, name: "latprobe" }
+            }
+        };
+        rtt_target::set_defmt_channel(rtt.up.0);
+        // Keep LATPROBE_BUILD in the image: nothing else reads it, and the
+        // linker drops what nothing reads.
+        // SAFETY: a read of an initialised static.
+        let build_protocol = unsafe { core::ptr::read_volatile(&super::LATPROBE_BUILD[9]) };
+        debug_assert_eq!(build_protocol, latprobe_protocol::PROTOCOL_VERSION);
         // The cycle counter for the capture-path figures.
         core.DCB.enable_trace();
         core.DWT.enable_cycle_counter();
@@ -411,6 +511,7 @@ mod app {
             BoardInfo::new("nucleo-f411re", TIMER_HZ, TimerBits::B32, caps)
                 .with_uart_echo_floor(TARGET_BAUD)
                 .with_target_baud(TARGET_BAUD)
+                .with_build_id(super::image_crc())
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
         );
         defmt::info!(
@@ -419,6 +520,12 @@ mod app {
             TIMER_HZ,
             HOST_BAUD
         );
+        // SysTick polls the RTT down channel, which raises no interrupt.
+        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
+        core.SYST.set_reload(RTT_POLL_RELOAD);
+        core.SYST.clear_current();
+        core.SYST.enable_interrupt();
+        core.SYST.enable_counter();
         rtic::pend(Interrupt::DMA1_STREAM6);
         rtic::pend(Interrupt::EXTI1);
         (
@@ -431,6 +538,8 @@ mod app {
                 led,
                 lp: HwLoop::new(LOOP),
                 costs: Costs::default(),
+                rtt_frames: rtt.up.1,
+                rtt_host: rtt.down.0,
             },
         )
     }
@@ -528,10 +637,29 @@ mod app {
         rtic::pend(Interrupt::DMA1_STREAM6);
     }
 
+    /// Host link over RTT: host bytes from down channel 0, polled at 100 Hz,
+    /// go to the engine exactly as USART2's do.
+    #[task(binds = SysTick, priority = 2, shared = [engine, timer], local = [rtt_host])]
+    fn rtt_rx(cx: rtt_rx::Context) {
+        let mut buf = [0u8; RX_BURST];
+        let n = cx.local.rtt_host.read(&mut buf);
+        if n == 0 {
+            return;
+        }
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        let now = timer.lock(|t| t.front.now(&mut t.hw));
+        engine.lock(|e| e.on_host_bytes(&buf[..n], now));
+        rtic::pend(Interrupt::EXTI1);
+        rtic::pend(Interrupt::DMA1_STREAM6);
+    }
+
     /// Host link transmit: DMA1 stream 6 sends the engine's output in chunks
-    /// copied to a buffer of this task. Runs on the stream's completion and
-    /// whenever another task queued output (pended).
-    #[task(binds = DMA1_STREAM6, priority = 1, shared = [engine], local = [dma, buf: [u8; DMA_CHUNK] = [0; DMA_CHUNK]])]
+    /// copied to a buffer of this task, and the same chunk goes to RTT up
+    /// channel 1 (whole, or skipped when the host does not read RTT). Runs
+    /// on the stream's completion and whenever another task queued output
+    /// (pended).
+    #[task(binds = DMA1_STREAM6, priority = 1, shared = [engine], local = [dma, rtt_frames, buf: [u8; DMA_CHUNK] = [0; DMA_CHUNK]])]
     fn host_tx(mut cx: host_tx::Context) {
         let dma = cx.local.dma;
         let st = dma.st(6);
@@ -547,6 +675,8 @@ mod app {
         if n == 0 {
             return;
         }
+        // Never waits: NoBlockSkip writes all n bytes or none.
+        cx.local.rtt_frames.write(&buf[..n]);
         // Stream configuration, RM0383 §9.3.17: peripheral and memory
         // addresses, count, then the control word with EN last.
         // SAFETY: USART2's DR address is a fixed peripheral register; taking

@@ -1,0 +1,204 @@
+//! Loopback calibration: the probe's own fixed offset and jitter on one
+//! line, measured with the stimulus wired straight back
+//! (`latprobe calibrate`), kept in a small JSON file, and subtracted from
+//! later runs on the same board, firmware and line (`run --calibration`).
+//!
+//! ```text
+//!  calibrate --line gpio|uart ─loopback run─▶ report ─median, spread─▶ calibration.json
+//!  run --calibration calibration.json ─check board/firmware/line/baud─▶ every latency − offset
+//! ```
+//!
+//! The offset is the median loopback latency: for a GPIO line the input
+//! synchroniser (the firmware already takes off its input filter's fixed
+//! delay), for UART the skew between the two captures of the same start bit.
+//! A calibration is refused for another board, firmware version, line or
+//! target baud rate, since its offset would not hold there.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+use crate::session::ProbeHello;
+use crate::units::format_ns;
+use crate::Error;
+
+/// What a calibration file says it is.
+pub const KIND: &str = "latprobe-calibration";
+
+/// Fewest loopback samples a calibration is taken from.
+pub const MIN_SAMPLES: u64 = 10_000;
+
+/// Which line a loopback measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LineArg {
+    /// The GPIO stimulus edge (Nucleo: PA0 wired to PA1).
+    Gpio,
+    /// The UART stimulus byte (Nucleo: PA9 wired to PA10, PA1 and PB10).
+    Uart,
+}
+
+impl LineArg {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LineArg::Gpio => "gpio",
+            LineArg::Uart => "uart",
+        }
+    }
+}
+
+/// A calibration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// [`KIND`].
+    pub kind: String,
+    /// The board it was measured on.
+    pub board: String,
+    /// Its firmware version.
+    pub firmware_version: String,
+    /// The line looped back.
+    pub line: LineArg,
+    /// The target line's baud rate (UART; 0 for GPIO or a line without
+    /// bit timing).
+    pub baud: u32,
+    /// The probe's timer rate.
+    pub timer_hz: u32,
+    /// Loopback samples it was taken from.
+    pub samples: u64,
+    /// The offset subtracted from every latency: the median loopback
+    /// latency, ns.
+    pub offset_ns: u64,
+    /// The smallest and largest loopback latency, ns: their difference is
+    /// the peak-to-peak jitter.
+    pub min_ns: u64,
+    /// See `min_ns`.
+    pub max_ns: u64,
+    /// The 99.9th percentile, ns.
+    pub p99_9_ns: u64,
+    /// When it was measured, RFC 3339 UTC.
+    pub created_at: String,
+    /// The latprobe version that measured it.
+    pub tool_version: String,
+}
+
+impl Calibration {
+    /// The peak-to-peak jitter, ns.
+    pub fn jitter_ns(&self) -> u64 {
+        self.max_ns.saturating_sub(self.min_ns)
+    }
+
+    /// The calibration a finished loopback run gives, or why it gives none.
+    pub fn from_report(r: &Report, line: LineArg) -> Result<Self, Error> {
+        let probe =
+            r.probe.as_ref().ok_or_else(|| Error::Usage("no probe answered: nothing to calibrate".into()))?;
+        let c = &r.counts;
+        let wire = match line {
+            LineArg::Gpio => "PA0 to PA1",
+            LineArg::Uart => "PA9 to PA10, PA1 and PB10",
+        };
+        if c.timeouts > 0 || c.lost > 0 {
+            return Err(Error::Usage(format!(
+                "the {} loopback left {} of {} stimuli unanswered and lost {}: a wire loops every \
+                 stimulus back; check the wire ({wire} on the Nucleo) and run calibrate again",
+                line.name(),
+                c.timeouts,
+                c.samples,
+                c.lost
+            )));
+        }
+        if c.samples < MIN_SAMPLES {
+            return Err(Error::Usage(format!(
+                "{} loopback samples are too few to calibrate: give --count {MIN_SAMPLES} or more",
+                c.samples
+            )));
+        }
+        let l =
+            r.latency_ns.as_ref().ok_or_else(|| Error::Usage("no loopback latency was measured".into()))?;
+        let need = |v: Option<u64>, what: &str| {
+            v.ok_or_else(|| Error::Usage(format!("the loopback's {what} is not known: nothing to calibrate")))
+        };
+        Ok(Self {
+            kind: KIND.into(),
+            board: probe.hello.board.clone(),
+            firmware_version: probe.hello.firmware_version.clone(),
+            line,
+            baud: if line == LineArg::Uart { probe.hello.target_baud } else { 0 },
+            timer_hz: probe.hello.timer_hz,
+            samples: c.samples,
+            offset_ns: need(l.p50, "median")?,
+            min_ns: need(l.min, "minimum")?,
+            max_ns: need(l.max, "maximum")?,
+            p99_9_ns: need(l.p99_9, "99.9th percentile")?,
+            created_at: r.ended_at.clone(),
+            tool_version: crate::TOOL_VERSION.into(),
+        })
+    }
+
+    /// Read a calibration file.
+    pub fn read(path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Usage(format!("cannot read --calibration {}: {e}", path.display())))?;
+        let c: Self = serde_json::from_str(&text).map_err(|e| {
+            Error::Usage(format!(
+                "--calibration {} is not a latprobe calibration file ({e}): make one with latprobe calibrate",
+                path.display()
+            ))
+        })?;
+        if c.kind != KIND {
+            return Err(Error::Usage(format!(
+                "--calibration {} is a '{}' file, not a {KIND}",
+                path.display(),
+                c.kind
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Write it as pretty JSON.
+    pub fn write(&self, path: &Path) -> Result<(), Error> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
+        std::fs::write(path, text)
+            .map_err(|e| Error::io(format!("cannot write the calibration {} (--output)", path.display()), e))
+    }
+
+    /// Whether it holds for `probe` measuring on `line`: the same board,
+    /// firmware version, line and (UART) target baud rate.
+    pub fn check(&self, probe: &ProbeHello, line: LineArg) -> Result<(), Error> {
+        let redo = format!("run latprobe calibrate --line {} again on this probe", line.name());
+        let mismatch = |what: &str, file: &str, now: &str| {
+            Err(Error::Usage(format!(
+                "--calibration was measured {what} {file}, this run uses {now}: its offset does not hold; {redo}"
+            )))
+        };
+        if self.board != probe.board {
+            return mismatch("on board", &self.board, &probe.board);
+        }
+        if self.firmware_version != probe.firmware_version {
+            return mismatch("with firmware", &self.firmware_version, &probe.firmware_version);
+        }
+        if self.line != line {
+            return mismatch("on the line", self.line.name(), line.name());
+        }
+        if line == LineArg::Uart && self.baud != probe.target_baud {
+            return mismatch("at", &format!("{} Bd", self.baud), &format!("{} Bd", probe.target_baud));
+        }
+        Ok(())
+    }
+
+    /// One line for the summary and the report's notes.
+    pub fn describe(&self) -> String {
+        format!(
+            "calibrated: {} subtracted from every latency (the probe's own {} loopback offset, jitter {} \
+             peak to peak over {} samples, measured {} on {} {})",
+            format_ns(self.offset_ns),
+            self.line.name(),
+            format_ns(self.jitter_ns()),
+            self.samples,
+            self.created_at,
+            self.board,
+            self.firmware_version
+        )
+    }
+}

@@ -1,0 +1,148 @@
+//! A probe firmware ELF, checked before any probe is touched: it must be an
+//! ARM ELF carrying `LATPROBE_BUILD` (firmware/src/bin/nucleo-f411re/main.rs)
+//! for the board asked for and this latprobe's protocol version. It also
+//! gives the flash image (to tell whether the probe already holds it), the
+//! RTT control block's address and the bytes for the defmt decoder.
+
+use std::path::{Path, PathBuf};
+
+use latprobe_protocol::PROTOCOL_VERSION;
+use object::elf::PT_LOAD;
+use object::read::elf::{ElfFile32, ProgramHeader as _};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+use super::Board;
+use crate::Error;
+
+/// The symbol that says what an ELF is.
+pub const BUILD_SYMBOL: &str = "LATPROBE_BUILD";
+/// The symbol of the RTT control block.
+pub const RTT_SYMBOL: &str = "_SEGGER_RTT";
+
+/// `LATPROBE_BUILD`, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// The board the firmware drives.
+    pub board: String,
+    /// The firmware's version.
+    pub firmware_version: String,
+    /// The protocol it speaks.
+    pub protocol_version: u8,
+}
+
+impl BuildInfo {
+    /// Decode the 64 bytes of format 1.
+    pub fn parse(b: &[u8]) -> Option<Self> {
+        if b.len() < 64 || &b[..8] != b"LATPROBE" || b[8] != 1 {
+            return None;
+        }
+        let text = |r: &[u8]| {
+            let end = r.iter().position(|&c| c == 0).unwrap_or(r.len());
+            String::from_utf8_lossy(&r[..end]).into_owned()
+        };
+        Some(Self { protocol_version: b[9], board: text(&b[12..44]), firmware_version: text(&b[44..60]) })
+    }
+}
+
+/// A firmware ELF that passed the checks.
+#[derive(Debug, Clone)]
+pub struct FirmwareElf {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its bytes (the defmt decoder wants them).
+    pub bytes: Vec<u8>,
+    /// What it says it is.
+    pub info: BuildInfo,
+    /// Address of `_SEGGER_RTT`.
+    pub rtt_addr: Option<u64>,
+    /// What goes into flash: (load address, bytes), in address order.
+    pub image: Vec<(u64, Vec<u8>)>,
+}
+
+impl FirmwareElf {
+    /// Read `path` and check that it is latprobe firmware for `board` that
+    /// speaks this latprobe's protocol. Every refusal names the file and
+    /// the command that builds the right one.
+    pub fn load(path: &Path, board: &Board) -> Result<Self, Error> {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let refuse = |why: String| {
+            Error::Usage(format!(
+                "refusing to flash {}: {why}; build the {} firmware with `{}` in the latprobe \
+                 source tree (or give --elf PATH of one)",
+                path.display(),
+                board.name,
+                board.build
+            ))
+        };
+        let elf = ElfFile32::<object::Endianness>::parse(&*bytes)
+            .map_err(|e| refuse(format!("not a 32-bit ELF file ({e})")))?;
+        if elf.architecture() != object::Architecture::Arm {
+            return Err(refuse(format!("it is built for {:?}, not an ARM Cortex-M", elf.architecture())));
+        }
+        let info = read_symbol(&elf, BUILD_SYMBOL).and_then(BuildInfo::parse).ok_or_else(|| {
+            refuse(format!(
+                "it has no {BUILD_SYMBOL}: it is not latprobe probe firmware (or predates `latprobe flash`)"
+            ))
+        })?;
+        if info.board != board.name {
+            return Err(refuse(format!("it is built for the board {}, not {}", info.board, board.name)));
+        }
+        if info.protocol_version != PROTOCOL_VERSION {
+            return Err(refuse(format!(
+                "its firmware {} speaks protocol version {}, and this latprobe speaks version {PROTOCOL_VERSION}",
+                info.firmware_version, info.protocol_version
+            )));
+        }
+        let rtt_addr = elf.symbols().find(|s| s.name() == Ok(RTT_SYMBOL)).map(|s| s.address());
+        let endian = elf.endian();
+        let mut image = Vec::new();
+        for ph in elf.elf_program_headers() {
+            if ph.p_type(endian) != PT_LOAD || ph.p_filesz(endian) == 0 {
+                continue;
+            }
+            let data = ph
+                .data(endian, &*bytes)
+                .map_err(|_| refuse("a load segment lies outside the file".into()))?;
+            image.push((u64::from(ph.p_paddr(endian)), data.to_vec()));
+        }
+        image.sort_by_key(|(a, _)| *a);
+        if image.is_empty() {
+            return Err(refuse("it has nothing to load".into()));
+        }
+        Ok(Self { path: path.to_path_buf(), bytes, info, rtt_addr, image })
+    }
+
+    /// Bytes of the image, all segments together.
+    pub fn image_len(&self) -> usize {
+        self.image.iter().map(|(_, d)| d.len()).sum()
+    }
+
+    /// CRC-32 (the protocol's, ISO-HDLC) of the image from its first to its
+    /// last loaded byte, gaps between segments counted as erased flash
+    /// (0xFF, which probe-rs leaves there). This is the build id the
+    /// firmware could put in its Hello (docs/probe-rs.md).
+    pub fn image_crc(&self) -> u32 {
+        let mut digest = latprobe_protocol::framing::CRC.digest();
+        let mut at = self.image.first().map_or(0, |(a, _)| *a);
+        for (addr, data) in &self.image {
+            while at < *addr {
+                digest.update(&[0xFF]);
+                at += 1;
+            }
+            digest.update(data);
+            at = addr + data.len() as u64;
+        }
+        digest.finalize()
+    }
+}
+
+/// The bytes of the symbol `name`, from the section that holds them.
+fn read_symbol<'d>(elf: &ElfFile32<'d, object::Endianness>, name: &str) -> Option<&'d [u8]> {
+    let sym = elf.symbols().find(|s| s.name() == Ok(name))?;
+    let (addr, size) = (sym.address(), sym.size());
+    let section = elf.sections().find(|s| s.address() <= addr && addr + size <= s.address() + s.size())?;
+    let data = section.data().ok()?;
+    let start = (addr - section.address()) as usize;
+    data.get(start..start + size as usize)
+}

@@ -1,0 +1,711 @@
+//! The fault suite, host half: every fault of issue 10's table (D1–D14) as
+//! a user meets it, through the real `latprobe` binary against the scripted
+//! fake probe, the virtual probe (`demo`) and crafted files. Each test names
+//! its row. The faults between a probe and the host (a corrupted link, a
+//! probe reset, a suspended host, a killed QEMU) are in
+//! `tests/tests/faults.rs`.
+
+mod common;
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use latprobe::rawfile::{RawWriter, RunContext};
+use latprobe_protocol::{
+    encode_message, Anomalies, Capabilities, Config, Mode, Outcome, ProbeInfo, ProbeMsg, Sample,
+    SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,
+};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Run latprobe, failing the test if it takes longer than `limit`.
+fn run_within(args: &[&str], limit: Duration) -> std::process::Output {
+    let mut child = latprobe().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_with_timeout(&mut child, limit)
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on the pid of our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+fn notes(r: &serde_json::Value) -> String {
+    r["notes"]
+        .as_array()
+        .map_or_else(String::new, |n| n.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join("\n"))
+}
+
+/// A raw file's context for a hand-made stream (as JSON, so that fields
+/// added to the request later take their defaults).
+fn context(mode: &str, count: Option<u64>) -> RunContext {
+    serde_json::from_value(serde_json::json!({
+        "tool_version": "test",
+        "source": "crafted",
+        "started_at": "2025-01-01T00:00:00Z",
+        "request": {
+            "mode": mode, "interval_ns": 1_000_000, "dither_ns": 0, "timeout_ns": null,
+            "guard_ns": null, "count": count, "duration_ns": null, "seed": 1, "byte": null,
+            "edge": "rising"
+        },
+        "histfile_max_us": 1000,
+        "target": null,
+        "notes": []
+    }))
+    .expect("a run context")
+}
+
+fn frame(msg: &ProbeMsg<'_>) -> Vec<u8> {
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let n = encode_message(msg, &mut buf).expect("frame");
+    buf[..n].to_vec()
+}
+
+fn info() -> ProbeInfo<'static> {
+    ProbeInfo {
+        protocol_version: latprobe_protocol::PROTOCOL_VERSION,
+        firmware_version: "crafted",
+        board: "crafted",
+        timer_hz: 100_000_000,
+        timer_bits: 32,
+        capabilities: Capabilities::UART_ECHO | Capabilities::PERIODIC,
+        max_batch: 64,
+        target_baud: 0,
+        build_id: 0,
+    }
+}
+
+fn config(mode: Mode, stimulus: Stimulus) -> Config {
+    Config {
+        mode,
+        interval_ticks: 100_000,
+        dither_ticks: 0,
+        timeout_ticks: 800_000,
+        guard_ticks: 10_000,
+        count: None,
+        seed: 1,
+        stimulus,
+    }
+}
+
+/// Hand-made echo batches from `first` for `n` samples of 20 µs, skipping
+/// the batch of 32 that starts at `skip`.
+fn batches(first: u64, n: u64, skip: Option<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut b = SampleBatchBuilder::new(100_000, 32);
+    let mut seq = first;
+    let end = first + (n - 1);
+    loop {
+        let s =
+            Sample { seq, stimulus_tick: 1_000 + (seq - first) * 100_000, outcome: Outcome::Response(2_000) };
+        if b.push(&s).is_err() {
+            if Some(b.batch().first_seq) != skip {
+                out.extend(frame(&ProbeMsg::SampleBatch(b.batch())));
+            }
+            b.clear();
+            b.push(&s).unwrap();
+        }
+        if seq == end {
+            break;
+        }
+        seq += 1;
+    }
+    if !b.is_empty() && Some(b.batch().first_seq) != skip {
+        out.extend(frame(&ProbeMsg::SampleBatch(b.batch())));
+    }
+    out
+}
+
+fn stopped(taken: u64) -> ProbeMsg<'static> {
+    ProbeMsg::Stopped(Stopped {
+        reason: StopReason::CountReached,
+        end_tick: 1_000 + taken * 100_000,
+        taken,
+        timeouts: 0,
+        dropped: 0,
+        overruns: 0,
+        anomalies: Anomalies::default(),
+    })
+}
+
+fn write_raw(path: &Path, ctx: &RunContext, stream: &[u8]) {
+    let mut w = RawWriter::create(path, ctx).unwrap();
+    w.append(stream).unwrap();
+    w.finish().unwrap();
+}
+
+// D1: a directory or an unwritable output is found before the run, and a
+// failing output never costs the other one.
+#[test]
+fn d1_an_output_that_is_a_directory_fails_before_the_run() {
+    let dir = tmp();
+    let adir = dir.path().join("adir");
+    std::fs::create_dir(&adir).unwrap();
+    let hist = dir.path().join("h.hist");
+    // No probe at all: the check comes first, in well under a second.
+    let started = Instant::now();
+    let o = run_within(
+        &["run", "--port", "unix:/nonexistent", "--count", "10", "-o", p(&adir), "--histfile", p(&hist)],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--output") && stderr(&o).contains("is a directory"), "{}", show(&o));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let o = run_within(&["demo", "--duration", "1s", "--raw", p(&adir)], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--raw") && stderr(&o).contains("is a directory"), "{}", show(&o));
+}
+
+// D1 and "disk full": an output that fails only when written (a full disk:
+// /dev/full) goes to a fallback file that is printed; the other output is
+// written where asked; exit 1.
+#[test]
+fn d1_disk_full_for_the_report_writes_it_to_a_printed_fallback_and_keeps_the_histfile() {
+    let dir = tmp();
+    let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+    let hist = dir.path().join("h.hist");
+    let o = run_within(
+        &["run", "--port", &probe.port(), "--count", "500", "-o", "/dev/full", "--histfile", p(&hist)],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let text = std::fs::read_to_string(&hist).expect("the histfile is written despite the report's failure");
+    let h = latprobe::report::histfile::parse(&text).unwrap();
+    assert_eq!(h.total + h.overflows, 500);
+    let err = stderr(&o);
+    assert!(err.contains("/dev/full") && err.contains("No space left on device"), "{err}");
+    let fallback = err
+        .split_whitespace()
+        .find(|w| w.contains("latprobe-") && w.ends_with("full"))
+        .unwrap_or_else(|| panic!("no fallback path printed: {err}"));
+    let r = json(Path::new(fallback));
+    assert_eq!(r["counts"]["samples"], 500);
+    assert_eq!(r["complete"], true);
+    let _ = std::fs::remove_file(fallback);
+    // The summary is still printed.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("C:    500"), "{}", show(&o));
+}
+
+// D2: two outputs on one path (directly, or through a link), and an output
+// on the input, are refused before anything is written.
+#[test]
+fn d2_two_outputs_on_one_file_or_an_output_on_the_input_are_refused() {
+    let dir = tmp();
+    let same = dir.path().join("same");
+    let o = run_within(
+        &["run", "--port", "unix:/nonexistent", "--count", "1", "-o", p(&same), "--raw", p(&same)],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("are the same file"), "{}", show(&o));
+    assert!(!same.exists(), "nothing is created");
+    // Through a symbolic link, and another spelling of the same path.
+    let real = dir.path().join("real.json");
+    std::fs::write(&real, "keep").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let spelled = dir.path().join(".").join("real.json");
+    let o = run_within(
+        &["demo", "--duration", "1s", "-o", p(&link), "--histfile", p(&spelled)],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "keep");
+    // `report` must not destroy its own input.
+    let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+    let raw = dir.path().join("run.raw");
+    let o = run(&["run", "--port", &probe.port(), "--count", "100", "--raw", p(&raw)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let before = std::fs::read(&raw).unwrap();
+    let o = run_within(&["report", p(&raw), "-o", p(&raw)], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("is the input"), "{}", show(&o));
+    assert_eq!(std::fs::read(&raw).unwrap(), before, "the input is untouched");
+    // /dev/null twice is fine: a device is nobody's file.
+    let o = run_within(
+        &["report", p(&raw), "-o", "/dev/null", "--histfile", "/dev/null"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+}
+
+// D3: a closed stdout (`| true`) or stderr never costs a file, nor panics.
+#[test]
+fn d3_a_closed_stdout_or_stderr_costs_no_file() {
+    let dir = tmp();
+    for closed in ["stdout", "stderr"] {
+        let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+        let out = dir.path().join(format!("{closed}.json"));
+        let hist = dir.path().join(format!("{closed}.hist"));
+        let mut child = latprobe()
+            .args(["run", "--port", &probe.port(), "--count", "300", "-o", p(&out), "--histfile", p(&hist)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reading end goes away before latprobe writes anything.
+        match closed {
+            "stdout" => drop(child.stdout.take()),
+            _ => drop(child.stderr.take()),
+        }
+        let o = wait_with_timeout(&mut child, Duration::from_secs(30));
+        assert_eq!(o.status.code(), Some(0), "closed {closed}: {}", show(&o));
+        assert_eq!(json(&out)["counts"]["samples"], 300, "closed {closed}");
+        assert!(hist.is_file(), "closed {closed}");
+        drop(probe);
+        std::fs::remove_file(dir.path().join("probe.sock")).unwrap();
+    }
+}
+
+// D4: a size a file claims is bounded: a JSON histogram range or a raw
+// file's histfile range of 4 Gi bins is refused at once.
+#[test]
+fn d4_a_crafted_histogram_range_is_refused_not_allocated() {
+    let dir = tmp();
+    let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+    let good = dir.path().join("good.json");
+    let o = run(&["run", "--port", &probe.port(), "--count", "100", "-o", p(&good)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut r = json(&good);
+    r["histogram"]["max_us"] = serde_json::json!(4_294_967_295u64);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r.to_string()).unwrap();
+    let hist = dir.path().join("h.hist");
+    let o = run_within(&["report", p(&bad), "--histfile", p(&hist)], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("max_us 4294967295"), "{}", show(&o));
+    let mut ctx = context("uart-echo", Some(10));
+    ctx.histfile_max_us = u32::MAX;
+    let raw = dir.path().join("bad.raw");
+    write_raw(&raw, &ctx, &frame(&ProbeMsg::Hello(info())));
+    let o = run_within(&["report", p(&raw), "--histfile", p(&hist)], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("histogram of 4294967295 us"), "{}", show(&o));
+}
+
+// D5: a port that streams only garbage (a baud mismatch) fails within the
+// handshake's bound, naming the likely causes.
+#[test]
+fn d5_a_probe_sending_only_garbage_fails_in_bounded_time_naming_the_baud() {
+    let dir = tmp();
+    let sock = dir.path().join("noise.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else { return };
+        let mut x = 0x1234_5678u32;
+        let mut buf = [0u8; 256];
+        loop {
+            for b in &mut buf {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *b = x as u8;
+            }
+            if s.write_all(&buf).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let out = dir.path().join("r.json");
+    let started = Instant::now();
+    let o = run_within(
+        &[
+            "run",
+            "--port",
+            &format!("unix:{}", sock.display()),
+            "--duration",
+            "2s",
+            "--silence-timeout",
+            "1s",
+            "-o",
+            p(&out),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    let err = stderr(&o);
+    assert!(err.contains("not one latprobe frame") && err.contains("--baud"), "{err}");
+    assert!(err.contains("latprobe firmware"), "{err}");
+    // The attempt is recorded.
+    assert_eq!(json(&out)["ended_by"], "failed");
+}
+
+// D6: SIGHUP (a closed terminal, a dropped ssh session) ends the run like
+// SIGTERM: Stop sent, every file written, the raw file replays alike.
+#[test]
+fn d6_sighup_writes_every_file_like_sigterm() {
+    let dir = tmp();
+    let probe =
+        FakeProbe::start(dir.path(), FakeOpts { pace: Duration::from_millis(5), ..FakeOpts::default() });
+    let (out, hist, raw) = (dir.path().join("r.json"), dir.path().join("r.hist"), dir.path().join("r.raw"));
+    let mut child = latprobe()
+        .args(["run", "--port", &probe.port(), "--duration", "30s"])
+        .args(["-o", p(&out), "--histfile", p(&hist), "--raw", p(&raw)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(child.id(), libc::SIGHUP);
+    let o = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!((r["complete"].as_bool(), r["ended_by"].as_str()), (Some(false), Some("interrupted")), "{r}");
+    assert!(r["counts"]["samples"].as_u64().unwrap() > 0);
+    assert!(r["counts"]["probe_taken"].is_u64(), "the probe confirmed Stop: {r}");
+    assert_counts_add_up(&r);
+    assert!(hist.is_file());
+    let again = dir.path().join("again.json");
+    let o = run(&["report", p(&raw), "-o", p(&again)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut b = json(&again);
+    let mut a = r;
+    for k in ["ended_at", "replayed_from"] {
+        a.as_object_mut().unwrap().remove(k);
+        b.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(a, b, "the raw file holds the whole run");
+}
+
+// D7 (fixed before this suite): sequence numbers near 2^64 do not overflow
+// anywhere between the raw file and the report.
+#[test]
+fn d7_sequence_numbers_near_the_end_of_u64_replay_sanely() {
+    let dir = tmp();
+    let first = u64::MAX - 999;
+    let mut stream = frame(&ProbeMsg::Hello(info()));
+    stream.extend(frame(&ProbeMsg::Configured(config(Mode::UartEcho, Stimulus::Identified))));
+    stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: first }));
+    // 1000 samples up to u64::MAX, one batch of 32 lost on the way.
+    stream.extend(batches(first, 1000, Some(first + 320)));
+    stream.extend(frame(&stopped(1000)));
+    let raw = dir.path().join("wrap.raw");
+    write_raw(&raw, &context("uart-echo", None), &stream);
+    let out = dir.path().join("r.json");
+    let o = run_within(&["report", p(&raw), "-o", p(&out)], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!(r["counts"]["samples"], 968, "{}", r["counts"]);
+    assert_eq!(r["counts"]["lost"], 32, "{}", r["counts"]);
+    assert_eq!(r["counts"]["duplicates"], 0);
+    assert_counts_add_up(&r);
+}
+
+// D8: --silence-timeout 0 would fail at once: a usage error.
+#[test]
+fn d8_a_zero_silence_timeout_is_a_usage_error() {
+    let o = run_within(&["run", "--port", "unix:/x", "--silence-timeout", "0"], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--silence-timeout") && stderr(&o).contains("zero"), "{}", show(&o));
+}
+
+// D9: one Ctrl-C with a probe that never confirms Stop: latprobe says it
+// waits, then reports `interrupted` (exit 0) with a note, not `failed`.
+#[test]
+fn d9_one_interrupt_with_a_probe_that_never_confirms_stop_is_still_interrupted() {
+    let dir = tmp();
+    let probe = FakeProbe::start(
+        dir.path(),
+        FakeOpts { script: Script::IgnoreStop, pace: Duration::from_millis(5), ..FakeOpts::default() },
+    );
+    let out = dir.path().join("r.json");
+    let mut child = latprobe()
+        .args(["run", "--port", &probe.port(), "--silence-timeout", "1s", "-o", p(&out)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    signal(child.id(), libc::SIGINT);
+    let o = wait_with_timeout(&mut child, Duration::from_secs(15));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stderr(&o).contains("stopping: waiting up to 2.008s"), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!((r["ended_by"].as_str(), r["error"].as_str()), (Some("interrupted"), None), "{r}");
+    assert!(notes(&r).contains("did not confirm Stop within 2.008s"), "{}", notes(&r));
+    drop(child);
+    drop(probe);
+}
+
+// D10: a failed run's raw file replays to the same report: `failed`, its
+// error, its notes.
+#[test]
+fn d10_a_replayed_failed_run_says_what_the_live_run_said() {
+    let dir = tmp();
+    let probe =
+        FakeProbe::start(dir.path(), FakeOpts { script: Script::SilentAfter(5), ..FakeOpts::default() });
+    let (live, raw) = (dir.path().join("live.json"), dir.path().join("r.raw"));
+    let o = run_within(
+        &[
+            "run",
+            "--port",
+            &probe.port(),
+            "--count",
+            "5000",
+            "--silence-timeout",
+            "1s",
+            "-o",
+            p(&live),
+            "--raw",
+            p(&raw),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let again = dir.path().join("again.json");
+    let o = run(&["report", p(&raw), "-o", p(&again)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let (mut a, mut b) = (json(&live), json(&again));
+    assert_eq!(a["ended_by"], "failed");
+    assert!(a["error"].as_str().unwrap().contains("no data from the probe"), "{a}");
+    for k in ["ended_at", "replayed_from"] {
+        a.as_object_mut().unwrap().remove(k);
+        b.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(a, b);
+}
+
+// D11: `report` reads input of bounded size: /dev/zero is refused, not
+// read until memory is gone.
+#[test]
+fn d11_report_of_an_endless_input_is_refused() {
+    let o = run_within(&["report", "/dev/zero"], Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("longer than 256 MiB"), "{}", show(&o));
+}
+
+fn child_pids(pid: u32) -> Vec<u32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+// D12: the demo notices its responder dying: the run stops, fails (exit
+// 1) and says why; the report holds what arrived.
+#[test]
+fn d12_a_demo_whose_responder_dies_fails_and_says_so() {
+    ensure_responder();
+    let dir = tmp();
+    let out = dir.path().join("r.json");
+    let mut child = latprobe()
+        .args(["demo", "--duration", "20s", "-o", p(&out)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let responder = loop {
+        if let Some(&r) = child_pids(child.id()).first() {
+            break r;
+        }
+        assert!(Instant::now() < until, "no responder started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(responder, libc::SIGKILL);
+    let o = wait_with_timeout(&mut child, Duration::from_secs(15));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(stderr(&o).contains("ended during the run, killed by signal 9"), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!((r["ended_by"].as_str(), r["complete"].as_bool()), (Some("failed"), Some(false)), "{r}");
+    assert!(r["error"].as_str().unwrap().contains("responder"), "{r}");
+    assert!(r["counts"]["samples"].as_u64().unwrap() > 0);
+}
+
+// D13: a schedule the probe cannot keep is reported as such.
+#[test]
+fn d13_an_impossible_schedule_is_noted() {
+    ensure_responder();
+    let dir = tmp();
+    let out = dir.path().join("r.json");
+    let o = run_within(
+        &[
+            "demo",
+            "--duration",
+            "1s",
+            "--interval",
+            "10ns",
+            "--timeout",
+            "5ns",
+            "--guard",
+            "1ns",
+            "-o",
+            p(&out),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert!(notes(&r).contains("could not keep the requested schedule"), "{}", notes(&r));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("could not keep the requested schedule"),
+        "{}",
+        show(&o)
+    );
+}
+
+// D14, one cosmetic fault each.
+#[test]
+fn d14_an_os_error_is_printed_once() {
+    let dir = tmp();
+    let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+    let o = run_within(
+        &["run", "--port", &probe.port(), "--count", "1", "--raw", "/dev/full"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("No space left on device").count(), 1, "{err}");
+    assert_eq!(err.matches("(os error").count(), 1, "{err}");
+}
+
+#[test]
+fn d14_empty_and_random_inputs_exit_alike() {
+    let dir = tmp();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let random = dir.path().join("random");
+    std::fs::write(
+        &random,
+        (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    for f in [&empty, &random] {
+        let o = run(&["report", p(f)]);
+        assert_eq!(o.status.code(), Some(2), "{}: {}", f.display(), show(&o));
+        assert!(stderr(&o).contains("neither a latprobe raw file nor a JSON report"), "{}", show(&o));
+    }
+}
+
+#[test]
+fn d14_a_schema_version_of_the_wrong_type_is_named() {
+    let dir = tmp();
+    let f = dir.path().join("r.json");
+    std::fs::write(&f, r#"{"schema_version": "1"}"#).unwrap();
+    let o = run(&["report", p(&f)]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains(r#"schema_version "1" (a string"#), "{}", show(&o));
+}
+
+#[test]
+fn d14_a_negative_duration_and_a_zero_baud_are_named() {
+    let o = run(&["run", "--port", "unix:/x", "--interval=-1ms"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("negative"), "{}", show(&o));
+    let o = run(&["run", "--port", "/dev/null", "--baud", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("--baud"), "{}", show(&o));
+}
+
+#[test]
+fn d14_junk_after_a_raw_files_last_frame_is_a_bad_frame() {
+    let dir = tmp();
+    let mut stream = frame(&ProbeMsg::Hello(info()));
+    stream.extend(frame(&ProbeMsg::Configured(config(Mode::UartEcho, Stimulus::Identified))));
+    stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: 0 }));
+    stream.extend(batches(0, 100, None));
+    stream.extend(frame(&stopped(100)));
+    stream.extend(std::iter::repeat_n(0xA5u8, 5 << 20));
+    let raw = dir.path().join("junk.raw");
+    write_raw(&raw, &context("uart-echo", Some(100)), &stream);
+    let out = dir.path().join("r.json");
+    let o = run(&["report", p(&raw), "-o", p(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!(r["counts"]["samples"], 100);
+    assert_eq!(r["counts"]["bad_frames"], 1, "{}", r["counts"]);
+}
+
+#[test]
+fn d14_a_periodic_run_without_cycles_prints_no_empty_cyclictest_line() {
+    let dir = tmp();
+    let mut stream = frame(&ProbeMsg::Hello(info()));
+    stream.extend(frame(&ProbeMsg::Configured(config(Mode::Periodic, Stimulus::None))));
+    stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: 0 }));
+    stream.extend(frame(&stopped(0)));
+    let raw = dir.path().join("periodic.raw");
+    write_raw(&raw, &context("periodic", None), &stream);
+    let o = run(&["report", p(&raw)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("C:"), "{text}");
+    assert!(text.contains("no samples"), "{text}");
+}
+
+// Disk full while writing raw (a file-size limit: EFBIG): the measurement
+// keeps all its data, the report says where the raw file stopped, exit 1.
+#[test]
+fn disk_full_while_writing_raw_keeps_the_measurement() {
+    let dir = tmp();
+    let probe = FakeProbe::start(dir.path(), FakeOpts { pace: Duration::ZERO, ..FakeOpts::default() });
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("r.raw"));
+    let mut cmd = latprobe();
+    cmd.args(["run", "--port", &probe.port(), "--count", "60000", "-o", p(&out), "--raw", p(&raw)]);
+    // SAFETY: setrlimit is async-signal-safe; it touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 100_000, rlim_max: 100_000 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let o = wait_with_timeout(&mut child, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!((r["complete"].as_bool(), r["counts"]["samples"].as_u64()), (Some(true), Some(60_000)), "{r}");
+    assert!(notes(&r).contains("stopped after"), "{}", notes(&r));
+    assert!(stderr(&o).contains("--raw") && stderr(&o).contains("File too large"), "{}", show(&o));
+    // What the raw file holds replays: the start of the run.
+    let again = dir.path().join("again.json");
+    let o = run(&["report", p(&raw), "-o", p(&again)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let b = json(&again);
+    assert_eq!(b["complete"], false);
+    assert!(b["counts"]["samples"].as_u64().unwrap() < 60_000);
+}
+
+// A probe reset mid-run (the fake says its boot Hello again): the run
+// stops with a report of what arrived and an error that says so (exit 1);
+// see tests/tests/faults.rs for QEMU's system_reset and the virtual probe.
+#[test]
+fn a_probe_reset_mid_run_stops_the_run_and_says_so() {
+    let dir = tmp();
+    let probe =
+        FakeProbe::start(dir.path(), FakeOpts { script: Script::RestartAfter(10), ..FakeOpts::default() });
+    let (out, raw) = (dir.path().join("r.json"), dir.path().join("r.raw"));
+    let o = run_within(
+        &["run", "--port", &probe.port(), "--count", "5000", "-o", p(&out), "--raw", p(&raw)],
+        Duration::from_secs(20),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = json(&out);
+    assert_eq!(r["ended_by"], "failed");
+    let err = r["error"].as_str().unwrap();
+    assert!(err.contains("restarted during the measurement") && err.contains("after 320 samples"), "{err}");
+    assert_eq!(r["counts"]["samples"], 320);
+    // The replay says the same.
+    let again = dir.path().join("again.json");
+    assert_eq!(run(&["report", p(&raw), "-o", p(&again)]).status.code(), Some(0));
+    assert_eq!(json(&again)["error"], r["error"]);
+}
