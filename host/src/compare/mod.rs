@@ -217,7 +217,7 @@ impl Column {
             push("preemption model", get(&["preemption", "model"]));
             push("machine", get(&["uname", "machine"]));
             push("host", get(&["hostname"]));
-            push("cmdline", get(&["kernel_cmdline", "raw"]));
+            push("kernel cmdline", get(&["kernel_cmdline", "raw"]));
             push("isolcpus", get(&["kernel_cmdline", "isolcpus"]));
             let governors: Vec<String> = t
                 .get("cpufreq_governors")
