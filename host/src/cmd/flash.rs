@@ -18,7 +18,7 @@ pub struct FlashArgs {
     /// The probe board
     #[arg(long, value_name = "BOARD", default_value = "nucleo-f411re")]
     pub board: String,
-    /// The firmware ELF [default: target/thumbv7em-none-eabihf/firmware/<board> of the workspace, as `cargo fw-nucleo` builds it]
+    /// The firmware ELF (default: `target/thumbv7em-none-eabihf/firmware/BOARD` of the workspace, as `cargo fw-nucleo` builds it)
     #[arg(long, value_name = "PATH")]
     pub elf: Option<PathBuf>,
     /// The debug probe, as `latprobe list` shows it, when several are attached

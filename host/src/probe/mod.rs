@@ -2,7 +2,7 @@
 //! where their firmware comes from, how a debug probe is named on the
 //! command line, and the errors a user meets on a bench, each naming the
 //! fix. The debug probe itself (probe-rs: flash, attach, RTT) is in
-//! [`debug`] and the firmware ELF's checks in [`elf`], both behind the
+//! `debug` and the firmware ELF's checks in `elf`, both behind the
 //! default `probe-rs` feature; without it these commands say how to get it.
 //!
 //! ```text
