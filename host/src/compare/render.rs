@@ -132,6 +132,18 @@ fn is_long(values: &[Option<String>]) -> bool {
     values.iter().flatten().any(|v| v.chars().count() > LONG_META)
 }
 
+/// The rows after the latencies that every format has, the first named
+/// `censored` (its heading differs between the tables and CSV): timeouts
+/// or overflows, lost, source, mode.
+fn count_rows(columns: &[Column], censored: &str) -> [(String, Vec<String>); 4] {
+    [
+        (censored.to_owned(), columns.iter().map(|c| c.timeouts_or_overflows.to_string()).collect()),
+        ("lost".to_owned(), columns.iter().map(|c| c.lost.map_or("n/a".into(), |l| l.to_string())).collect()),
+        ("source".to_owned(), columns.iter().map(|c| c.source.clone()).collect()),
+        ("mode".to_owned(), columns.iter().map(|c| c.mode.clone().unwrap_or_else(|| "n/a".into())).collect()),
+    ]
+}
+
 /// The grid shared by the text and Markdown tables: (heading, cells).
 fn table_rows(
     columns: &[Column],
@@ -157,19 +169,7 @@ fn table_rows(
             .collect();
         rows.push((format!("{heading} µs"), cells));
     }
-    rows.push((
-        "timeouts/overflows".to_owned(),
-        columns.iter().map(|c| c.timeouts_or_overflows.to_string()).collect(),
-    ));
-    rows.push((
-        "lost".to_owned(),
-        columns.iter().map(|c| c.lost.map_or("n/a".into(), |l| l.to_string())).collect(),
-    ));
-    rows.push(("source".to_owned(), columns.iter().map(|c| c.source.clone()).collect()));
-    rows.push((
-        "mode".to_owned(),
-        columns.iter().map(|c| c.mode.clone().unwrap_or_else(|| "n/a".into())).collect(),
-    ));
+    rows.extend(count_rows(columns, "timeouts/overflows"));
     rows.push(("interval".to_owned(), columns.iter().map(|c| interval(c.interval_ns)).collect()));
     for (k, values) in differing.iter().filter(|(_, v)| !is_long(v)) {
         rows.push((k.clone(), values.iter().map(|v| v.clone().unwrap_or_else(|| "n/a".into())).collect()));
@@ -334,19 +334,7 @@ fn csv(
     for (key, _, get) in LATENCY_ROWS {
         rows.push((format!("{key}_us"), columns.iter().map(|c| cell_us(get(c), 3)).collect()));
     }
-    rows.push((
-        "timeouts_or_overflows".into(),
-        columns.iter().map(|c| c.timeouts_or_overflows.to_string()).collect(),
-    ));
-    rows.push((
-        "lost".into(),
-        columns.iter().map(|c| c.lost.map_or("n/a".into(), |l| l.to_string())).collect(),
-    ));
-    rows.push(("source".into(), columns.iter().map(|c| c.source.clone()).collect()));
-    rows.push((
-        "mode".into(),
-        columns.iter().map(|c| c.mode.clone().unwrap_or_else(|| "n/a".into())).collect(),
-    ));
+    rows.extend(count_rows(columns, "timeouts_or_overflows"));
     rows.push((
         "interval_us".into(),
         columns.iter().map(|c| c.interval_ns.map_or("n/a".into(), |ns| us(ns, 3))).collect(),

@@ -629,10 +629,18 @@ mod app {
         if n == 0 {
             return;
         }
-        let mut timer = cx.shared.timer;
-        let mut engine = cx.shared.engine;
+        host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
+    }
+
+    /// Bytes from the host, by either link: stamped with `now`, fed to the
+    /// engine, then the engine task (to re-plan) and the sender pended.
+    fn host_bytes(
+        mut timer: impl rtic::Mutex<T = Timer>,
+        mut engine: impl rtic::Mutex<T = Engine<TX_QUEUE>>,
+        bytes: &[u8],
+    ) {
         let now = timer.lock(|t| t.front.now(&mut t.hw));
-        engine.lock(|e| e.on_host_bytes(&buf[..n], now));
+        engine.lock(|e| e.on_host_bytes(bytes, now));
         rtic::pend(Interrupt::EXTI1);
         rtic::pend(Interrupt::DMA1_STREAM6);
     }
@@ -646,12 +654,7 @@ mod app {
         if n == 0 {
             return;
         }
-        let mut timer = cx.shared.timer;
-        let mut engine = cx.shared.engine;
-        let now = timer.lock(|t| t.front.now(&mut t.hw));
-        engine.lock(|e| e.on_host_bytes(&buf[..n], now));
-        rtic::pend(Interrupt::EXTI1);
-        rtic::pend(Interrupt::DMA1_STREAM6);
+        host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
     }
 
     /// Host link transmit: DMA1 stream 6 sends the engine's output in chunks
