@@ -307,6 +307,8 @@ pub struct Analysis {
     pub late_edges: u64,
     /// Periodic mode: every cycle's delay, for `--target-log`.
     pub spill: Option<CycleSpill>,
+    /// Latency over time: per-second counts, max and p99.
+    pub timeline: crate::timeline::Timeline,
     last_edge_seq: Option<u64>,
     events: Vec<CycleEvent>,
 }
@@ -353,6 +355,7 @@ impl Analysis {
             fit: None,
             late_edges: 0,
             spill: None,
+            timeline: crate::timeline::Timeline::new(),
             last_edge_seq: None,
             events: Vec::new(),
             overflows: 0,
@@ -424,6 +427,8 @@ impl Analysis {
                 Outcome::Timeout => {
                     self.timeouts += 1;
                     self.overflow(s.seq);
+                    let at = self.conv.ns(s.stimulus_tick.saturating_sub(self.start_tick));
+                    self.timeline.push(at, None);
                 }
                 Outcome::Response(t) => {
                     let raw = self.conv.ns32(t);
@@ -451,13 +456,11 @@ impl Analysis {
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.last_ns = Some(ns);
+        let at_ns_from_start = self.conv.ns(stimulus_tick.saturating_sub(self.start_tick));
+        self.timeline.push(at_ns_from_start, Some(ns));
         if ns > self.max_ns || self.worst.is_none() {
             self.max_ns = self.max_ns.max(ns);
-            self.worst = Some(Worst {
-                seq,
-                latency_ns: ns,
-                at_ns_from_start: self.conv.ns(stimulus_tick.saturating_sub(self.start_tick)),
-            });
+            self.worst = Some(Worst { seq, latency_ns: ns, at_ns_from_start });
         }
         self.hist.saturating_record(ns);
         let bin = ns / 1000;
@@ -490,12 +493,15 @@ impl Analysis {
                         self.late_edges += 1;
                         self.timeouts += 1;
                         self.overflow(cycle);
+                        let at = self.conv.ns(tick.saturating_sub(self.start_tick));
+                        self.timeline.push(at, None);
                     } else {
                         self.record(cycle, tick, ns);
                     }
                 }
                 CycleEvent::Missed { first, count } => {
                     self.timeouts += count;
+                    self.timeline.push_timeouts_now(count);
                     let listed =
                         (OVERFLOW_SEQS_KEPT.saturating_sub(self.overflow_seqs.len()) as u64).min(count);
                     for c in first..first + listed {

@@ -21,6 +21,7 @@ pub mod compare;
 pub mod defmtlog;
 pub mod duration;
 pub mod error;
+pub mod gates;
 pub mod import;
 pub mod inkernel;
 pub mod link;
@@ -34,6 +35,7 @@ pub mod signals;
 pub mod source;
 pub mod targetlog;
 pub mod timefmt;
+pub mod timeline;
 pub mod units;
 pub mod virtual_probe;
 

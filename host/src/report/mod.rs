@@ -34,6 +34,8 @@
 //! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs of measured latencies, non-empty bins only), `overflows` (latencies ≥ max_us and timeouts: bins + overflows = samples), `overflow_seqs` (sequence numbers of the first 1024 overflows; the rest are only counted) |
 //! | `target` | target metadata (`--target-meta FILE`, or the responder's in `demo`), verbatim JSON |
 //! | `periodic` | periodic mode only (absent or `null` otherwise). The cycles are the report's samples: `latency_ns`, `histogram` (and the histfile) and `worst` hold each cycle's **wake-up delay against the fitted schedule** (sequence number = cycle, 0 = the first edge's cycle), and `config.timeout_ns` is the horizon (`--timeout`, default 8 intervals): an edge later than that after its cycle's fitted time, and a cycle without an edge, are timeout samples. Fields: `edges`, `lost` (edges lost on the link: their cycles are neither measured nor missed), `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals; `fit` {`estimator`, `block_edges`, `nominal_period_ns`, `period_ns` (mean fitted period on the probe's clock, a float), `offset_ppm` (how much faster the target's clock runs than the probe's, `nominal / fitted − 1`, float), `drift` {`blocks`, `first_ppm`, `last_ppm`, `min_ppm`, `max_ppm`, `ppm_per_hour` (least-squares slope)}, `zero` (what a delay of 0 means: the earliest edge the fit allows)}; `cycles` (first to last edge's cycle), `missed_periods`, `late_edges`, `fit_conflicts` (edges the fit could not place: 0 in a sound run), `out_of_order`; `naive` {`count`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}: the same edges against the nominal schedule (first edge + k × interval), re-zeroed at their earliest, for comparison only; `target_log` (with `--target-log`): `file`, `offset` (target cycle = probe cycle + offset), `alignment`, `correlation`, `log_cycles`, `aligned`, `probe_only`, `missed_but_logged`, `log_outside`, `internal_all`, `internal`, `external`, `difference` (each {`count`, `min`, `mean`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}, ns, signed; `difference` = external − internal per cycle), `difference_histogram` (sparse 1 µs `[start_us, count]`), `disagreements` (up to 10 {`cycle`, `target_cycle`, `external_ns`, `internal_ns`, `difference_ns`}, farthest from the median difference first); and a `note`. Reports of latprobe 0.1 have only `edges`, `lost`, `duplicates`, `intervals` and `note`, and read as such |
+//! | `timeline` | latency over time, one row per `row_s` seconds of the probe's clock from the start (1 s; for runs longer than 3 600 s a power of two, so that there are at most 3 600 rows): columns `samples`, `timeouts`, `max_ns` (largest measured latency, `null` when none in the row), `p99_ns` (the worst per-second p99 within the row, timeouts ranked above every response; `null` when it fell among the timeouts, i.e. above `latency_ns.censored_above`, or the row is empty). A sample belongs to its stimulus's second, a periodic cycle to its edge's; a missed periodic cycle to the second of the edge before it. `null` without samples; absent in older reports |
+//! | `verdicts` | the limits the report was judged against (`--max`, `--percentile`, `--max-timeouts`, `--max-lost`, `--max-late`, `--limits`): each {`name` (`max`, `p99.9`, `timeouts`, `lost`, `late`), `unit` (`ns` or `count`), `limit`, `measured` {`kind`: `value` with `value`, `above` with `bound`, `between` with `low` and `high`, or `nothing`}, `pass`, `margin` (limit − measured, or null), `why` (the failure in words, or null)}; absent when no limit was given |
 //! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's, or what the anomalies mean) |
 
 pub mod histfile;
@@ -90,6 +92,14 @@ pub struct Report {
     pub target: Option<serde_json::Value>,
     /// Periodic-mode figures.
     pub periodic: Option<PeriodicReport>,
+    /// Latency over time (see [`crate::timeline`]); `null` without
+    /// samples, absent in reports of latprobe before 0.3.
+    #[serde(default)]
+    pub timeline: Option<crate::timeline::TimelineReport>,
+    /// The limits this report was judged against (`--max`,
+    /// `--percentile`, …, see [`crate::gates`]); absent when none was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<crate::gates::Verdict>,
     /// Remarks.
     pub notes: Vec<String>,
 }
@@ -804,6 +814,8 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         histogram,
         target: ctx.target.clone(),
         periodic,
+        timeline: a.filter(|a| a.samples() > 0).map(|a| a.timeline.report()),
+        verdicts: Vec::new(),
         notes,
     }
 }

@@ -1,0 +1,460 @@
+//! CI gates: latency and count limits (`--max`, `--percentile`,
+//! `--max-timeouts`, `--max-lost`, `--max-late`, `--limits FILE`), judged
+//! against a [`Report`] into one [`Verdict`] per limit. A violated limit
+//! makes the command exit 3 ([`crate::exit::THRESHOLD`]); JUnit, LAVA and
+//! HTML render the same verdicts.
+//!
+//! A limit passes only when the figure is *proven* within it. A figure
+//! that falls among the timeouts is only known to exceed the timeout
+//! (DESIGN.md, "The tail is never cut off"), so it cannot prove any limit
+//! and is a violation whose text says why and what to change.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{rank, Analysis, Quantile};
+use crate::report::Report;
+use crate::units::{format_ns, parse_duration_ns};
+use crate::Error;
+
+/// The limit flags, shared by `run`, `demo` and `report`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LimitArgs {
+    /// Fail (exit 3) when the largest latency exceeds this: 200us
+    #[arg(long = "max", value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub max: Option<u64>,
+    /// Fail (exit 3) when a percentile exceeds a latency: 99.9=100us (repeatable)
+    #[arg(long = "percentile", value_name = "Q=DURATION", value_parser = parse_percentile)]
+    pub percentile: Vec<PercentileLimit>,
+    /// Fail (exit 3) when more than N samples timed out
+    #[arg(long, value_name = "N")]
+    pub max_timeouts: Option<u64>,
+    /// Fail (exit 3) when more than N samples were lost on the way (sequence gaps)
+    #[arg(long, value_name = "N")]
+    pub max_lost: Option<u64>,
+    /// Fail (exit 3) when the probe heard more than N late answers (after their stimulus's timeout)
+    #[arg(long, value_name = "N")]
+    pub max_late: Option<u64>,
+    /// Read limits from a TOML file (max, percentile, max_timeouts, max_lost, max_late); a flag given too wins
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
+}
+
+/// A percentile limit: the latency at `percent` (0 < p < 100) must not
+/// exceed `limit_ns`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PercentileLimit {
+    /// The percentile, as written (99.9).
+    pub percent: f64,
+    /// The limit, ns.
+    pub limit_ns: u64,
+}
+
+/// Parse `99.9=100us`.
+pub fn parse_percentile(text: &str) -> Result<PercentileLimit, String> {
+    let t = text.trim();
+    let Some((q, d)) = t.split_once('=') else {
+        return Err(format!("'{t}' is not Q=DURATION: write e.g. 99.9=100us"));
+    };
+    let percent = parse_percent(q.trim())?;
+    let limit_ns = parse_duration_ns(d.trim())?;
+    Ok(PercentileLimit { percent, limit_ns })
+}
+
+fn parse_percent(q: &str) -> Result<f64, String> {
+    let q = q.strip_prefix('p').unwrap_or(q);
+    match q.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p),
+        _ => Err(format!("'{q}' is not a percentile: give a number above 0 and below 100, e.g. 99.9")),
+    }
+}
+
+/// The name of a percentile: `p99.9`.
+pub fn percentile_name(percent: f64) -> String {
+    // Up to six decimals, trailing zeros dropped: 99.99 stays 99.99.
+    let s = format!("{percent:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("p{s}")
+}
+
+/// Every limit of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// The largest latency, ns.
+    pub max_ns: Option<u64>,
+    /// Percentile limits, in the order given.
+    pub percentiles: Vec<PercentileLimit>,
+    /// Timeout samples allowed.
+    pub max_timeouts: Option<u64>,
+    /// Lost samples allowed.
+    pub max_lost: Option<u64>,
+    /// Late answers allowed.
+    pub max_late: Option<u64>,
+}
+
+impl Limits {
+    /// No limit at all: no verdict, no exit 3.
+    pub fn is_empty(&self) -> bool {
+        self.max_ns.is_none()
+            && self.percentiles.is_empty()
+            && self.max_timeouts.is_none()
+            && self.max_lost.is_none()
+            && self.max_late.is_none()
+    }
+}
+
+/// The TOML file's layout (`--limits FILE`):
+///
+/// ```toml
+/// max = "200us"
+/// max_timeouts = 0
+/// max_lost = 0
+/// max_late = 0
+/// [percentile]
+/// "99" = "80us"
+/// "99.9" = "100us"
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    max: Option<String>,
+    #[serde(default)]
+    percentile: std::collections::BTreeMap<String, String>,
+    max_timeouts: Option<u64>,
+    max_lost: Option<u64>,
+    max_late: Option<u64>,
+}
+
+/// Read a `--limits` file.
+pub fn read_limits_file(path: &Path) -> Result<Limits, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Usage(format!("cannot read --limits {}: {e}", path.display())))?;
+    parse_limits_toml(&text).map_err(|e| Error::Usage(format!("--limits {}: {e}", path.display())))
+}
+
+/// Parse the text of a `--limits` file.
+pub fn parse_limits_toml(text: &str) -> Result<Limits, String> {
+    let f: LimitsFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().to_string();
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: {msg} (keys: max, max_timeouts, max_lost, max_late, [percentile])")
+            }
+            None => format!("{msg} (keys: max, max_timeouts, max_lost, max_late, [percentile])"),
+        }
+    })?;
+    let max_ns =
+        f.max.as_deref().map(|d| parse_duration_ns(d).map_err(|e| format!("max: {e}"))).transpose()?;
+    let mut percentiles = Vec::new();
+    for (q, d) in &f.percentile {
+        let percent = parse_percent(q.trim()).map_err(|e| format!("[percentile]: {e}"))?;
+        let limit_ns = parse_duration_ns(d).map_err(|e| format!("[percentile] \"{q}\": {e}"))?;
+        percentiles.push(PercentileLimit { percent, limit_ns });
+    }
+    percentiles.sort_by(|a, b| a.percent.total_cmp(&b.percent));
+    Ok(Limits {
+        max_ns,
+        percentiles,
+        max_timeouts: f.max_timeouts,
+        max_lost: f.max_lost,
+        max_late: f.max_late,
+    })
+}
+
+impl LimitArgs {
+    /// The limits these flags give: the file's, each overridden by a flag
+    /// given too (a percentile by the same percentile).
+    pub fn resolve(&self) -> Result<Limits, Error> {
+        let mut l = match &self.limits {
+            Some(p) => read_limits_file(p)?,
+            None => Limits::default(),
+        };
+        if self.max.is_some() {
+            l.max_ns = self.max;
+        }
+        for p in &self.percentile {
+            l.percentiles.retain(|q| q.percent != p.percent);
+            l.percentiles.push(p.clone());
+        }
+        l.max_timeouts = self.max_timeouts.or(l.max_timeouts);
+        l.max_lost = self.max_lost.or(l.max_lost);
+        l.max_late = self.max_late.or(l.max_late);
+        Ok(l)
+    }
+}
+
+/// What a limit bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitUnit {
+    /// A latency, ns.
+    Ns,
+    /// A count of samples or answers.
+    Count,
+}
+
+/// What was measured for a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Measured {
+    /// Exactly this (a latency figure is HdrHistogram's, within 0.1 %,
+    /// never below the sample's).
+    Value {
+        /// ns or count.
+        value: u64,
+    },
+    /// Only known to be above this: the figure fell among the timeouts
+    /// (or beyond a JSON report's histogram range).
+    Above {
+        /// The bound, ns.
+        bound: u64,
+    },
+    /// Somewhere in `[low, high]`: a JSON report's 1 µs bins.
+    Between {
+        /// At least this, ns.
+        low: u64,
+        /// At most this, ns.
+        high: u64,
+    },
+    /// Nothing to judge: no sample arrived.
+    Nothing,
+}
+
+impl Measured {
+    /// The single figure to print and plot: the value, the bound (`>`), the
+    /// upper end of a range.
+    pub fn headline(self) -> Option<u64> {
+        match self {
+            Measured::Value { value } => Some(value),
+            Measured::Above { bound } => Some(bound),
+            Measured::Between { high, .. } => Some(high),
+            Measured::Nothing => None,
+        }
+    }
+}
+
+/// One limit judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `max`, `p99.9`, `timeouts`, `lost`, `late`.
+    pub name: String,
+    /// What the numbers count.
+    pub unit: LimitUnit,
+    /// The limit: the figure must be at most this.
+    pub limit: u64,
+    /// What was measured.
+    pub measured: Measured,
+    /// The figure is proven within the limit.
+    pub pass: bool,
+    /// `limit − measured` when the measured figure is one value: the
+    /// headroom (negative: by how much it was exceeded).
+    pub margin: Option<i128>,
+    /// Why a limit that did not pass failed, in plain words.
+    pub why: Option<String>,
+}
+
+impl Verdict {
+    /// `<= 200us` or `<= 3`.
+    pub fn limit_text(&self) -> String {
+        self.fmt(self.limit)
+    }
+
+    /// The measured figure as text: `187.3us`, `>8ms`, `12us..13us`, `-`.
+    pub fn measured_text(&self) -> String {
+        match self.measured {
+            Measured::Value { value } => self.fmt(value),
+            Measured::Above { bound } => format!(">{}", self.fmt(bound)),
+            Measured::Between { low, high } => format!("{}..{}", self.fmt(low), self.fmt(high)),
+            Measured::Nothing => "-".into(),
+        }
+    }
+
+    /// The margin as text: `+12.7us` headroom, `-3us` over.
+    pub fn margin_text(&self) -> String {
+        match self.margin {
+            None => "-".into(),
+            Some(m) => {
+                let sign = if m < 0 { "-" } else { "+" };
+                let abs = u64::try_from(m.unsigned_abs()).unwrap_or(u64::MAX);
+                format!("{sign}{}", self.fmt(abs))
+            }
+        }
+    }
+
+    fn fmt(&self, v: u64) -> String {
+        match self.unit {
+            LimitUnit::Ns => format_ns(v),
+            LimitUnit::Count => v.to_string(),
+        }
+    }
+}
+
+/// Judge `r` against `limits`. `exact`, when the run's analysis is at hand
+/// (a live run, a replayed raw file), gives any percentile to HdrHistogram's
+/// precision; without it (a JSON report) a percentile is taken from the
+/// report's own fields or else bounded by its 1 µs bins.
+pub fn evaluate(r: &Report, limits: &Limits, exact: Option<&Analysis>) -> Vec<Verdict> {
+    let mut v = Vec::new();
+    if let Some(limit) = limits.max_ns {
+        let measured = match &r.latency_ns {
+            None => Measured::Nothing,
+            Some(l) => match l.figure(l.max) {
+                Quantile::Value(x) => Measured::Value { value: x },
+                Quantile::Above(b) => Measured::Above { bound: b },
+                Quantile::None => Measured::Nothing,
+            },
+        };
+        v.push(latency_verdict("max".into(), limit, measured, r));
+    }
+    for p in &limits.percentiles {
+        let measured = percentile_of(r, p.percent, exact);
+        v.push(latency_verdict(percentile_name(p.percent), p.limit_ns, measured, r));
+    }
+    let c = &r.counts;
+    for (name, limit, value, what) in [
+        ("timeouts", limits.max_timeouts, c.timeouts, "samples timed out"),
+        ("lost", limits.max_lost, c.lost, "samples were lost on the way"),
+        ("late", limits.max_late, c.late_responses, "answers came after their stimulus's timeout"),
+    ] {
+        let Some(limit) = limit else { continue };
+        let pass = value <= limit;
+        v.push(Verdict {
+            name: name.into(),
+            unit: LimitUnit::Count,
+            limit,
+            measured: Measured::Value { value },
+            pass,
+            margin: Some(i128::from(limit) - i128::from(value)),
+            why: (!pass).then(|| format!("{value} {what}, more than the {limit} allowed")),
+        });
+    }
+    v
+}
+
+fn latency_verdict(name: String, limit: u64, measured: Measured, r: &Report) -> Verdict {
+    let timeout = r.latency_ns.as_ref().map_or(r.config.timeout_ns, |l| l.censored_above);
+    let (pass, why) = match measured {
+        Measured::Value { value } => (
+            value <= limit,
+            (value > limit)
+                .then(|| format!("{name} is {}, above the limit {}", format_ns(value), format_ns(limit))),
+        ),
+        Measured::Above { bound } if bound == timeout && r.counts.timeouts > 0 => (
+            false,
+            Some(if limit <= bound {
+                format!(
+                    "{name} falls among the {} timeouts: above {}, so above the limit {}",
+                    r.counts.timeouts,
+                    format_ns(bound),
+                    format_ns(limit)
+                )
+            } else {
+                format!(
+                    "{name} falls among the {} timeouts, known only to be above {}: it cannot be proven \
+                     within {} (raise --timeout above the limit so that such answers are timed)",
+                    r.counts.timeouts,
+                    format_ns(bound),
+                    format_ns(limit)
+                )
+            }),
+        ),
+        Measured::Above { bound } => (
+            false,
+            Some(format!(
+                "{name} is beyond the JSON report's histogram range, above {}: it cannot be proven within {} \
+                 (re-run `latprobe report` on the run's raw file, or record with a larger --histfile-max-us)",
+                format_ns(bound),
+                format_ns(limit)
+            )),
+        ),
+        Measured::Between { low, high } => (
+            high <= limit,
+            (high > limit).then(|| {
+                if low > limit {
+                    format!("{name} is at least {}, above the limit {}", format_ns(low), format_ns(limit))
+                } else {
+                    format!(
+                        "{name} lies between {} and {} in the JSON report's 1 us bins: it cannot be proven \
+                         within {} (re-run `latprobe report` on the run's raw file for the exact figure)",
+                        format_ns(low),
+                        format_ns(high),
+                        format_ns(limit)
+                    )
+                }
+            }),
+        ),
+        Measured::Nothing => {
+            (false, Some(format!("no sample arrived: {name} cannot be proven within the limit")))
+        }
+    };
+    let margin = match measured {
+        Measured::Value { value } => Some(i128::from(limit) - i128::from(value)),
+        _ => None,
+    };
+    Verdict { name, unit: LimitUnit::Ns, limit, measured, pass, margin, why }
+}
+
+/// The latency at `percent` over every sample.
+fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured {
+    let of = |q: Quantile| match q {
+        Quantile::Value(x) => Measured::Value { value: x },
+        Quantile::Above(b) => Measured::Above { bound: b },
+        Quantile::None => Measured::Nothing,
+    };
+    if let Some(a) = exact {
+        return of(a.quantile(percent / 100.0));
+    }
+    let Some(l) = &r.latency_ns else { return Measured::Nothing };
+    let standard = [(50.0, l.p50), (90.0, l.p90), (99.0, l.p99), (99.9, l.p99_9), (99.99, l.p99_99)];
+    if let Some((_, v)) = standard.iter().find(|(q, _)| *q == percent) {
+        return of(l.figure(*v));
+    }
+    // Another percentile of a JSON report: bounded by the 1 µs bins.
+    let n = l.measured + l.censored;
+    if n == 0 {
+        return Measured::Nothing;
+    }
+    let rk = rank(percent / 100.0, n);
+    if rk > l.measured {
+        return Measured::Above { bound: l.censored_above };
+    }
+    let bin_ns = r.histogram.bin_ns.max(1);
+    let mut seen = 0u64;
+    for [start, count] in &r.histogram.bins {
+        seen += count;
+        if seen >= rk {
+            let low = (start * bin_ns).max(l.min.unwrap_or(0));
+            let high = ((start + 1) * bin_ns - 1).min(l.max_measured.unwrap_or(u64::MAX));
+            return if low == high {
+                Measured::Value { value: low }
+            } else {
+                Measured::Between { low, high }
+            };
+        }
+    }
+    // Measured, but beyond the bins: between the range's end and the
+    // largest measured latency.
+    let low = u64::from(r.histogram.max_us) * 1000;
+    match l.max_measured {
+        Some(high) if high >= low => Measured::Between { low, high },
+        _ => Measured::Above { bound: low },
+    }
+}
+
+/// The verdicts' one-line outcome for the exit code and the error line:
+/// `None` when every limit passed.
+pub fn violation_summary(verdicts: &[Verdict]) -> Option<String> {
+    let failed: Vec<&str> = verdicts.iter().filter(|v| !v.pass).map(|v| v.name.as_str()).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} of {} limits violated: {} (exit code 3)",
+        failed.len(),
+        verdicts.len(),
+        failed.join(", ")
+    ))
+}
