@@ -14,7 +14,8 @@ const EXIT_CODES: &str = "Exit codes:\n  \
     1  run failed: the probe faulted or fell silent, the link or a file failed (the report is still written)\n  \
     2  usage or set-up error: a bad flag, a missing port, a configuration the probe refuses, \
        a probe of another protocol version\n  \
-    3  reserved: a latency threshold was violated";
+    3  a limit was violated (--max, --percentile, --max-timeouts, --max-lost, --max-late, --limits): \
+       every output was written; 1 and 2 outrank it";
 
 /// latprobe: measure a Linux board's latency from the outside, with a probe's clock.
 #[derive(Debug, Parser)]
@@ -96,4 +97,23 @@ pub struct OutputArgs {
     /// Periodic mode: also print the delays measured against the nominal schedule (what a tool trusting the target's clock would show)
     #[arg(long)]
     pub show_naive: bool,
+}
+
+/// Limits and the outputs CI reads, shared by `run`, `demo` and `report`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GateArgs {
+    #[command(flatten)]
+    pub limits: crate::gates::LimitArgs,
+    /// Write JUnit XML to FILE: one testcase per limit and one for the run (labgrid, pytest, Jenkins, GitLab)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print `lava-test-case` lines on stdout, one per limit and headline figure (the summary then goes to stderr)
+    #[arg(long)]
+    pub lava: bool,
+    /// Write the plots (histogram, latency over time, complementary CDF) as SVG and PNG into DIR
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Write one self-contained HTML report (summary, plots, target, limits, notes) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }

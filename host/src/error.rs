@@ -90,6 +90,10 @@ pub enum Error {
         /// Bytes that came, none of them a frame.
         bytes: u64,
     },
+    /// The run was measured and reported, and at least one limit
+    /// (`--max`, `--percentile`, …) was violated: exit code 3.
+    #[error("{0}")]
+    Threshold(String),
     /// An I/O error on a file or the link.
     // The OS error is part of the message and deliberately not a `source`:
     // `Error: {:#}` would print its text twice.
@@ -114,6 +118,7 @@ impl Error {
             Error::Silent { .. } | Error::Probe { .. } | Error::Closed { .. } | Error::Io { .. } => {
                 exit::RUN_FAILED
             }
+            Error::Threshold(_) => exit::THRESHOLD,
         }
     }
 

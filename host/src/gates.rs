@@ -458,3 +458,60 @@ pub fn violation_summary(verdicts: &[Verdict]) -> Option<String> {
         failed.join(", ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_flags_parse_and_name_themselves() {
+        let p = parse_percentile("99.9=100us").expect("valid");
+        assert_eq!((p.percent, p.limit_ns), (99.9, 100_000));
+        assert_eq!(parse_percentile("p99=1ms").expect("p prefix").percent, 99.0);
+        for bad in ["100=1us", "0=1us", "-1=1us", "99.9", "x=1us", "99=fast"] {
+            assert!(parse_percentile(bad).is_err(), "{bad} accepted");
+        }
+        assert_eq!(percentile_name(99.9), "p99.9");
+        assert_eq!(percentile_name(99.99), "p99.99");
+        assert_eq!(percentile_name(50.0), "p50");
+    }
+
+    #[test]
+    fn a_limits_file_reads_and_flags_override_it() {
+        let text =
+            "max = \"200us\"\nmax_timeouts = 0\n[percentile]\n\"99.9\" = \"100us\"\n\"99\" = \"80us\"\n";
+        let l = parse_limits_toml(text).expect("valid");
+        assert_eq!(l.max_ns, Some(200_000));
+        assert_eq!(l.max_timeouts, Some(0));
+        assert_eq!(l.max_lost, None);
+        let ps: Vec<(f64, u64)> = l.percentiles.iter().map(|p| (p.percent, p.limit_ns)).collect();
+        assert_eq!(ps, vec![(99.0, 80_000), (99.9, 100_000)]);
+
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = dir.path().join("limits.toml");
+        std::fs::write(&f, text).expect("write");
+        let args = LimitArgs {
+            max: Some(150_000),
+            percentile: vec![parse_percentile("99.9=90us").expect("valid")],
+            limits: Some(f),
+            ..LimitArgs::default()
+        };
+        let l = args.resolve().expect("resolves");
+        assert_eq!(l.max_ns, Some(150_000), "the flag wins");
+        assert_eq!(l.max_timeouts, Some(0), "the file's stays");
+        let p999: Vec<u64> = l.percentiles.iter().filter(|p| p.percent == 99.9).map(|p| p.limit_ns).collect();
+        assert_eq!(p999, vec![90_000], "one p99.9, the flag's");
+    }
+
+    #[test]
+    fn a_bad_limits_file_names_the_line_and_the_keys() {
+        let e = parse_limits_toml("max = \"200us\"\nmax_latency = \"1ms\"\n").expect_err("unknown key");
+        assert!(e.contains("line 2") && e.contains("max_latency") && e.contains("max_timeouts"), "{e}");
+        let e = parse_limits_toml("max = \"fast\"\n").expect_err("bad duration");
+        assert!(e.starts_with("max:"), "{e}");
+        let e = parse_limits_toml("[percentile]\n\"100\" = \"1us\"\n").expect_err("bad percentile");
+        assert!(e.contains("[percentile]"), "{e}");
+        let e = parse_limits_toml("max_lost = -1\n").expect_err("negative count");
+        assert!(e.contains("line 1"), "{e}");
+    }
+}

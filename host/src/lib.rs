@@ -53,8 +53,10 @@ pub mod exit {
     /// that does not exist, a configuration the probe refuses, a probe that
     /// speaks another protocol version. Retrying unchanged cannot succeed.
     pub const USAGE: u8 = 2;
-    /// Reserved: a latency threshold was violated (a later issue adds the
-    /// threshold flags).
+    /// The run was measured and every output written, and a limit
+    /// (`--max`, `--percentile`, `--max-timeouts`, `--max-lost`,
+    /// `--max-late`, `--limits`) was violated. A failed run (1) or a usage
+    /// error (2) outranks it.
     pub const THRESHOLD: u8 = 3;
 }
 

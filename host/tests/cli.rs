@@ -72,5 +72,5 @@ fn help_lists_the_exit_codes() {
     let o = run(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("Exit codes") && out.contains("reserved"), "{out}");
+    assert!(out.contains("Exit codes") && out.contains("3  a limit was violated"), "{out}");
 }

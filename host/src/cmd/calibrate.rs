@@ -78,7 +78,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         target_log: None,
         show_naive: false,
     };
-    super::check_outputs(&out)?;
+    super::check_outputs(&out, &super::Delivery::default())?;
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
         source: args.port.clone(),
@@ -102,7 +102,15 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         request: req,
         silence: args.silence_timeout,
     };
-    let report = super::measure(Link::new(src, raw), &ctx, &opts, &out, None, &mut || {})?;
+    let report = super::measure(
+        Link::new(src, raw),
+        &ctx,
+        &opts,
+        &out,
+        &super::Delivery::default(),
+        None,
+        &mut || {},
+    )?;
     let cal = Calibration::from_report(&report, args.line)?;
     cal.write(&args.output)?;
     println!(

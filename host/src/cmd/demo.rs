@@ -49,6 +49,8 @@ pub struct DemoArgs {
     pub timing: TimingArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub gates: crate::cli::GateArgs,
 }
 
 const RESPONDER: &str = "latprobe-responder";
@@ -262,7 +264,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
     super::check_periodic_flags(&args.out, args.mode)?;
-    let mut target = super::check_demo_outputs(&args.out)?;
+    let gates = super::Delivery::new(&args.gates)?;
+    let mut target = super::check_demo_outputs(&args.out, &gates)?;
     let bin = find_responder(args.responder.as_deref())?;
 
     let (probe, host_end) = VirtualProbe::start(args.priority)?;
@@ -338,6 +341,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         &ctx,
         &opts,
         &args.out,
+        &gates,
         log_path.as_deref(),
         &mut || {
             if let Some(p) = probe.take() {

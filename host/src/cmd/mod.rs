@@ -16,13 +16,13 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, OutputArgs};
+use crate::cli::{Cli, Command, GateArgs, OutputArgs};
+use crate::gates::Limits;
 use crate::link::Link;
 use crate::rawfile::{RawEnding, RunContext};
 use crate::report::text::ns_cell;
 use crate::report::{self as rep, Ending, Report};
 use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
-use crate::units::format_duration;
 use crate::{signals, timefmt, Error};
 
 /// Run the parsed command line.
@@ -43,16 +43,23 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
 /// typo fails in a second rather than after an hour's measurement: each
 /// output must be writable and not a directory, no two may be one file, and
 /// none may be an input (`--target-meta`, `--target-log`).
-pub(crate) fn check_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, false)
+pub(crate) fn check_outputs(out: &OutputArgs, gates: &Delivery) -> Result<Option<serde_json::Value>, Error> {
+    check_output_set(out, gates, false)
 }
 
 /// [`check_outputs`] for `demo`, where the responder writes `--target-log`.
-pub(crate) fn check_demo_outputs(out: &OutputArgs) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, true)
+pub(crate) fn check_demo_outputs(
+    out: &OutputArgs,
+    gates: &Delivery,
+) -> Result<Option<serde_json::Value>, Error> {
+    check_output_set(out, gates, true)
 }
 
-fn check_output_set(out: &OutputArgs, target_log_written: bool) -> Result<Option<serde_json::Value>, Error> {
+fn check_output_set(
+    out: &OutputArgs,
+    gates: &Delivery,
+    target_log_written: bool,
+) -> Result<Option<serde_json::Value>, Error> {
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
     let mut inputs: Vec<(&str, &Path)> = Vec::new();
     for (flag, path) in [("--output", &out.output), ("--histfile", &out.histfile), ("--raw", &out.raw)] {
@@ -61,6 +68,7 @@ fn check_output_set(out: &OutputArgs, target_log_written: bool) -> Result<Option
             outputs.push((flag, p));
         }
     }
+    outputs.extend(gates.files());
     if let Some(p) = &out.target_log {
         if target_log_written {
             check_parent("--target-log", p)?;
@@ -300,6 +308,143 @@ pub(crate) fn attach_target_log(
     Ok(())
 }
 
+/// A command's limits and CI outputs (`--max` …, `--junit`, `--lava`,
+/// `--plot`, `--html`), read and checked before it runs so that a typo in
+/// a limits file fails in a second, not after an hour's measurement.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Delivery {
+    /// The limits to judge the report against.
+    pub limits: Limits,
+    /// `--junit FILE`.
+    pub junit: Option<PathBuf>,
+    /// `--lava`: `lava-test-case` lines on stdout, the summary on stderr.
+    pub lava: bool,
+    /// `--plot DIR`.
+    pub plot: Option<PathBuf>,
+    /// `--html FILE`.
+    pub html: Option<PathBuf>,
+}
+
+impl Delivery {
+    /// Resolve the limits (reading `--limits`) and check the output paths.
+    pub fn new(g: &GateArgs) -> Result<Self, Error> {
+        let limits = g.limits.resolve()?;
+        for (flag, p) in [("--junit", &g.junit), ("--html", &g.html)] {
+            if let Some(p) = p {
+                check_parent(flag, p)?;
+            }
+        }
+        if let Some(dir) = &g.plot {
+            check_plot_dir(dir)?;
+        }
+        Ok(Self { limits, junit: g.junit.clone(), lava: g.lava, plot: g.plot.clone(), html: g.html.clone() })
+    }
+
+    /// The files this writes, for [`check_distinct`].
+    pub fn files(&self) -> Vec<(&'static str, &Path)> {
+        let mut v: Vec<(&'static str, &Path)> = Vec::new();
+        if let Some(p) = &self.junit {
+            v.push(("--junit", p));
+        }
+        if let Some(p) = &self.html {
+            v.push(("--html", p));
+        }
+        v
+    }
+}
+
+/// `--plot DIR` can hold the plots: a directory, or a new one whose parent
+/// exists (it is created when the plots are written).
+fn check_plot_dir(dir: &Path) -> Result<(), Error> {
+    if dir.as_os_str().is_empty() {
+        return Err(Error::Usage("--plot needs a directory name".into()));
+    }
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "--plot {} is a file: give a directory for the plots (it is created if missing)",
+                dir.display()
+            )));
+        }
+        let probe = dir.join(format!(".latprobe-write-check-{}", std::process::id()));
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| {
+            Error::Usage(format!(
+                "--plot {}: cannot write in it: {} (check the path)",
+                dir.display(),
+                os_message(&e)
+            ))
+        })?;
+        let _ = std::fs::remove_file(&probe);
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "--plot {}: the directory {} does not exist (the plot directory itself is created, not its parents)",
+            dir.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Everything a finished report becomes, in this order: the verdicts
+/// (when limits were given), the files (`--output`, `--histfile`,
+/// `--junit`, `--plot`, `--html`: each tried whatever became of the
+/// others), then the summary (stdout, or stderr under `--lava`, whose lines
+/// then go to stdout). `exact` gives any percentile limit exactly when the
+/// run's analysis is at hand. A file that could not be written is returned
+/// first (exit 1); else a violated limit ([`Error::Threshold`], exit 3).
+pub(crate) fn deliver(
+    r: &mut Report,
+    exact: Option<&crate::analysis::Analysis>,
+    output: Option<&Path>,
+    histfile: Option<&Path>,
+    d: &Delivery,
+    summary: Option<&dyn Fn(&Report) -> String>,
+) -> Result<(), Error> {
+    if !d.limits.is_empty() {
+        r.verdicts = crate::gates::evaluate(r, &d.limits, exact);
+    }
+    let r = &*r;
+    let mut results = vec![write_outputs(r, output, histfile)];
+    if let Some(p) = &d.junit {
+        results.push(write_or_fallback("--junit", "JUnit report", p, &|q| rep::junit::write(r, q)));
+    }
+    if let Some(dir) = &d.plot {
+        results.push(match rep::plot::write_all(r, dir) {
+            Ok(paths) => {
+                crate::tell!("latprobe: {} plots in {}", paths.len(), dir.display());
+                Ok(())
+            }
+            Err(e) => {
+                crate::tell!("latprobe: the plots could not be written: {e}");
+                Err(e)
+            }
+        });
+    }
+    if let Some(p) = &d.html {
+        results.push(write_or_fallback("--html", "HTML report", p, &|q| rep::html::write(r, q)));
+    }
+    if let Some(text) = summary.map(|f| f(r)) {
+        if d.lava {
+            crate::tell!("{}", text.trim_end());
+        } else {
+            crate::say!("{text}");
+        }
+    }
+    if d.lava {
+        for line in rep::lava::lines(r) {
+            crate::say!("{line}\n");
+        }
+    }
+    results.into_iter().collect::<Result<(), Error>>()?;
+    match crate::gates::violation_summary(&r.verdicts) {
+        Some(v) => Err(Error::Threshold(v)),
+        None => Ok(()),
+    }
+}
+
 fn progress_bar() -> ProgressBar {
     // indicatif would draw escape codes into a log file or a CI pipe.
     if !std::io::stderr().is_terminal() {
@@ -307,31 +452,43 @@ fn progress_bar() -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ProgressStyle::with_template("{msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar
 }
 
-/// The live progress line.
-pub fn progress_line(s: &RunState, elapsed: Duration) -> String {
+/// The live progress line: elapsed time against `--duration` (or samples
+/// against `--count`), samples, timeouts, lost, and the running p99 and
+/// max (`>timeout` when they fall among the timeouts).
+pub fn progress_line(
+    s: &RunState,
+    elapsed: Duration,
+    duration_ns: Option<u64>,
+    count: Option<u64>,
+) -> String {
+    let secs = format!("{}s", elapsed.as_secs());
+    let clock = match duration_ns {
+        Some(d) => format!("{secs}/{}s", d.div_ceil(1_000_000_000)),
+        None => secs,
+    };
     let Some(a) = &s.analysis else {
-        return format!("{} waiting for the first samples", format_duration(elapsed));
+        return format!("{clock}  waiting for the first samples");
     };
     let lost = a.seq.lost;
-    let elapsed = format_duration(Duration::from_secs(elapsed.as_secs()));
+    let samples = match count {
+        Some(n) => format!("{}/{n}", a.samples()),
+        None => a.samples().to_string(),
+    };
     if a.samples() == 0 {
         return format!(
-            "{elapsed}  samples {}  timeouts {}  lost {lost}  edges {}",
-            a.samples(),
-            a.timeouts,
-            a.edges.edges
+            "{clock}  samples {samples}  timeouts {}  lost {lost}  edges {}",
+            a.timeouts, a.edges.edges
         );
     }
     // Timeouts rank above every response: p99 and max are `>timeout` when
     // they fall among them.
     format!(
-        "{elapsed}  samples {}  timeouts {}  lost {lost}  p99 {}  max {}",
-        a.samples(),
+        "{clock}  samples {samples}  timeouts {}  lost {lost}  p99 {}  max {}",
         a.timeouts,
         ns_cell(a.quantile(0.99)),
         ns_cell(a.max())
@@ -346,6 +503,7 @@ pub(crate) fn measure(
     ctx: &RunContext,
     opts: &SessionOptions,
     out: &OutputArgs,
+    gates: &Delivery,
     target_log: Option<&Path>,
     after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
@@ -354,9 +512,15 @@ pub(crate) fn measure(
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.keep_cycles = target_log.is_some();
     let bar = progress_bar();
+    // At most 4 draws a second: indicatif's own limit lets bursts through,
+    // and every draw costs the terminal (and a serial console) a line.
+    let mut drawn: Option<std::time::Instant> = None;
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
-        bar.set_message(progress_line(s, elapsed));
-        bar.tick();
+        if drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
+            return;
+        }
+        drawn = Some(std::time::Instant::now());
+        bar.set_message(progress_line(s, elapsed, opts.request.duration_ns, opts.request.count));
     });
     bar.finish_and_clear();
     after_run();
@@ -388,20 +552,27 @@ pub(crate) fn measure(
     if let Err(e) = &log_result {
         r.notes.push(format!("the target's log could not be set beside the run: {e}"));
     }
-    // The files first: a summary nobody can read (a closed pipe, a hung-up
-    // terminal) must never cost them.
-    let written = write_outputs(&r, out.output.as_deref(), out.histfile.as_deref());
     // Before the measurement started there is nothing to summarise; the
     // error says what went wrong, and the files still record the attempt.
-    if state.started.is_some() {
-        crate::say!("{}", rep::text::summary_with(&r, out.show_naive));
-    }
+    // `deliver` writes the files first: a summary nobody can read (a
+    // closed pipe, a hung-up terminal) must never cost them.
+    let text = |r: &Report| rep::text::summary_with(r, out.show_naive);
+    let summary = state.started.is_some().then_some(&text as &dyn Fn(&Report) -> String);
+    let delivered = deliver(
+        &mut r,
+        state.analysis.as_ref(),
+        out.output.as_deref(),
+        out.histfile.as_deref(),
+        gates,
+        summary,
+    );
     if ended_by == EndedBy::Interrupted {
         crate::tell!("latprobe: interrupted: the report holds what arrived (complete: false)");
     }
     // The session's error explains the run; a file error after it is
     // secondary, so say it but return the first.
-    match (result, raw_result.and(written).and(log_result)) {
+    // A file error (exit 1) comes before a violated limit (exit 3).
+    match (result, raw_result.and(log_result).and(delivered)) {
         (Err(e), Err(second)) => {
             crate::tell!("latprobe: also: {second}");
             Err(e)

@@ -29,6 +29,9 @@ pub struct ReportArgs {
     /// Periodic runs: also print the delays measured against the nominal schedule
     #[arg(long)]
     pub show_naive: bool,
+    /// Limits given here replace the ones the report was judged with; without any, a JSON report keeps its own
+    #[command(flatten)]
+    pub gates: crate::cli::GateArgs,
 }
 
 /// Load or rebuild the report in `file`.
@@ -43,6 +46,16 @@ pub fn load_with(
     histfile_max_us: Option<u32>,
     target_log: Option<&std::path::Path>,
 ) -> Result<Report, crate::Error> {
+    load_state(file, histfile_max_us, target_log).map(|(r, _)| r)
+}
+
+/// [`load_with`], with the replayed run's state when `file` is a raw file
+/// (its analysis gives any percentile exactly).
+pub fn load_state(
+    file: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    target_log: Option<&std::path::Path>,
+) -> Result<(Report, Option<session::RunState>), crate::Error> {
     if !file.exists() {
         return Err(crate::Error::Usage(format!("{}: no such file", file.display())));
     }
@@ -52,7 +65,7 @@ pub fn load_with(
         if let Some(log) = target_log {
             super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
         }
-        Ok(rep)
+        Ok((rep, Some(r.state)))
     } else {
         if let Some(log) = target_log {
             return Err(crate::Error::Usage(format!(
@@ -65,7 +78,7 @@ pub fn load_with(
                 "--histfile-max-us applies to raw files only: a JSON report keeps its own bins".into(),
             ));
         }
-        report::json::read(file)
+        report::json::read(file).map(|r| (r, None))
     }
 }
 
@@ -92,6 +105,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             outputs.push((flag, p));
         }
     }
+    let gates = super::Delivery::new(&args.gates)?;
+    outputs.extend(gates.files());
     let mut inputs: Vec<(&str, &std::path::Path)> = vec![("FILE", &args.file)];
     if let Some(log) = &args.target_log {
         inputs.push(("--target-log", log));
@@ -111,10 +126,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         crate::say!("{}", crate::inkernel::summary(&d));
         return Ok(());
     }
-    let r = load_with(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
-    // The files before the summary: a closed stdout must not cost them.
-    let written = super::write_outputs(&r, args.output.as_deref(), args.histfile.as_deref());
-    crate::say!("{}", report::text::summary_with(&r, args.show_naive));
-    written?;
+    let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
+    let exact = state.as_ref().and_then(|s| s.analysis.as_ref());
+    // `deliver` writes the files before printing the summary: a closed
+    // stdout must not cost them.
+    let summary = |r: &Report| report::text::summary_with(r, args.show_naive);
+    super::deliver(&mut r, exact, args.output.as_deref(), args.histfile.as_deref(), &gates, Some(&summary))?;
     Ok(())
 }

@@ -45,6 +45,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
+    pub gates: crate::cli::GateArgs,
+    #[command(flatten)]
     pub probe: crate::probe::RunProbeArgs,
 }
 
@@ -96,7 +98,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     req.calibration = args.calibration.as_deref().map(Calibration::read).transpose()?;
     req.validate()?;
     super::check_periodic_flags(&args.out, req.mode)?;
-    let target = super::check_outputs(&args.out)?;
+    let gates = super::Delivery::new(&args.gates)?;
+    let target = super::check_outputs(&args.out, &gates)?;
     // With --flash this flashes (or finds the firmware in place) first.
     let (src, link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
     let ctx = RunContext {
@@ -116,7 +119,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         request: req,
         silence: args.timing.silence_timeout,
     };
-    super::measure(Link::new(src, raw), &ctx, &opts, &args.out, args.out.target_log.as_deref(), &mut || {})?;
+    super::measure(
+        Link::new(src, raw),
+        &ctx,
+        &opts,
+        &args.out,
+        &gates,
+        args.out.target_log.as_deref(),
+        &mut || {},
+    )?;
     Ok(())
 }
 

@@ -78,6 +78,20 @@ pub fn read(path: &Path) -> Result<Report, Error> {
             crate::rawfile::MAX_HISTFILE_US
         )));
     }
+    if let Some(t) = &r.timeline {
+        let n = t.samples.len();
+        if t.row_s == 0 || t.timeouts.len() != n || t.max_ns.len() != n || t.p99_ns.len() != n {
+            return Err(not_a_report(
+                "its timeline's columns differ in length or its row_s is 0".to_string(),
+            ));
+        }
+        if n > crate::timeline::MAX_ROWS {
+            return Err(not_a_report(format!(
+                "its timeline has {n} rows, beyond the {} latprobe writes",
+                crate::timeline::MAX_ROWS
+            )));
+        }
+    }
     Ok(r)
 }
 
@@ -188,6 +202,31 @@ pub fn upgrade_v1(v: &mut Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_damaged_timeline_is_refused_not_plotted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let good = crate::report::tests::run_of(crate::report::tests::mixed);
+        write(&good, &path).unwrap();
+        assert_eq!(read(&path).unwrap(), good, "the timeline reads back");
+        for damage in ["short column", "row_s 0", "too many rows"] {
+            let mut r = good.clone();
+            let t = r.timeline.as_mut().unwrap();
+            match damage {
+                "short column" => t.p99_ns.clear(),
+                "row_s 0" => t.row_s = 0,
+                _ => {
+                    let n = crate::timeline::MAX_ROWS + 1;
+                    (t.samples, t.timeouts, t.max_ns, t.p99_ns) =
+                        (vec![1; n], vec![0; n], vec![None; n], vec![None; n]);
+                }
+            }
+            write(&r, &path).unwrap();
+            let e = read(&path).expect_err(damage).to_string();
+            assert!(e.contains("timeline"), "{damage}: {e}");
+        }
+    }
 
     /// A version 1 report as latprobe 0.1 wrote it: 1000 samples, 10
     /// timeouts, figures over the 990 responses only.

@@ -39,7 +39,11 @@
 //! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's, or what the anomalies mean) |
 
 pub mod histfile;
+pub mod html;
 pub mod json;
+pub mod junit;
+pub mod lava;
+pub mod plot;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
@@ -831,7 +835,7 @@ mod tests {
 
     /// A run folded from real messages: 1 GHz timer, 1 ms interval, a
     /// 200 µs histogram, timeout 8 ms; `outcome(seq)` for 300 samples.
-    fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
+    pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
         let request = Request {
             mode: ModeArg::UartEcho,
             interval_ns: 1_000_000,
@@ -907,7 +911,7 @@ mod tests {
 
     /// Responses of 10..=159 µs (150 in range) and 300 µs (out of range),
     /// every 30th sample a timeout.
-    fn mixed(seq: u64) -> Outcome {
+    pub(super) fn mixed(seq: u64) -> Outcome {
         if seq % 30 == 29 {
             Outcome::Timeout
         } else if seq % 2 == 0 {
@@ -915,6 +919,57 @@ mod tests {
         } else {
             Outcome::Response(10_000 + seq as u32 * 500)
         }
+    }
+
+    #[test]
+    fn limits_pass_only_what_the_report_proves() {
+        use crate::gates::{evaluate, parse_percentile, Limits, Measured};
+        // 10.0 .. 39.9 µs, no timeouts.
+        let r = run_of(|seq| Outcome::Response(10_000 + seq as u32 * 100));
+        let lim = |max: u64, p: &str| Limits {
+            max_ns: Some(max),
+            percentiles: vec![parse_percentile(p).unwrap()],
+            max_timeouts: Some(0),
+            ..Limits::default()
+        };
+        let v = evaluate(&r, &lim(39_900, "99.5=40us"), None);
+        assert!(v.iter().all(|v| v.pass), "{v:?}");
+        assert_eq!(v[0].margin, Some(0), "max at the limit passes with no headroom");
+        // p99.5 of a JSON report: rank 299 is 39.8 µs, in the 39 µs bin.
+        assert_eq!(v[1].measured, Measured::Between { low: 39_000, high: 39_900 });
+        let v = evaluate(&r, &lim(39_899, "99.5=39.5us"), None);
+        assert!(!v[0].pass && v[0].why.as_deref().unwrap().contains("above the limit"), "{v:?}");
+        assert!(!v[1].pass && v[1].why.as_deref().unwrap().contains("cannot be proven"), "{v:?}");
+        let v = evaluate(&r, &lim(40_000, "99.5=38us"), None);
+        assert!(!v[1].pass && v[1].why.as_deref().unwrap().contains("at least 39us"), "{v:?}");
+        // A standard percentile comes from the report's own figure.
+        let v = evaluate(&r, &lim(40_000, "99=39.7us"), None);
+        assert_eq!(v[1].measured, Measured::Value { value: r.latency_ns.as_ref().unwrap().p99.unwrap() });
+
+        // Timeouts: the max is censored. Below the timeout the limit is
+        // certainly broken; above it, it cannot be proven. Both fail.
+        let r = run_of(mixed);
+        let v = evaluate(&r, &lim(1_000_000, "50=1ms"), None);
+        assert_eq!(v[0].measured, Measured::Above { bound: 8_000_000 });
+        assert!(!v[0].pass && v[0].why.as_deref().unwrap().contains("so above the limit"), "{v:?}");
+        assert!(v[1].pass, "the median is measured: {v:?}");
+        assert!(!v[2].pass && v[2].why.as_deref().unwrap().contains("10 samples timed out"), "{v:?}");
+        let v = evaluate(&r, &lim(10_000_000, "99.9=20ms"), None);
+        assert!(!v[0].pass && v[0].why.as_deref().unwrap().contains("raise --timeout"), "{v:?}");
+        assert!(!v[1].pass && v[1].why.as_deref().unwrap().contains("raise --timeout"), "{v:?}");
+    }
+
+    #[test]
+    fn the_report_keeps_its_timeline() {
+        let r = run_of(mixed);
+        let t = r.timeline.as_ref().expect("a timeline");
+        // 300 samples 1 ms apart: all in the first second.
+        assert_eq!((t.row_s, t.samples.clone(), t.timeouts.clone()), (1, vec![300], vec![10]));
+        assert_eq!(t.max_ns, vec![Some(300_000)]);
+        // Rank 297 of 300 with 10 timeouts on top: censored.
+        assert_eq!(t.p99_ns, vec![None]);
+        let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]

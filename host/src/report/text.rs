@@ -203,6 +203,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     if let Some(p) = &r.periodic {
         periodic_section(&mut s, p, show_naive);
     }
+    if !r.verdicts.is_empty() {
+        verdict_section(&mut s, &r.verdicts);
+    }
     let ended = format!("{:?}", r.ended_by);
     let _ = writeln!(
         s,
@@ -215,6 +218,32 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// The limits, one line each: verdict, name, limit, measured, margin, and
+/// for a violation why.
+fn verdict_section(s: &mut String, verdicts: &[crate::gates::Verdict]) {
+    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let head = if failed == 0 {
+        format!("limits: all {} passed", verdicts.len())
+    } else {
+        format!("limits: {failed} of {} VIOLATED", verdicts.len())
+    };
+    let _ = writeln!(s, "{head}");
+    for v in verdicts {
+        let _ = writeln!(
+            s,
+            "  {:<4}  {:<9} at most {:>9}  measured {:>11}  margin {:>9}",
+            if v.pass { "pass" } else { "FAIL" },
+            v.name,
+            v.limit_text(),
+            v.measured_text(),
+            v.margin_text()
+        );
+        if let Some(why) = &v.why {
+            let _ = writeln!(s, "        {why}");
+        }
+    }
 }
 
 /// The periodic lines: the fit, the cycle accounting, the naive figures

@@ -1,0 +1,336 @@
+//! `--html FILE`: one self-contained HTML file per run: the summary table,
+//! the plots as inline SVG, the limits and their verdicts, the target's
+//! metadata and the notes. No script, no stylesheet, font or image from
+//! anywhere else: it opens offline, from a CI artefact or a mail.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::text::us_cell;
+use super::{plot, Report};
+use crate::analysis::Quantile;
+use crate::units::format_ns;
+use crate::Error;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
+th{background:#f3f3f3}td.l,th.l{text-align:left}.pass{color:#176b17;font-weight:bold}\
+.fail{color:#b00020;font-weight:bold}.warn{color:#9a5b00}figure{margin:1em 0}\
+figure svg{max-width:100%;height:auto;border:1px solid #eee}pre{background:#f7f7f7;padding:.6em;overflow-x:auto}\
+figcaption{font-size:.9em;color:#555}";
+
+/// Escape text for HTML content and attributes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// An SVG made by [`plot`], ready to sit inline: without an XML
+/// declaration or doctype (not allowed inside HTML).
+fn inline_svg(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |at| &svg[at..])
+}
+
+/// Render the HTML report of `r`. A plot that cannot be drawn is replaced
+/// by a line saying why; the rest of the page is still there.
+pub fn render(r: &Report) -> String {
+    let mut h = String::new();
+    let title = format!("latprobe {} on {}", r.config.mode_name(), r.source);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body>\n",
+        esc(&title)
+    );
+    let _ = writeln!(h, "<h1>{}</h1>", esc(&title));
+    verdict_banner(&mut h, r);
+    run_table(&mut h, r);
+    figures(&mut h, r);
+    limits(&mut h, r);
+    plots(&mut h, r);
+    target(&mut h, r);
+    if !r.notes.is_empty() {
+        h.push_str("<h2 id=\"notes\">Notes</h2><ul>\n");
+        for n in &r.notes {
+            let _ = writeln!(h, "<li>{}</li>", esc(n));
+        }
+        h.push_str("</ul>\n");
+    }
+    let _ = writeln!(
+        h,
+        "<h2>Summary as printed</h2><pre>{}</pre>\n<p><small>latprobe {} · JSON schema {}</small></p>\
+         </body></html>",
+        esc(&super::text::summary(r)),
+        esc(&r.tool_version),
+        r.schema_version
+    );
+    h
+}
+
+/// Write the HTML report of `r` to `path` (`--html`).
+pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
+    std::fs::write(path, render(r))
+        .map_err(|e| Error::io(format!("cannot write the HTML report {} (--html)", path.display()), e))
+}
+
+fn verdict_banner(h: &mut String, r: &Report) {
+    let run = if r.complete {
+        "<span class=\"pass\">complete</span>".to_string()
+    } else {
+        format!("<span class=\"fail\">INCOMPLETE</span> (ended by {})", esc(&kebab(&r.ended_by)))
+    };
+    let limits = if r.verdicts.is_empty() {
+        "no limits given".to_string()
+    } else {
+        let failed = r.verdicts.iter().filter(|v| !v.pass).count();
+        if failed == 0 {
+            format!("<span class=\"pass\">all {} limits passed</span>", r.verdicts.len())
+        } else {
+            format!("<span class=\"fail\">{failed} of {} limits violated</span>", r.verdicts.len())
+        }
+    };
+    let _ = writeln!(h, "<p id=\"verdict\">Run: {run}. Limits: {limits}.</p>");
+    if let Some(e) = &r.error {
+        let _ = writeln!(h, "<p class=\"fail\">Error: {}</p>", esc(e));
+    }
+}
+
+fn kebab(e: &crate::session::EndedBy) -> String {
+    serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn row(h: &mut String, k: &str, v: &str) {
+    let _ = writeln!(h, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(v));
+}
+
+fn run_table(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"run\">Run</h2><table>\n");
+    row(h, "mode", r.config.mode_name());
+    row(h, "link", &r.source);
+    if let Some(p) = &r.probe {
+        row(
+            h,
+            "probe",
+            &format!(
+                "{} firmware {}, {} Hz timer",
+                p.hello.board, p.hello.firmware_version, p.hello.timer_hz
+            ),
+        );
+    }
+    row(h, "stimulus", &r.config.stimulus);
+    row(h, "interval", &format_ns(r.config.interval_ns));
+    if r.config.dither_ns > 0 {
+        row(h, "dither", &format_ns(r.config.dither_ns));
+    }
+    row(h, "timeout", &format_ns(r.config.timeout_ns));
+    row(h, "started", &r.started_at);
+    row(h, "ended", &r.ended_at);
+    if let Some(e) = r.probe_elapsed_ns {
+        row(h, "length (probe clock)", &format_ns(e));
+    }
+    row(h, "ended by", &kebab(&r.ended_by));
+    if let Some(f) = r.replayed_from.as_deref() {
+        row(h, "replayed from", f);
+    }
+    h.push_str("</table>\n");
+}
+
+fn figures(h: &mut String, r: &Report) {
+    let label = if r.periodic.is_some() { "Wake-up delay (against the fitted schedule)" } else { "Latency" };
+    let _ = writeln!(h, "<h2 id=\"latency\">{label}</h2>");
+    match &r.latency_ns {
+        None => h.push_str("<p>No samples: no latency figures.</p>\n"),
+        Some(l) => {
+            h.push_str("<table id=\"figures\"><tr>");
+            for n in ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean (measured)"] {
+                let _ = write!(h, "<th>{n}</th>");
+            }
+            h.push_str("</tr>\n<tr>");
+            for v in [l.min, l.p50, l.p90, l.p99, l.p99_9, l.p99_99, l.max] {
+                let _ = write!(h, "<td>{} µs</td>", esc(&us_cell(l.figure(v))));
+            }
+            let mean = l.mean.map_or_else(|| "-".to_string(), |m| us_cell(Quantile::Value(m)));
+            let _ = writeln!(h, "<td>{} µs</td></tr></table>", esc(&mean));
+            if l.censored > 0 {
+                let _ = writeln!(
+                    h,
+                    "<p class=\"warn\">{} of {} samples timed out: their latency is known only to exceed {} \
+                     (shown as &gt;). They rank above every measured latency.</p>",
+                    l.censored,
+                    l.measured + l.censored,
+                    esc(&format_ns(l.censored_above))
+                );
+            }
+        }
+    }
+    let c = &r.counts;
+    h.push_str("<table id=\"counts\"><tr>");
+    let mut cells: Vec<(&str, u64)> = vec![
+        ("samples", c.samples),
+        ("responses", c.responses),
+        ("timeouts", c.timeouts),
+        ("lost", c.lost),
+        ("late", c.late_responses),
+        ("overruns", c.overruns),
+    ];
+    for (n, v) in [
+        ("duplicates", c.duplicates),
+        ("bad frames", c.bad_frames),
+        ("unmatched", c.unmatched),
+        ("wrong bytes", c.wrong_bytes),
+        ("slipped", c.slipped),
+        ("reclaimed", c.reclaimed),
+        ("overcaptures", c.overcaptures),
+        ("line errors", c.line_errors),
+    ] {
+        if v > 0 {
+            cells.push((n, v));
+        }
+    }
+    for (n, _) in &cells {
+        let _ = write!(h, "<th>{n}</th>");
+    }
+    h.push_str("</tr><tr>");
+    for (_, v) in &cells {
+        let _ = write!(h, "<td>{v}</td>");
+    }
+    h.push_str("</tr></table>\n");
+    if let Some(w) = &r.worst {
+        let _ = writeln!(
+            h,
+            "<p>Worst measured: {} at sample {}, {} after the start.</p>",
+            esc(&format_ns(w.latency_ns)),
+            w.seq,
+            esc(&format_ns(w.at_ns_from_start))
+        );
+    }
+    if let Some(f) = r.periodic.as_ref().and_then(|p| p.fit.as_ref()) {
+        let _ = writeln!(
+            h,
+            "<p>Fitted period {:.3} ns (nominal {}): the target's clock runs {:+.3} ppm against the probe's.</p>",
+            f.period_ns,
+            esc(&format_ns(f.nominal_period_ns)),
+            f.offset_ppm
+        );
+    }
+}
+
+fn limits(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"limits\">Limits</h2>\n");
+    if r.verdicts.is_empty() {
+        h.push_str("<p>No limit was given (--max, --percentile, --max-timeouts, --max-lost, --max-late, --limits).</p>\n");
+        return;
+    }
+    h.push_str(
+        "<table id=\"verdicts\"><tr><th class=\"l\">limit</th><th>at most</th><th>measured</th><th>margin</th>\
+         <th class=\"l\">verdict</th></tr>\n",
+    );
+    for v in &r.verdicts {
+        let verdict = if v.pass {
+            "<span class=\"pass\">pass</span>".to_string()
+        } else {
+            format!("<span class=\"fail\">FAIL</span> {}", esc(v.why.as_deref().unwrap_or("")))
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{verdict}</td></tr>",
+            esc(&v.name),
+            esc(&v.limit_text()),
+            esc(&v.measured_text()),
+            esc(&v.margin_text())
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn plots(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
+    if r.counts.samples == 0 {
+        h.push_str("<p>No samples: nothing to plot.</p>\n");
+        return;
+    }
+    let figure = |h: &mut String, id: &str, caption: &str, svg: Result<Option<String>, Error>| match svg {
+        Ok(Some(svg)) => {
+            let _ = writeln!(
+                h,
+                "<figure id=\"plot-{id}\">{}<figcaption>{}</figcaption></figure>",
+                inline_svg(&svg),
+                esc(caption)
+            );
+        }
+        Ok(None) => {
+            let _ = writeln!(h, "<p id=\"plot-{id}\">{}: not in this report.</p>", esc(caption));
+        }
+        Err(e) => {
+            let _ = writeln!(
+                h,
+                "<p id=\"plot-{id}\" class=\"warn\">{}: not drawn: {}</p>",
+                esc(caption),
+                esc(&e.to_string())
+            );
+        }
+    };
+    figure(
+        h,
+        "histogram",
+        "Histogram (log counts); latencies beyond the range and timeouts in the bar past the axis",
+        plot::histogram_svg(r).map(Some),
+    );
+    figure(h, "timeline", "Latency over time: max and p99 per row, timeouts per row", plot::timeline_svg(r));
+    figure(
+        h,
+        "ccdf",
+        "Complementary CDF: the share of samples above each latency",
+        plot::ccdf_svg(r).map(Some),
+    );
+}
+
+fn target(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"target\">Target</h2>\n");
+    let Some(t) = &r.target else {
+        h.push_str(
+            "<p>No target metadata (give --target-meta FILE, e.g. from `latprobe-responder metadata`).</p>\n",
+        );
+        return;
+    };
+    match t.as_object() {
+        Some(map) => {
+            h.push_str("<table>\n");
+            for (k, v) in map {
+                let text = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                row(h, k, &text);
+            }
+            h.push_str("</table>\n");
+        }
+        None => {
+            let _ = writeln!(h, "<pre>{}</pre>", esc(&serde_json::to_string_pretty(t).unwrap_or_default()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_controls_replaced() {
+        assert_eq!(esc("<a href=\"x\">&'\u{1}"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\u{fffd}");
+        assert_eq!(inline_svg("<?xml version=\"1.0\"?>\n<svg a=\"1\"/>"), "<svg a=\"1\"/>");
+    }
+}
