@@ -1,6 +1,8 @@
 //! Reports: the [`Report`] every output is rendered from, and one module per
 //! format (like hyperfine's `export/`): [`text`] (the terminal summary),
-//! [`json`] (`--output`), [`histfile`] (`--histfile`, cyclictest's layout).
+//! [`json`] (`--output`), [`histfile`] (`--histfile`, cyclictest's layout),
+//! [`junit`] (JUnit XML of the limits and the run) and [`lava`]
+//! (`lava-test-case` lines of the limits, the headline figures and the run).
 //!
 //! A report is built from a [`RunState`] (live, or a replayed raw file) or
 //! read back from JSON, so `latprobe report` renders every output again.
@@ -44,6 +46,8 @@ pub mod json;
 pub mod junit;
 pub mod lava;
 pub mod plot;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
