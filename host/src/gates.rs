@@ -413,7 +413,7 @@ fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured
         return of(l.figure(*v));
     }
     // Another percentile of a JSON report: bounded by the 1 µs bins.
-    let n = l.measured + l.censored;
+    let n = l.measured.saturating_add(l.censored);
     if n == 0 {
         return Measured::Nothing;
     }
@@ -423,11 +423,13 @@ fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured
     }
     let bin_ns = r.histogram.bin_ns.max(1);
     let mut seen = 0u64;
+    // Saturating throughout: the bins of a JSON file are whatever it says.
     for [start, count] in &r.histogram.bins {
-        seen += count;
+        seen = seen.saturating_add(*count);
         if seen >= rk {
-            let low = (start * bin_ns).max(l.min.unwrap_or(0));
-            let high = ((start + 1) * bin_ns - 1).min(l.max_measured.unwrap_or(u64::MAX));
+            let low = start.saturating_mul(bin_ns).max(l.min.unwrap_or(0));
+            let high = start.saturating_add(1).saturating_mul(bin_ns).saturating_sub(1);
+            let high = high.min(l.max_measured.unwrap_or(u64::MAX)).max(low);
             return if low == high {
                 Measured::Value { value: low }
             } else {
@@ -437,7 +439,7 @@ fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured
     }
     // Measured, but beyond the bins: between the range's end and the
     // largest measured latency.
-    let low = u64::from(r.histogram.max_us) * 1000;
+    let low = u64::from(r.histogram.max_us).saturating_mul(1000);
     match l.max_measured {
         Some(high) if high >= low => Measured::Between { low, high },
         _ => Measured::Above { bound: low },
