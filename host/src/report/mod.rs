@@ -1,6 +1,7 @@
 //! Reports: the [`Report`] every output is rendered from, and one module per
 //! format (like hyperfine's `export/`): [`text`] (the terminal summary),
-//! [`json`] (`--output`), [`histfile`] (`--histfile`, cyclictest's layout).
+//! [`json`] (`--output`), [`histfile`] (`--histfile`, cyclictest's layout),
+//! [`plot`] (SVG and PNG plots: histogram, latency over time, CCDF).
 //!
 //! A report is built from a [`RunState`] (live, or a replayed raw file) or
 //! read back from JSON, so `latprobe report` renders every output again.
@@ -40,6 +41,7 @@
 
 pub mod histfile;
 pub mod json;
+pub mod plot;
 pub mod text;
 
 use serde::{Deserialize, Serialize};
