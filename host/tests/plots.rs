@@ -485,3 +485,48 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
     let empty = HistData { bins: vec![], overflows: 0, ..runs[2].clone() };
     assert!(plot::overlay_svg(&[empty]).unwrap_err().to_string().contains("nothing to plot"));
 }
+
+#[test]
+fn compare_plot_draws_a_probe_report_beside_cyclictest_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe.json");
+    std::fs::write(&probe, serde_json::to_string(&with_timeouts()).unwrap()).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/cyclictest");
+    let out = dir.path().join("plots");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_latprobe"))
+        .arg("compare")
+        .arg(&probe)
+        .arg(fixtures.join("ct_t2_h100.hist"))
+        .arg(fixtures.join("ct_t1_nohist.json"))
+        .args(["--label", "probe", "--plot"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("has no histogram") && stderr.contains("left out of the plot"), "{stderr}");
+    let svg = std::fs::read_to_string(out.join("compare-histogram.svg")).unwrap();
+    let t = texts(&svg);
+    let legend: Vec<&String> = t.iter().filter(|s| s.contains(" samples, ≥")).collect();
+    assert_eq!(legend.len(), 3, "the probe and two cyclictest threads: {t:#?}");
+    assert_has(&t, "probe: ");
+    assert_png(&std::fs::read(out.join("compare-histogram.png")).unwrap());
+
+    // Nothing to plot is an error naming the flag and the directory.
+    let none = dir.path().join("none");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_latprobe"))
+        .arg("compare")
+        .arg(fixtures.join("ct_t1_nohist.json"))
+        .arg("--plot")
+        .arg(&none)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--plot {}: none of the runs has a histogram", none.display())),
+        "{stderr}"
+    );
+    assert!(!none.exists());
+}
