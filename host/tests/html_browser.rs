@@ -78,7 +78,7 @@ fn render(chrome: &Path, page: &Path, work: &Path) -> Rendered {
 fn coloured_pixels(png_bytes: &[u8]) -> (u32, u32, usize) {
     let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
     let mut reader = decoder.read_info().expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size()];
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
     let info = reader.next_frame(&mut buf).expect("a frame");
     let channels = info.color_type.samples();
     let n = buf[..info.buffer_size()]

@@ -1,6 +1,7 @@
 //! `latprobe compare A B …`: runs side by side (seed 003's table), from
 //! latprobe reports, raw files, imported in-kernel documents, or cyclictest
-//! and rtla files read on the spot.
+//! and rtla files read on the spot; with `--plot DIR`, their histograms in
+//! one plot too (`compare-histogram.svg` and `.png`).
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use clap::{Args, ValueEnum};
 use super::import::{import_all, label_of, UnitArg};
 use crate::compare::{self, Column, Format};
 use crate::inkernel::{self, InKernelReport};
+use crate::report::plot::{self, HistData};
 use crate::{rawfile, Error};
 
 /// Output format of `compare`.
@@ -42,6 +44,9 @@ pub struct CompareArgs {
     /// Unit of a cyclictest histfile whose unit the file does not say (-N: ns)
     #[arg(long, value_name = "UNIT")]
     pub unit: Option<UnitArg>,
+    /// Also draw the runs' histograms in one plot: DIR/compare-histogram.svg and .png (DIR is created)
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 fn file_label(path: &Path) -> String {
@@ -51,13 +56,22 @@ fn file_label(path: &Path) -> String {
 /// The columns one file gives: one for a probe report or raw file, one per
 /// series for an imported or a tool's file.
 pub fn columns_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<Column>, Error> {
+    Ok(runs_of(path, unit)?.into_iter().map(|(c, _)| c).collect())
+}
+
+/// The runs one file gives, as [`columns_of`] does, each with its
+/// histogram for `--plot` (`None` when the tool kept none).
+pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option<HistData>)>, Error> {
     if !path.is_file() {
         return Err(Error::Usage(format!("{}: no such file", path.display())));
     }
     let label = file_label(path);
+    let of_report = |r: &crate::report::Report| {
+        vec![(Column::from_report(r, &label), Some(HistData::from_report(r, &label)))]
+    };
     if rawfile::is_raw(path) {
         let r = super::report::load(path, None)?;
-        return Ok(vec![Column::from_report(&r, &label)]);
+        return Ok(of_report(&r));
     }
     let text =
         std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
@@ -66,24 +80,37 @@ pub fn columns_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<Column>, Err
             let d: InKernelReport = serde_json::from_value(value).map_err(|e| {
                 Error::Usage(format!("{} is not a latprobe in-kernel document: {e}", path.display()))
             })?;
-            return Ok(vec![Column::from_imported(&d.run, &d.label)]);
+            return Ok(vec![(
+                Column::from_imported(&d.run, &d.label),
+                HistData::from_imported(&d.run, &d.label),
+            )]);
         }
         if value.get("schema_version").is_some() && value.get("counts").is_some() {
             let r = crate::report::json::read(path)?;
-            return Ok(vec![Column::from_report(&r, &label)]);
+            return Ok(of_report(&r));
         }
     }
     // Anything else must be a tool's own output; its error names the line.
     let runs = import_all(&[path.to_path_buf()], unit)?;
     let several = runs.len() > 1;
-    Ok(runs.iter().map(|r| Column::from_imported(r, &label_of(r, None, several))).collect())
+    Ok(runs
+        .iter()
+        .map(|r| {
+            let label = label_of(r, None, several);
+            (Column::from_imported(r, &label), HistData::from_imported(r, &label))
+        })
+        .collect())
 }
 
 /// Run `latprobe compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let mut cols = Vec::new();
+    let mut hists = Vec::new();
     for f in &args.files {
-        cols.extend(columns_of(f, args.unit)?);
+        for (c, h) in runs_of(f, args.unit)? {
+            cols.push(c);
+            hists.push(h);
+        }
     }
     if args.label.len() > cols.len() {
         return Err(Error::Usage(format!(
@@ -93,8 +120,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    for (c, l) in cols.iter_mut().zip(&args.label) {
+    for ((c, h), l) in cols.iter_mut().zip(hists.iter_mut()).zip(&args.label) {
         c.label = l.clone();
+        if let Some(h) = h {
+            h.label = l.clone();
+        }
     }
     let baseline = match args.baseline {
         None => None,
@@ -115,5 +145,31 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         FormatArg::Json => Format::Json,
     };
     crate::say!("{}", compare::render(&cols, format, baseline));
+    if let Some(dir) = &args.plot {
+        plot_runs(&cols, hists, dir)?;
+    }
+    Ok(())
+}
+
+/// `--plot DIR`: the histograms of the runs that have one, in one plot.
+fn plot_runs(cols: &[Column], hists: Vec<Option<HistData>>, dir: &Path) -> Result<(), Error> {
+    for (c, h) in cols.iter().zip(&hists) {
+        if h.is_none() {
+            crate::tell!(
+                "latprobe: {} has no histogram (cyclictest keeps one with -h N): left out of the plot",
+                c.label
+            );
+        }
+    }
+    let runs: Vec<HistData> = hists.into_iter().flatten().collect();
+    if runs.is_empty() {
+        return Err(Error::Usage(format!(
+            "--plot {}: none of the runs has a histogram to plot (cyclictest keeps one with -h N)",
+            dir.display()
+        )));
+    }
+    for p in plot::write_overlay(&runs, dir, "--plot")? {
+        crate::tell!("latprobe: wrote {}", p.display());
+    }
     Ok(())
 }

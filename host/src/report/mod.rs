@@ -1,8 +1,10 @@
 //! Reports: the [`Report`] every output is rendered from, and one module per
 //! format (like hyperfine's `export/`): [`text`] (the terminal summary),
 //! [`json`] (`--output`), [`histfile`] (`--histfile`, cyclictest's layout),
-//! [`junit`] (JUnit XML of the limits and the run) and [`lava`]
-//! (`lava-test-case` lines of the limits, the headline figures and the run).
+//! [`junit`] (JUnit XML of the limits and the run), [`lava`]
+//! (`lava-test-case` lines of the limits, the headline figures and the run),
+//! [`plot`] (SVG and PNG plots: histogram, latency over time, CCDF) and
+//! [`html`] (one self-contained page of all of it).
 //!
 //! A report is built from a [`RunState`] (live, or a replayed raw file) or
 //! read back from JSON, so `latprobe report` renders every output again.

@@ -1,0 +1,217 @@
+//! The complementary CDF: the share of samples at or above each latency,
+//! on a log axis from 1 down to 1/N (N counts every sample, timeouts
+//! included). It is computed from the histogram, conservatively: over each
+//! bin the curve stays at the share that includes the bin's own samples,
+//! and drops at the bin's end, so it never understates the tail. Beyond
+//! the histogram's range the share is known only as "at least the range":
+//! it is drawn dashed in the panel right of the axis, and where there were
+//! timeouts, the share above the timeout (exactly the timeouts: every
+//! answer within the timeout was timed) as a second dashed step.
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::hist::{title, x_what};
+use super::{
+    frame, prob_label, require_samples, text_at, text_style, us_floor, us_label, Axis, DrawResult, Figure,
+    HistData, Legend, Swatch, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, PANEL_PX, TEXT_PX, X_LABEL_AREA,
+    Y_LABEL_AREA,
+};
+use crate::report::Report;
+use crate::Error;
+
+/// The complementary CDF of one report.
+#[derive(Debug, Clone)]
+pub(super) struct Ccdf {
+    data: HistData,
+    title: String,
+}
+
+impl Ccdf {
+    pub(super) fn of_report(r: &Report) -> Result<Self, Error> {
+        require_samples(r, "complementary CDF")?;
+        let data = HistData::from_report(r, "");
+        let what = if data.periodic { "Wake-up delay tail (CCDF)" } else { "Latency tail (CCDF)" };
+        Ok(Self { title: title(r, what), data })
+    }
+}
+
+/// The curve's corners, `(x µs, share ≥ x)`, from `(0, 1)` to the end
+/// of the last group: a level of `0` means no sample at or above x.
+pub(super) fn steps(d: &HistData, axis: &Axis) -> Vec<(f64, f64)> {
+    let n = d.samples();
+    let mut pts = vec![(0.0, 1.0)];
+    if n == 0 {
+        return pts;
+    }
+    let mut remaining = n;
+    let share = |k: u64| k as f64 / n as f64;
+    for (s, c) in axis.group(&d.bins) {
+        let end = (s + axis.group_ns) as f64 / 1000.0;
+        pts.push((end, share(remaining)));
+        remaining -= c.min(remaining);
+        pts.push((end, share(remaining)));
+    }
+    pts
+}
+
+impl Figure for Ccdf {
+    fn name(&self) -> &'static str {
+        "complementary CDF"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let d = &self.data;
+        let n = d.samples();
+        let axis = Axis::of(&[d]);
+        let pts = steps(d, &axis);
+        let floor = 1.0 / n as f64;
+        let bottom = floor / 2.0;
+        let top = 1.25;
+        let beyond = d.overflows as f64 / n as f64;
+        // Timeouts beyond the range and the timeout beyond the range: a
+        // second, lower step at the timeout.
+        let timeout_step = match d.timeout_ns {
+            Some(t) if d.timeouts > 0 && t > d.range_ns => Some((t, d.timeouts as f64 / n as f64)),
+            _ => None,
+        };
+        let mut legend = vec![Legend::new(
+            Swatch::Line(MEASURED),
+            format!("P(latency ≥ x), from the histogram ({})", axis.bins_text()),
+        )];
+        if d.overflows > 0 {
+            let mut t = format!(
+                "≥{} µs: {} of {n} samples, latency known only to be ≥{} µs",
+                us_floor(d.range_ns),
+                d.overflows,
+                us_floor(d.range_ns)
+            );
+            if let Some((t_ns, _)) = timeout_step {
+                t.push_str(&format!("; {} timeouts >{} µs", d.timeouts, us_floor(t_ns)));
+            } else if d.timeouts > 0 {
+                t.push_str(&format!(" ({} timeouts)", d.timeouts));
+            }
+            legend.push(Legend::new(Swatch::Dashed(BEYOND), t));
+        } else {
+            legend.push(Legend::new(Swatch::Dashed(BEYOND), format!("≥{} µs: none", us_floor(d.range_ns))));
+        }
+        legend.push(Legend::new(Swatch::Dashed(GUIDE), format!("1/N, N = {n} samples")));
+        let area = frame(root, &self.title, &legend)?;
+        let (w, _) = area.dim_in_pixel();
+        let (main, panel) = area.split_horizontally(w.saturating_sub(PANEL_PX));
+        let end = axis.end_us();
+        let mut chart = ChartBuilder::on(&main)
+            .margin_top(8)
+            .margin_bottom(6)
+            .margin_left(4)
+            .margin_right(0)
+            .x_label_area_size(X_LABEL_AREA)
+            .y_label_area_size(Y_LABEL_AREA)
+            .build_cartesian_2d(0f64..end, (bottom..top).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{} x (µs, {})", x_what(d.periodic), axis.bins_text()))
+            .y_desc("P(latency ≥ x) (log scale)")
+            .x_label_formatter(&|v| us_label(*v))
+            .y_label_formatter(&|v| prob_label(*v))
+            .label_style(text_style(LABEL_PX, INK))
+            .axis_desc_style(text_style(TEXT_PX, INK))
+            .light_line_style(WHITE)
+            .draw()?;
+        let mut side = ChartBuilder::on(&panel)
+            .margin_top(8)
+            .margin_bottom(6)
+            .margin_left(12)
+            .margin_right(14)
+            .x_label_area_size(X_LABEL_AREA)
+            .y_label_area_size(0)
+            .build_cartesian_2d(0f64..1f64, (bottom..top).log_scale())?;
+        side.configure_mesh()
+            .disable_mesh()
+            .x_labels(0)
+            .y_labels(0)
+            .x_desc(format!("≥{} µs", us_floor(d.range_ns)))
+            .axis_desc_style(text_style(TEXT_PX, BEYOND))
+            .draw()?;
+
+        // The measured curve; a drop to 0 goes down to the axis bottom,
+        // and the curve ends there.
+        let mut curve = Vec::with_capacity(pts.len() + 1);
+        for &(x, p) in &pts {
+            if p <= 0.0 {
+                curve.push((x, bottom));
+                break;
+            }
+            curve.push((x, p));
+        }
+        if beyond > 0.0 {
+            // No measured sample between the last bin and the range's end:
+            // the share there is exactly the overflows'.
+            curve.push((end, beyond));
+        }
+        chart.draw_series(std::iter::once(PathElement::new(curve, MEASURED.stroke_width(2))))?;
+        // 1/N across both, the main axis ending at `end`, the panel at 1.
+        for (c, x1) in [(&mut chart, end), (&mut side, 1.0)] {
+            c.draw_series(std::iter::once(DashedPathElement::new(
+                vec![(0.0, floor), (x1, floor)],
+                3,
+                4,
+                GUIDE.stroke_width(1),
+            )))?;
+        }
+        if beyond > 0.0 {
+            let split = if timeout_step.is_some() { 0.5 } else { 1.0 };
+            let mut path = vec![(0.0, beyond), (split, beyond)];
+            if let Some((_, p)) = timeout_step {
+                path.extend([(split, p), (1.0, p)]);
+            }
+            side.draw_series(std::iter::once(DashedPathElement::new(path, 6, 4, BEYOND.stroke_width(2))))?;
+            let style = text_at(13, BEYOND, HPos::Left, VPos::Bottom);
+            side.draw_series(std::iter::once(
+                EmptyElement::at((0.0, beyond))
+                    + Text::new(format!("≥{} µs", us_floor(d.range_ns)), (2, -3), style),
+            ))?;
+            if let Some((t_ns, p)) = timeout_step {
+                let style = text_at(13, BEYOND, HPos::Right, VPos::Top);
+                side.draw_series(std::iter::once(
+                    EmptyElement::at((1.0, p)) + Text::new(format!(">{} µs", us_floor(t_ns)), (0, 4), style),
+                ))?;
+            }
+        } else {
+            side.draw_series(std::iter::once(Text::new(
+                "none",
+                (0.5, bottom * 1.5),
+                text_at(LABEL_PX, BEYOND, HPos::Center, VPos::Bottom),
+            )))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::Cell;
+
+    #[test]
+    fn the_curve_ends_at_the_overflows_share_and_drops_by_each_bin() {
+        let d = HistData {
+            label: String::new(),
+            bin_ns: 1000,
+            bins: vec![(10_000, 6), (12_000, 1)],
+            range_ns: 100_000,
+            overflows: 3,
+            timeouts: 2,
+            timeout_ns: Some(8_000_000),
+            max: Cell::Above(8_000_000),
+            periodic: false,
+        };
+        let axis = Axis::of(&[&d]);
+        let pts = steps(&d, &axis);
+        // 10 samples: at 11 µs 4 left (bin 10 counted up to its end), at
+        // 13 µs the 3 overflows.
+        assert_eq!(pts, vec![(0.0, 1.0), (11.0, 1.0), (11.0, 0.4), (13.0, 0.4), (13.0, 0.3)]);
+    }
+}

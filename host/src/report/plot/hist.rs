@@ -1,0 +1,367 @@
+//! The histogram of one run (OSADL style: count on a log axis, the max
+//! marked) and the overlay of several runs' histograms for `compare`. What
+//! lies beyond the histogram's range (overflows, timeouts) stands in a
+//! panel right of the axis, as a bar with its count.
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::{
+    count_label, decade_ceil, frame, require_samples, text_at, text_style, us_floor, us_label, Axis,
+    DrawResult, Figure, HistData, Legend, Swatch, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, PANEL_PX, SERIES,
+    TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
+};
+use crate::compare::Cell;
+use crate::report::Report;
+use crate::Error;
+
+/// The bottom of a count axis: below 1, so that a bin of 1 shows.
+pub(super) const BASE: f64 = 0.5;
+
+/// The histogram of one report.
+#[derive(Debug, Clone)]
+pub(super) struct Histogram {
+    pub(super) data: HistData,
+    pub(super) title: String,
+}
+
+impl Histogram {
+    pub(super) fn of_report(r: &Report) -> Result<Self, Error> {
+        require_samples(r, "histogram")?;
+        let data = HistData::from_report(r, "");
+        let what = if data.periodic { "Wake-up delay histogram" } else { "Latency histogram" };
+        Ok(Self { title: title(r, what), data })
+    }
+}
+
+/// `Latency histogram: uart-echo, 300 samples (2025-01-01T00:00:00Z)`.
+pub(super) fn title(r: &Report, what: &str) -> String {
+    let mut t = format!("{what}: {}, {} samples", r.config.mode_name(), r.counts.samples);
+    if !r.started_at.is_empty() {
+        t.push_str(&format!(" ({})", r.started_at));
+    }
+    t
+}
+
+/// What the x axis measures.
+pub(super) fn x_what(periodic: bool) -> &'static str {
+    if periodic {
+        "wake-up delay against the fitted schedule"
+    } else {
+        "latency"
+    }
+}
+
+/// The y range of a count axis holding `max_count`.
+fn count_top(max_count: u64) -> f64 {
+    decade_ceil((max_count.max(1) as f64) * 2.0).max(10.0)
+}
+
+/// A height `share` of the way down from the top of a log axis.
+fn log_height(bottom: f64, top: f64, share: f64) -> f64 {
+    let (b, t) = (bottom.log10(), top.log10());
+    10f64.powf(t - (t - b) * share)
+}
+
+/// The main area (left) and the panel beyond the range (right) of a count
+/// plot.
+fn split_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (w, _) = area.dim_in_pixel();
+    area.split_horizontally(w.saturating_sub(PANEL_PX))
+}
+
+/// The main chart and the panel's, or plotters' error.
+type ChartsResult<'a, DB> =
+    Result<(CountChart<'a, DB>, CountChart<'a, DB>), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// The charts of a count plot on the areas of [`split_panel`], sharing the
+/// y axis, their mesh drawn.
+fn count_charts<'a, DB: DrawingBackend>(
+    main: &'a DrawingArea<DB, Shift>,
+    panel: &'a DrawingArea<DB, Shift>,
+    x_end: f64,
+    top: f64,
+    x_desc: &str,
+    panel_desc: &str,
+) -> ChartsResult<'a, DB> {
+    let mut chart = ChartBuilder::on(main)
+        .margin_top(8)
+        .margin_bottom(6)
+        .margin_left(4)
+        .margin_right(0)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(Y_LABEL_AREA)
+        .build_cartesian_2d(0f64..x_end, (BASE..top).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("samples per bin (log scale)")
+        .x_label_formatter(&|v| us_label(*v))
+        .y_label_formatter(&|v| count_label(*v))
+        .label_style(text_style(LABEL_PX, INK))
+        .axis_desc_style(text_style(TEXT_PX, INK))
+        .light_line_style(WHITE)
+        .draw()?;
+    let mut side = ChartBuilder::on(panel)
+        .margin_top(8)
+        .margin_bottom(6)
+        .margin_left(12)
+        .margin_right(14)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(0)
+        .build_cartesian_2d(0f64..1f64, (BASE..top).log_scale())?;
+    side.configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        .x_desc(panel_desc)
+        .axis_desc_style(text_style(TEXT_PX, BEYOND))
+        .draw()?;
+    Ok((chart, side))
+}
+
+impl Figure for Histogram {
+    fn name(&self) -> &'static str {
+        "histogram"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let d = &self.data;
+        let axis = Axis::of(&[d]);
+        let groups = axis.group(&d.bins);
+        let max_count = groups.iter().map(|g| g.1).max().unwrap_or(0).max(d.overflows);
+        let top = count_top(max_count);
+        let mut legend = vec![
+            Legend::new(Swatch::Bar(MEASURED), format!("measured, samples per bin ({})", axis.bins_text())),
+            Legend::new(Swatch::Bar(BEYOND), d.overflow_label()),
+        ];
+        if let Some(m) = d.max_label() {
+            legend.push(Legend::new(Swatch::Dashed(INK), m));
+        }
+        let area = frame(root, &self.title, &legend)?;
+        let x_desc = format!("{} (µs, {})", x_what(d.periodic), axis.bins_text());
+        let panel_desc = format!("≥{} µs", us_floor(d.range_ns));
+        let (main, panel) = split_panel(&area);
+        let (mut chart, mut side) = count_charts(&main, &panel, axis.end_us(), top, &x_desc, &panel_desc)?;
+        let g = axis.group_ns;
+        chart.draw_series(groups.iter().map(|&(s, n)| {
+            Rectangle::new(
+                [(s as f64 / 1000.0, BASE), ((s + g) as f64 / 1000.0, n as f64)],
+                MEASURED.filled(),
+            )
+        }))?;
+        draw_overflow_bar(&mut side, (0.3, 0.7), d.overflows, BEYOND, true)?;
+        if axis.end_ns < d.range_ns {
+            // The axis stops short of the range: say the rest is empty.
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((axis.end_us(), BASE))
+                    + Text::new(
+                        format!("no sample from {} to {} µs", super::us(axis.end_ns), us_floor(d.range_ns)),
+                        (-6, -6),
+                        text_at(13, GUIDE, HPos::Right, VPos::Bottom),
+                    ),
+            ))?;
+        }
+        let label_y = log_height(BASE, top, 0.12);
+        match d.max {
+            Cell::Value(v) if v < d.range_ns => {
+                let x = v as f64 / 1000.0;
+                let label = d.max_label().unwrap_or_default();
+                chart.draw_series(std::iter::once(DashedPathElement::new(
+                    vec![(x, BASE), (x, top)],
+                    6,
+                    4,
+                    INK.stroke_width(2),
+                )))?;
+                // The label on the side of the line with more room.
+                let left = x > axis.end_us() * 0.6;
+                let (dx, h) = if left { (-6, HPos::Right) } else { (6, HPos::Left) };
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at((x, label_y))
+                        + Text::new(label, (dx, 0), text_at(LABEL_PX, INK, h, VPos::Center)),
+                ))?;
+            }
+            Cell::Value(_) | Cell::Above(_) => {
+                // The max lies beyond the range: marked in the panel.
+                let label = match d.max {
+                    Cell::Above(b) => format!("max >{} µs", us_floor(b)),
+                    Cell::Value(v) => format!("max {} µs", super::us(v)),
+                    Cell::Unknown => String::new(),
+                };
+                side.draw_series(std::iter::once(DashedPathElement::new(
+                    vec![(0.88, BASE), (0.88, top)],
+                    6,
+                    4,
+                    INK.stroke_width(2),
+                )))?;
+                side.draw_series(std::iter::once(
+                    EmptyElement::at((0.88, label_y))
+                        + Text::new(label, (-4, 0), text_at(13, INK, HPos::Right, VPos::Center)),
+                ))?;
+            }
+            Cell::Unknown => {}
+        }
+        Ok(())
+    }
+}
+
+type CountChart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    plotters::coord::cartesian::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
+>;
+
+/// A bar of the panel from `x0` to `x1` (of 0..1), its count above it;
+/// `0` shows as text only, unless `zero` is false (many runs side by side).
+fn draw_overflow_bar<DB: DrawingBackend>(
+    side: &mut CountChart<'_, DB>,
+    (x0, x1): (f64, f64),
+    count: u64,
+    color: RGBColor,
+    zero: bool,
+) -> DrawResult<DB> {
+    if count > 0 {
+        side.draw_series(std::iter::once(Rectangle::new([(x0, BASE), (x1, count as f64)], color.filled())))?;
+    } else if !zero {
+        return Ok(());
+    }
+    let y = if count > 0 { count as f64 * 1.15 } else { BASE * 1.15 };
+    side.draw_series(std::iter::once(Text::new(
+        count.to_string(),
+        ((x0 + x1) / 2.0, y),
+        text_at(LABEL_PX, INK, HPos::Center, VPos::Bottom),
+    )))?;
+    Ok(())
+}
+
+/// Several runs' histograms in one plot: one outline per run, on one grid
+/// of bins (a multiple of every run's bin width), and one bar per run in
+/// the panel beyond the ranges.
+#[derive(Debug, Clone)]
+pub(super) struct Overlay {
+    runs: Vec<HistData>,
+}
+
+impl Overlay {
+    pub(super) fn of_runs(runs: &[HistData]) -> Result<Self, Error> {
+        if runs.iter().all(|r| r.samples() == 0) {
+            return Err(Error::Usage(
+                "no run has a histogram with samples in it: there is nothing to plot (cyclictest keeps one \
+                 with -h N, rtla timerlat hist always does)"
+                    .into(),
+            ));
+        }
+        Ok(Self { runs: runs.to_vec() })
+    }
+}
+
+/// The outline of a grouped histogram: one closed step line per run of
+/// adjacent groups, from the axis bottom up over each group and down again.
+pub(super) fn outline(groups: &[(u64, u64)], group_ns: u64) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut prev_end: Option<u64> = None;
+    let x = |ns: u64| ns as f64 / 1000.0;
+    for &(s, n) in groups {
+        if prev_end != Some(s) {
+            if let (Some(pe), Some(seg)) = (prev_end, out.last_mut()) {
+                seg.push((x(pe), BASE));
+            }
+            out.push(vec![(x(s), BASE)]);
+        }
+        if let Some(seg) = out.last_mut() {
+            seg.push((x(s), n as f64));
+            seg.push((x(s + group_ns), n as f64));
+        }
+        prev_end = Some(s + group_ns);
+    }
+    if let (Some(pe), Some(seg)) = (prev_end, out.last_mut()) {
+        seg.push((x(pe), BASE));
+    }
+    out
+}
+
+impl Figure for Overlay {
+    fn name(&self) -> &'static str {
+        "compare histogram"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let refs: Vec<&HistData> = self.runs.iter().collect();
+        let axis = Axis::of(&refs);
+        let grouped: Vec<Vec<(u64, u64)>> = self.runs.iter().map(|r| axis.group(&r.bins)).collect();
+        let max_count = grouped
+            .iter()
+            .flat_map(|g| g.iter().map(|b| b.1))
+            .chain(self.runs.iter().map(|r| r.overflows))
+            .max()
+            .unwrap_or(0);
+        let top = count_top(max_count);
+        let color = |i: usize| SERIES[i % SERIES.len()];
+        let legend: Vec<Legend> = self
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut t = format!("{}: {} samples, {}", r.label, r.samples(), r.overflow_label());
+                if let Some(m) = r.max_label() {
+                    t.push_str(&format!(", {m}"));
+                }
+                Legend::new(Swatch::Line(color(i)), t)
+            })
+            .collect();
+        let title = format!("Latency histograms compared: {} runs", self.runs.len());
+        let area = frame(root, &title, &legend)?;
+        let x_desc = format!("latency (µs, {}, all runs)", axis.bins_text());
+        let (main, panel) = split_panel(&area);
+        let (mut chart, mut side) =
+            count_charts(&main, &panel, axis.end_us(), top, &x_desc, "beyond each range")?;
+        let k = self.runs.len() as f64;
+        for (i, (r, groups)) in self.runs.iter().zip(&grouped).enumerate() {
+            let c = color(i);
+            chart.draw_series(
+                outline(groups, axis.group_ns)
+                    .into_iter()
+                    .map(|seg| PathElement::new(seg, c.stroke_width(2))),
+            )?;
+            if let Cell::Value(v) = r.max {
+                if v < r.range_ns {
+                    let x = v as f64 / 1000.0;
+                    chart.draw_series(std::iter::once(DashedPathElement::new(
+                        vec![(x, BASE), (x, top)],
+                        6,
+                        4,
+                        c.stroke_width(1),
+                    )))?;
+                }
+            }
+            // One bar per run in the panel, in the run's colour.
+            let x = ((i as f64 + 0.2) / k, (i as f64 + 0.8) / k);
+            draw_overflow_bar(&mut side, x, r.overflows, c, self.runs.len() <= 4)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outline_is_one_step_line_per_run_of_adjacent_groups() {
+        let pts = outline(&[(0, 5), (1000, 2), (5000, 1)], 1000);
+        assert_eq!(
+            pts,
+            vec![
+                vec![(0.0, BASE), (0.0, 5.0), (1.0, 5.0), (1.0, 2.0), (2.0, 2.0), (2.0, BASE)],
+                vec![(5.0, BASE), (5.0, 1.0), (6.0, 1.0), (6.0, BASE)],
+            ]
+        );
+    }
+}
