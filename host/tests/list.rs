@@ -86,7 +86,8 @@ fn serial_ports_come_with_their_usb_details_and_the_nucleo_is_flagged() {
     let ftdi = &ports[1];
     assert_eq!(ftdi["serial"], "A10KXYZ");
     assert!(ftdi["latprobe"].is_null(), "an FTDI cable is no latprobe board");
-    assert_eq!(v["debug_probes_note"], "not listed");
+    // The slim build (no probe-rs) says why it lists no debug probe.
+    assert!(v["debug_probes_note"].as_str().unwrap().starts_with("not listed"), "{v}");
 }
 
 #[test]
