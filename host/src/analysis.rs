@@ -427,8 +427,8 @@ impl Analysis {
                 Outcome::Timeout => {
                     self.timeouts += 1;
                     self.overflow(s.seq);
-                    let at = self.conv.ns(s.stimulus_tick.saturating_sub(self.start_tick));
-                    self.timeline.push(at, None);
+                    let ticks = s.stimulus_tick.saturating_sub(self.start_tick);
+                    self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
                 }
                 Outcome::Response(t) => {
                     let raw = self.conv.ns32(t);
@@ -456,11 +456,15 @@ impl Analysis {
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.last_ns = Some(ns);
-        let at_ns_from_start = self.conv.ns(stimulus_tick.saturating_sub(self.start_tick));
-        self.timeline.push(at_ns_from_start, Some(ns));
+        let ticks = stimulus_tick.saturating_sub(self.start_tick);
+        self.timeline.push_ticks(ticks, self.conv.hz().into(), Some(ns));
         if ns > self.max_ns || self.worst.is_none() {
             self.max_ns = self.max_ns.max(ns);
-            self.worst = Some(Worst { seq, latency_ns: ns, at_ns_from_start });
+            self.worst = Some(Worst {
+                seq,
+                latency_ns: ns,
+                at_ns_from_start: self.conv.ns(stimulus_tick.saturating_sub(self.start_tick)),
+            });
         }
         self.hist.saturating_record(ns);
         let bin = ns / 1000;
@@ -493,8 +497,8 @@ impl Analysis {
                         self.late_edges += 1;
                         self.timeouts += 1;
                         self.overflow(cycle);
-                        let at = self.conv.ns(tick.saturating_sub(self.start_tick));
-                        self.timeline.push(at, None);
+                        let ticks = tick.saturating_sub(self.start_tick);
+                        self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
                     } else {
                         self.record(cycle, tick, ns);
                     }

@@ -111,6 +111,8 @@ pub struct Timeline {
     hist: Option<Box<Histogram<u64>>>,
     cur_timeouts: u64,
     cur_max: Option<u64>,
+    /// [`Timeline::push_ticks`]'s last second: its ticks `[lo, hi)`.
+    window: (u64, u64, u64),
 }
 
 impl Default for Timeline {
@@ -130,13 +132,37 @@ impl Timeline {
             hist: None,
             cur_timeouts: 0,
             cur_max: None,
+            window: (0, 0, 0),
         }
     }
 
     /// A sample whose stimulus was `at_ns` after the run's start: measured
     /// `Some(latency)`, or a timeout (`None`).
     pub fn push(&mut self, at_ns: u64, latency_ns: Option<u64>) {
-        let sec = at_ns / NS_PER_S;
+        self.push_in_second(at_ns / NS_PER_S, latency_ns);
+    }
+
+    /// A sample whose stimulus was `ticks` after the run's start on a timer
+    /// of `hz`. The ingest path: a division per second, not per sample.
+    #[inline]
+    pub fn push_ticks(&mut self, ticks: u64, hz: u64, latency_ns: Option<u64>) {
+        let (lo, hi, sec) = self.window;
+        let sec = if ticks >= lo && ticks < hi {
+            sec
+        } else {
+            let hz = hz.max(1);
+            let sec = ticks / hz;
+            let lo = sec.saturating_mul(hz);
+            self.window = (lo, lo.saturating_add(hz), sec);
+            sec
+        };
+        self.push_in_second(sec, latency_ns);
+    }
+
+    /// A sample whose stimulus was in second `sec` of the run (what
+    /// [`Timeline::push`] computes; the ingest path divides ticks by the
+    /// timer's rate instead, without a 128-bit conversion per sample).
+    pub fn push_in_second(&mut self, sec: u64, latency_ns: Option<u64>) {
         match self.current {
             Some(c) if c == sec => {}
             Some(c) if sec < c => {
@@ -336,6 +362,26 @@ mod tests {
         // The 99th percentile of 1000..1999 ns repeated: about 1990 ns.
         let p = r.p99_ns[0].expect("measured");
         assert!((1_988..=1_993).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn ticks_fall_in_their_second_as_nanoseconds_do() {
+        let (mut by_ticks, mut by_ns) = (Timeline::new(), Timeline::new());
+        let hz = 84_000_000u64;
+        let mut tick = 0u64;
+        for i in 0..200_000u64 {
+            // Irregular steps across second boundaries, and a step back.
+            tick = if i % 1_000 == 999 {
+                tick.saturating_sub(hz / 1_000)
+            } else {
+                tick + 1_000 + (i * 7_919) % 30_000
+            };
+            let lat = (i % 3 != 0).then_some(i % 5_000);
+            by_ticks.push_ticks(tick, hz, lat);
+            by_ns.push((u128::from(tick) * 1_000_000_000 / u128::from(hz)) as u64, lat);
+        }
+        assert!(by_ticks.report().len() > 2);
+        assert_eq!(by_ticks.report(), by_ns.report());
     }
 
     #[test]
