@@ -113,6 +113,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     super::check_distinct(&outputs, &inputs)?;
     if let Some(d) = in_kernel(&args.file) {
+        let g = &args.gates;
+        if !gates.limits.is_empty() || g.junit.is_some() || g.lava || g.plot.is_some() || g.html.is_some() {
+            return Err(crate::Error::Usage(format!(
+                "{} is an imported in-kernel run: limits, --junit, --lava, --plot and --html apply to \
+                 latprobe runs; `latprobe compare {} --plot DIR` draws its histogram",
+                args.file.display(),
+                args.file.display()
+            ))
+            .into());
+        }
         if args.histfile.is_some() || args.histfile_max_us.is_some() {
             return Err(crate::Error::Usage(format!(
                 "{} is an imported in-kernel run: it keeps the tool's own histogram, drop --histfile",

@@ -334,6 +334,18 @@ pub(super) fn parse(
         ));
     }
 
+    // latprobe's own histfile counts its timeouts as overflows (latencies
+    // above the timeout) while `Max Latencies` is its largest *measured*
+    // one, and says so in a comment before `# Histogram`: those overflows
+    // are not beyond the max, and the true max is not known.
+    let latprobe_timeouts: u64 = comments
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|c| {
+            let rest = c.strip_prefix("# latprobe: the ")?;
+            rest.split_once(" timeouts are latencies above ")?.0.trim().parse().ok()
+        })
+        .unwrap_or(0);
     let mut runs = Vec::with_capacity(threads);
     for t in 0..threads {
         let bins: Vec<(u64, u64)> = rows
@@ -357,8 +369,9 @@ pub(super) fn parse(
         let overflows = over.values[t];
         let count = in_hist.saturating_add(overflows);
         let (tmin, tavg, tmax) = (min.values[t], avg.values[t], max.values[t]);
+        let timeouts = latprobe_timeouts.min(overflows);
         if count > 0 {
-            check_against_bins(&bins, u, limit, overflows, tmin, tmax, t)
+            check_against_bins(&bins, u, limit, overflows - timeouts, tmin, tmax, t)
                 .map_err(|(which, m)| err(if which { max.line } else { min.line }, m))?;
         }
         let status = statuses.iter().find(|(th, _)| *th as usize == t).map(|(_, s)| s);
@@ -388,6 +401,16 @@ pub(super) fn parse(
         if let Some(s) = &smis {
             extra.insert("smis".into(), s.clone());
         }
+        if timeouts > 0 {
+            extra.insert("latprobe_timeouts".into(), Value::from(timeouts));
+            extra.insert(
+                "max_censored".into(),
+                Value::from(format!(
+                    "{timeouts} of the overflows are latprobe timeouts, above its timeout: the printed max \
+                     ({tmax}) is the largest measured latency, the true max is unknown"
+                )),
+            );
+        }
         let (overflow_cycles, overflow_others) = cycles_listed[t].clone();
         runs.push(ImportedRun {
             tool: "cyclictest".into(),
@@ -400,7 +423,8 @@ pub(super) fn parse(
             count,
             min_ns: (count > 0).then(|| tmin.saturating_mul(u)),
             avg_ns: (count > 0).then(|| tavg.saturating_mul(u)),
-            max_ns: (count > 0).then(|| tmax.saturating_mul(u)),
+            // Above the timeout, unknown, when latprobe's timeouts are in it.
+            max_ns: (count > 0 && timeouts == 0).then(|| tmax.saturating_mul(u)),
             avg_resolution_ns: u,
             bins_ns: bins,
             bin_width_ns: u,

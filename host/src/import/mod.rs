@@ -61,7 +61,9 @@ pub struct ImportedRun {
     /// The mean latency as the tool printed it; the true mean lies within
     /// [`ImportedRun::avg_resolution_ns`] of it.
     pub avg_ns: Option<u64>,
-    /// The largest latency, exactly as the tool printed it.
+    /// The largest latency, exactly as the tool printed it (None without
+    /// samples, or for a latprobe histfile with timeouts, whose true max
+    /// lies above its timeout: `extra.max_censored` says so).
     pub max_ns: Option<u64>,
     /// How finely the format states the mean: 1000 when it prints whole
     /// microseconds (truncated), 10 for cyclictest JSON's two decimals of a
