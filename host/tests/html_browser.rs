@@ -40,6 +40,8 @@ fn render(chrome: &Path, page: &Path, work: &Path) -> Rendered {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            // Containers often have a small /dev/shm.
+            "--disable-dev-shm-usage",
             "--no-first-run",
             "--hide-scrollbars",
             // Offline: any request beyond the file itself fails, and says so

@@ -411,7 +411,10 @@ pub(crate) fn deliver(
     if let Some(p) = &d.junit {
         results.push(write_or_fallback("--junit", "JUnit report", p, &|q| rep::junit::write(r, q)));
     }
-    if let Some(dir) = &d.plot {
+    if let Some(dir) = d.plot.as_ref().filter(|_| r.counts.samples == 0) {
+        // Not an error: the run says what became of it.
+        crate::tell!("latprobe: no samples, so no plots in {} (--plot)", dir.display());
+    } else if let Some(dir) = &d.plot {
         results.push(match rep::plot::write_all(r, dir) {
             Ok(paths) => {
                 crate::tell!("latprobe: {} plots in {}", paths.len(), dir.display());
