@@ -261,7 +261,9 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
     // answers) are beyond the 1 ms interval, timed, not cut off.
     let max_measured = l.max_measured.expect("measured samples");
     assert!(max_measured >= 3_000_000, "{l:?}");
-    assert!(l.p99.is_some_and(|p| p >= 3_000_000), "{l:?}");
+    // (On a loaded machine more than 1 % may time out: p99 is then
+    // censored, above 8 ms, which is no cut-off either.)
+    assert!(l.p99.is_none_or(|p| p >= 3_000_000), "{l:?}");
     let w = r.worst.as_ref().unwrap();
     // (Which sample is worst is the machine's business: a loaded one may
     // delay a prompt answer further.)
