@@ -530,3 +530,25 @@ fn compare_plot_draws_a_probe_report_beside_cyclictest_threads() {
     );
     assert!(!none.exists());
 }
+
+#[test]
+fn a_report_whose_histogram_is_empty_but_counts_say_otherwise_is_an_error_not_a_hang() {
+    // Found by fuzzing `report_json`: 1034 samples counted, no bin and no
+    // overflow; the CCDF's log axis then began at 1/0 and plotters looped
+    // for ever. Every plot (and the HTML page) must answer at once.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz/report-empty-histogram-hang.json");
+    let r = latprobe::report::json::read(&path).expect("it reads as a report");
+    assert_eq!(r.counts.samples, 1034);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let e = latprobe::report::plot::ccdf_svg(&r).expect_err("nothing to plot").to_string();
+        let h = latprobe::report::plot::histogram_svg(&r).expect_err("nothing to plot").to_string();
+        let page = latprobe::report::html::render(&r);
+        let _ = tx.send((e, h, page));
+    });
+    let (e, h, page) = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("plots answer, never hang");
+    assert!(e.contains("holds none of its 1034 samples"), "{e}");
+    assert!(h.contains("holds none"), "{h}");
+    assert!(page.contains("not drawn"), "the page says why the plots are missing");
+}

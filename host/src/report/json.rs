@@ -78,6 +78,19 @@ pub fn read(path: &Path) -> Result<Report, Error> {
             crate::rawfile::MAX_HISTFILE_US
         )));
     }
+    // Every plot and limit reads the bins: 1 µs wide, inside the range.
+    if r.histogram.bin_ns != 1000 {
+        return Err(not_a_report(format!(
+            "its histogram.bin_ns is {}, latprobe writes 1000",
+            r.histogram.bin_ns
+        )));
+    }
+    if let Some([start, _]) = r.histogram.bins.iter().find(|b| b[0] >= u64::from(r.histogram.max_us)) {
+        return Err(not_a_report(format!(
+            "its histogram has a bin at {start} us, beyond its range max_us {}",
+            r.histogram.max_us
+        )));
+    }
     if let Some(t) = &r.timeline {
         let n = t.samples.len();
         if t.row_s == 0 || t.timeouts.len() != n || t.max_ns.len() != n || t.p99_ns.len() != n {
@@ -204,7 +217,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_damaged_timeline_is_refused_not_plotted() {
+    fn a_damaged_timeline_or_histogram_is_refused_not_plotted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         let good = crate::report::tests::run_of(crate::report::tests::mixed);
@@ -226,6 +239,14 @@ mod tests {
             let e = read(&path).expect_err(damage).to_string();
             assert!(e.contains("timeline"), "{damage}: {e}");
         }
+        let mut r = good.clone();
+        r.histogram.bin_ns = 0;
+        write(&r, &path).unwrap();
+        assert!(read(&path).expect_err("bin_ns 0").to_string().contains("bin_ns"));
+        let mut r = good.clone();
+        r.histogram.bins.push([u64::MAX, 1]);
+        write(&r, &path).unwrap();
+        assert!(read(&path).expect_err("a bin beyond").to_string().contains("beyond its range"));
     }
 
     /// A version 1 report as latprobe 0.1 wrote it: 1000 samples, 10

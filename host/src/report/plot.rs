@@ -177,7 +177,7 @@ impl HistData {
         let max = match l {
             Some(l) => match l.max {
                 Some(v) => Cell::Value(v),
-                None if l.measured + l.censored > 0 => Cell::Above(l.censored_above),
+                None if l.measured.saturating_add(l.censored) > 0 => Cell::Above(l.censored_above),
                 None => Cell::Unknown,
             },
             None => Cell::Unknown,
@@ -185,8 +185,13 @@ impl HistData {
         HistData {
             label: label.to_owned(),
             bin_ns,
-            bins: h.bins.iter().filter(|b| b[1] > 0).map(|&[start, n]| (start * bin_ns, n)).collect(),
-            range_ns: u64::from(h.max_us) * bin_ns,
+            bins: h
+                .bins
+                .iter()
+                .filter(|b| b[1] > 0)
+                .map(|&[start, n]| (start.saturating_mul(bin_ns), n))
+                .collect(),
+            range_ns: u64::from(h.max_us).saturating_mul(bin_ns),
             overflows: h.overflows,
             timeouts: r.counts.timeouts,
             timeout_ns: Some(timeout_ns),
@@ -219,12 +224,13 @@ impl HistData {
 
     /// Every sample: the binned ones and the overflows.
     pub fn samples(&self) -> u64 {
-        self.bins.iter().map(|b| b.1).sum::<u64>() + self.overflows
+        // Saturating: a JSON file's counts are whatever it says.
+        self.bins.iter().fold(self.overflows, |a, b| a.saturating_add(b.1))
     }
 
     /// The end of the last non-empty bin, ns (0 without one).
     fn data_end_ns(&self) -> u64 {
-        self.bins.last().map_or(0, |&(s, _)| s + self.bin_ns)
+        self.bins.last().map_or(0, |&(s, _)| s.saturating_add(self.bin_ns))
     }
 
     /// The overflow label: `≥1000 µs: 12 (3 timeouts)`.
@@ -248,10 +254,20 @@ impl HistData {
 }
 
 /// The samples of `r`, or the error every plot gives without any.
+/// Every plot is drawn from the histogram (bins and overflows), so that is
+/// what must hold samples, whatever `counts` says (a damaged or crafted
+/// JSON file may disagree; an empty histogram once made the CCDF's log
+/// axis start at 1/0 and plotters loop for ever, found by fuzzing:
+/// `host/tests/fixtures/fuzz/report-empty-histogram-hang.json`).
 fn require_samples(r: &Report, what: &str) -> Result<(), Error> {
-    let binned: u64 = r.histogram.bins.iter().map(|b| b[1]).sum();
-    if r.counts.samples == 0 && binned + r.histogram.overflows == 0 {
-        return Err(Error::Usage(format!("the report has no samples: there is no {what} to plot")));
+    let held = r.histogram.bins.iter().fold(r.histogram.overflows, |a, b| a.saturating_add(b[1]));
+    if held == 0 {
+        let why = if r.counts.samples == 0 {
+            "the report has no samples".to_string()
+        } else {
+            format!("the report's histogram holds none of its {} samples", r.counts.samples)
+        };
+        return Err(Error::Usage(format!("{why}: there is no {what} to plot")));
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub(super) fn steps(d: &HistData, axis: &Axis) -> Vec<(f64, f64)> {
     let mut remaining = n;
     let share = |k: u64| k as f64 / n as f64;
     for (s, c) in axis.group(&d.bins) {
-        let end = (s + axis.group_ns) as f64 / 1000.0;
+        let end = s.saturating_add(axis.group_ns) as f64 / 1000.0;
         pts.push((end, share(remaining)));
         remaining -= c.min(remaining);
         pts.push((end, share(remaining)));
