@@ -13,11 +13,10 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::hist::{title, x_what};
+use super::hist::{panel_charts, split_panel, title, x_what, LogY};
 use super::{
-    frame, prob_label, require_samples, text_at, text_style, us_floor, us_label, Axis, DrawResult, Figure,
-    HistData, Legend, Swatch, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, PANEL_PX, TEXT_PX, X_LABEL_AREA,
-    Y_LABEL_AREA,
+    frame, prob_label, require_samples, text_at, us_floor, Axis, DrawResult, Figure, HistData, Legend,
+    Swatch, BEYOND, GUIDE, LABEL_PX, MEASURED,
 };
 use crate::report::Report;
 use crate::Error;
@@ -99,42 +98,12 @@ impl Figure for Ccdf {
         }
         legend.push(Legend::new(Swatch::Dashed(GUIDE), format!("1/N, N = {n} samples")));
         let area = frame(root, &self.title, &legend)?;
-        let (w, _) = area.dim_in_pixel();
-        let (main, panel) = area.split_horizontally(w.saturating_sub(PANEL_PX));
+        let (main, panel) = split_panel(&area);
         let end = axis.end_us();
-        let mut chart = ChartBuilder::on(&main)
-            .margin_top(8)
-            .margin_bottom(6)
-            .margin_left(4)
-            .margin_right(0)
-            .x_label_area_size(X_LABEL_AREA)
-            .y_label_area_size(Y_LABEL_AREA)
-            .build_cartesian_2d(0f64..end, (bottom..top).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("{} x (µs, {})", x_what(d.periodic), axis.bins_text()))
-            .y_desc("P(latency ≥ x) (log scale)")
-            .x_label_formatter(&|v| us_label(*v))
-            .y_label_formatter(&|v| prob_label(*v))
-            .label_style(text_style(LABEL_PX, INK))
-            .axis_desc_style(text_style(TEXT_PX, INK))
-            .light_line_style(WHITE)
-            .draw()?;
-        let mut side = ChartBuilder::on(&panel)
-            .margin_top(8)
-            .margin_bottom(6)
-            .margin_left(12)
-            .margin_right(14)
-            .x_label_area_size(X_LABEL_AREA)
-            .y_label_area_size(0)
-            .build_cartesian_2d(0f64..1f64, (bottom..top).log_scale())?;
-        side.configure_mesh()
-            .disable_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            .x_desc(format!("≥{} µs", us_floor(d.range_ns)))
-            .axis_desc_style(text_style(TEXT_PX, BEYOND))
-            .draw()?;
+        let y = LogY { bottom, top, desc: "P(latency ≥ x) (log scale)", label: prob_label };
+        let x_desc = format!("{} x (µs, {})", x_what(d.periodic), axis.bins_text());
+        let panel_desc = format!("≥{} µs", us_floor(d.range_ns));
+        let (mut chart, mut side) = panel_charts(&main, &panel, end, &y, &x_desc, &panel_desc, BEYOND)?;
 
         // The measured curve; a drop to 0 goes down to the axis bottom,
         // and the curve ends there.

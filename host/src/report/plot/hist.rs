@@ -65,9 +65,9 @@ fn log_height(bottom: f64, top: f64, share: f64) -> f64 {
     10f64.powf(t - (t - b) * share)
 }
 
-/// The main area (left) and the panel beyond the range (right) of a count
-/// plot.
-fn split_panel<DB: DrawingBackend>(
+/// The main area (left) and the panel beyond the range (right) of a plot
+/// over the histogram's range (the histogram, the CCDF).
+pub(super) fn split_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
 ) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
     let (w, _) = area.dim_in_pixel();
@@ -78,15 +78,27 @@ fn split_panel<DB: DrawingBackend>(
 type ChartsResult<'a, DB> =
     Result<(CountChart<'a, DB>, CountChart<'a, DB>), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// The charts of a count plot on the areas of [`split_panel`], sharing the
-/// y axis, their mesh drawn.
-fn count_charts<'a, DB: DrawingBackend>(
+/// The log y axis the main chart and the panel share.
+pub(super) struct LogY<'s> {
+    /// The axis's ends.
+    pub bottom: f64,
+    pub top: f64,
+    /// Its title.
+    pub desc: &'s str,
+    /// Its labels.
+    pub label: fn(f64) -> String,
+}
+
+/// The charts of a plot on the areas of [`split_panel`], µs on x, sharing
+/// the log y axis `y`, their mesh drawn.
+pub(super) fn panel_charts<'a, DB: DrawingBackend>(
     main: &'a DrawingArea<DB, Shift>,
     panel: &'a DrawingArea<DB, Shift>,
     x_end: f64,
-    top: f64,
+    y: &LogY<'_>,
     x_desc: &str,
     panel_desc: &str,
+    panel_colour: RGBColor,
 ) -> ChartsResult<'a, DB> {
     let mut chart = ChartBuilder::on(main)
         .margin_top(8)
@@ -95,13 +107,13 @@ fn count_charts<'a, DB: DrawingBackend>(
         .margin_right(0)
         .x_label_area_size(X_LABEL_AREA)
         .y_label_area_size(Y_LABEL_AREA)
-        .build_cartesian_2d(0f64..x_end, (BASE..top).log_scale())?;
+        .build_cartesian_2d(0f64..x_end, (y.bottom..y.top).log_scale())?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .y_desc("samples per bin (log scale)")
+        .y_desc(y.desc)
         .x_label_formatter(&|v| us_label(*v))
-        .y_label_formatter(&|v| count_label(*v))
+        .y_label_formatter(&|v| (y.label)(*v))
         .label_style(text_style(LABEL_PX, INK))
         .axis_desc_style(text_style(TEXT_PX, INK))
         .light_line_style(WHITE)
@@ -113,15 +125,20 @@ fn count_charts<'a, DB: DrawingBackend>(
         .margin_right(14)
         .x_label_area_size(X_LABEL_AREA)
         .y_label_area_size(0)
-        .build_cartesian_2d(0f64..1f64, (BASE..top).log_scale())?;
+        .build_cartesian_2d(0f64..1f64, (y.bottom..y.top).log_scale())?;
     side.configure_mesh()
         .disable_mesh()
         .x_labels(0)
         .y_labels(0)
         .x_desc(panel_desc)
-        .axis_desc_style(text_style(TEXT_PX, BEYOND))
+        .axis_desc_style(text_style(TEXT_PX, panel_colour))
         .draw()?;
     Ok((chart, side))
+}
+
+/// The y axis of a count plot.
+fn count_axis(top: f64) -> LogY<'static> {
+    LogY { bottom: BASE, top, desc: "samples per bin (log scale)", label: count_label }
 }
 
 impl Figure for Histogram {
@@ -146,7 +163,8 @@ impl Figure for Histogram {
         let x_desc = format!("{} (µs, {})", x_what(d.periodic), axis.bins_text());
         let panel_desc = format!("≥{} µs", us_floor(d.range_ns));
         let (main, panel) = split_panel(&area);
-        let (mut chart, mut side) = count_charts(&main, &panel, axis.end_us(), top, &x_desc, &panel_desc)?;
+        let (mut chart, mut side) =
+            panel_charts(&main, &panel, axis.end_us(), &count_axis(top), &x_desc, &panel_desc, BEYOND)?;
         let g = axis.group_ns;
         chart.draw_series(groups.iter().map(|&(s, n)| {
             Rectangle::new(
@@ -320,8 +338,15 @@ impl Figure for Overlay {
         let area = frame(root, &title, &legend)?;
         let x_desc = format!("latency (µs, {}, all runs)", axis.bins_text());
         let (main, panel) = split_panel(&area);
-        let (mut chart, mut side) =
-            count_charts(&main, &panel, axis.end_us(), top, &x_desc, "beyond each range")?;
+        let (mut chart, mut side) = panel_charts(
+            &main,
+            &panel,
+            axis.end_us(),
+            &count_axis(top),
+            &x_desc,
+            "beyond each range",
+            BEYOND,
+        )?;
         let k = self.runs.len() as f64;
         for (i, (r, groups)) in self.runs.iter().zip(&grouped).enumerate() {
             let c = color(i);
