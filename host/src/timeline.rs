@@ -382,6 +382,19 @@ mod tests {
         }
         assert!(by_ticks.report().len() > 2);
         assert_eq!(by_ticks.report(), by_ns.report());
+
+        // The last tick of each second and the first of the next, each
+        // alone in its second's max: a window off by one tick shows here.
+        let (mut by_ticks, mut by_ns) = (Timeline::new(), Timeline::new());
+        for k in 1..40u64 {
+            for (tick, lat) in [(k * hz - 1, 2 * k), (k * hz, 2 * k + 1)] {
+                by_ticks.push_ticks(tick, hz, Some(lat));
+                by_ns.push((u128::from(tick) * 1_000_000_000 / u128::from(hz)) as u64, Some(lat));
+            }
+        }
+        let r = by_ticks.report();
+        assert_eq!(r, by_ns.report());
+        assert_eq!(r.max_ns[1], Some(4), "second 1 ends with tick 2·hz−1");
     }
 
     #[test]
