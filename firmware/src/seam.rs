@@ -114,4 +114,13 @@ pub trait TimerHw {
     /// stimulus to its answer, as far as the engine task knows (a marker
     /// for eyes, not a timestamp).
     fn marker(&mut self, _high: bool) {}
+    /// Whether the TX start-bit wire (Nucleo: PA9 to PB10) is there, from
+    /// a check the board makes with the line idle and without touching the
+    /// target's line: `None` when the board cannot tell (or has no such
+    /// channel), and the capture loop then finds out from the first
+    /// stimulus byte. Called at the start of each run, with nothing being
+    /// sent.
+    fn tx_wire_present(&mut self) -> Option<bool> {
+        None
+    }
 }
