@@ -28,6 +28,15 @@
 //!    first is not timed ([`Paired::Overwritten`]), and the edges less
 //!    than 9.5 bit times after it go with it. An overcapture costs at most
 //!    two untimed bytes, never a byte timed by a data-bit edge.
+//! 6. A start bit latches at least 9 bit times before its byte can be read
+//!    (the receiver sets RXNE at the stop bit, 9.5 bit times after the
+//!    start bit's edge: RM0383 §19.3.3, "Character reception"). When the
+//!    oldest capture left is later than that, this byte's start bit was not
+//!    captured (a periodic run that opened the channel in the middle of a
+//!    byte, or a start bit lost): the byte is not timed, and the captures
+//!    more than a bit time before its read go with it (they are its data
+//!    edges; the next byte's start bit comes after its stop bit, so it is
+//!    kept while the read is less than 1.5 bit times late).
 //!
 //! Time here is extended ticks; the queue holds a few captures, enough for
 //! the edges of one byte and the next byte's start bit.
@@ -124,6 +133,18 @@ impl StartBitPairer {
         while self.len > 0 && self.queue[self.head].0 < stale_before {
             self.pop();
             self.orphan_captures = self.orphan_captures.saturating_add(1);
+        }
+        // Rule 6: no capture early enough to be this byte's start bit.
+        let earliest_read = |start: u64| start.saturating_add(9 * self.bit_ticks_x2 / 2);
+        // (An overcaptured edge is rule 5's: it is already never timed.)
+        let (oldest, oldest_overcaptured) = self.queue[self.head];
+        if self.len > 0 && !oldest_overcaptured && earliest_read(oldest) > now {
+            let own_edges_before = now.saturating_sub(self.bit_ticks_x2 / 2);
+            while self.len > 0 && self.queue[self.head].0 < own_edges_before {
+                self.pop();
+            }
+            self.untimed_bytes = self.untimed_bytes.saturating_add(1);
+            return Paired::NoStartBit;
         }
         let Some((start, overcaptured)) = self.pop() else {
             self.untimed_bytes = self.untimed_bytes.saturating_add(1);
@@ -255,5 +276,36 @@ mod tests {
             p.push_capture(2_000_000 + i);
         }
         assert_eq!((p.pending(), p.orphan_captures), (QUEUE, 3));
+    }
+
+    /// A periodic run opens the channel in the middle of a 0x55: its first
+    /// captures are data edges. The old pairer took the first of them for
+    /// the start bit (one or more bit times late); now the cut byte is not
+    /// timed, and the next byte is timed at its own start bit.
+    #[test]
+    fn a_byte_cut_by_the_start_of_capture_is_not_timed_by_a_data_edge() {
+        let mut p = StartBitPairer::new(HZ, BAUD);
+        let t0 = 1_000_000;
+        // The start bit and the first data edge fell before the channel opened.
+        for x in edges(0x55, t0).into_iter().skip(2) {
+            p.push_capture(x);
+        }
+        assert_eq!(p.on_byte(0x55, read_at(t0, 20)), Paired::NoStartBit);
+        assert_eq!(p.pending(), 0, "the cut byte's data edges go with it");
+        let t1 = t0 + 10 * BIT;
+        for x in edges(0x55, t1) {
+            p.push_capture(x);
+        }
+        assert_eq!(p.on_byte(0x55, read_at(t1, 20)), Paired::Byte { tick: t1, byte: 0x55 });
+        assert_eq!(p.untimed_bytes, 1);
+        // Read a bit time late: the next byte's start bit has latched already
+        // and is kept for it.
+        let mut p = StartBitPairer::new(HZ, BAUD);
+        let (a, b) = (2_000_000, 2_000_000 + 10 * BIT);
+        for x in edges(0x55, a).into_iter().skip(1).chain(edges(0x00, b)) {
+            p.push_capture(x);
+        }
+        assert_eq!(p.on_byte(0x55, read_at(a, BIT)), Paired::NoStartBit);
+        assert_eq!(p.on_byte(0x00, read_at(b, 10)), Paired::Byte { tick: b, byte: 0x00 });
     }
 }

@@ -4,7 +4,7 @@
 use core::fmt::Write as _;
 
 use latprobe_protocol::{
-    decode_message, encode_message, identity_byte, identity_of, Anomalies, Capabilities, Config,
+    byte_ticks, decode_message, encode_message, identity_byte, identity_of, Anomalies, Capabilities, Config,
     EdgeBatchBuilder, EdgeStamp, ErrorCode, ErrorReport, Feed, FrameDecoder, Heartbeat, HostMsg, LogLevel,
     LogLine, MessageError, Mode, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, Stimulus,
     StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT, MAX_ERROR_DETAIL, MAX_FRAME_LEN, MAX_LOG_TEXT,
@@ -165,7 +165,7 @@ pub struct StimulusRequest {
     pub seq: u64,
     /// Extended tick at which the stimulus must happen.
     pub at: u64,
-    /// What to produce: an edge or a byte (never `Stimulus::None`).
+    /// What to produce: an edge or a byte (never `Stimulus::None(_)`).
     pub stimulus: Stimulus,
 }
 
@@ -191,6 +191,9 @@ pub struct RunTotals {
 pub struct EngineStats {
     /// Damaged frames from the host (also in every Heartbeat).
     pub rx_bad_frames: u32,
+    /// Receive errors of the host link, as the board reported them
+    /// ([`Engine::count_host_rx_errors`]; also in every Heartbeat).
+    pub host_rx_errors: u32,
     /// Intact frames from the host that were not a valid message.
     pub rx_bad_messages: u32,
     /// Frames from the host with another protocol version.
@@ -584,6 +587,18 @@ impl<const Q: usize> Engine<Q> {
         }
     }
 
+    /// `n` receive errors on the host link (the UART's overrun, framing or
+    /// noise flags, bytes lost by a receive buffer emptied too late):
+    /// counted in [`Anomalies::host_rx_errors`], which travels in every
+    /// Heartbeat and in Stopped, so that host bytes lost on the way in are
+    /// seen on the host, not only in the probe's log; and since boot in
+    /// [`EngineStats::host_rx_errors`].
+    pub fn count_host_rx_errors(&mut self, n: u32) {
+        self.stats.host_rx_errors = self.stats.host_rx_errors.saturating_add(n);
+        let a = &mut self.totals.anomalies;
+        a.host_rx_errors = a.host_rx_errors.saturating_add(n);
+    }
+
     /// A receive error on the target line: framing, noise or overrun
     /// (counted in [`Anomalies::line_errors`]).
     pub fn count_line_error(&mut self) {
@@ -748,7 +763,11 @@ impl<const Q: usize> Engine<Q> {
                     self.send_error(ErrorCode::Busy, "stop the running measurement first");
                     return;
                 }
-                match validate(&config, self.board.capabilities) {
+                match validate(
+                    &config,
+                    self.board.capabilities,
+                    byte_ticks(self.board.timer_hz, self.board.target_baud),
+                ) {
                     Ok(()) => {
                         self.config = Some(config);
                         self.send(&ProbeMsg::Configured(config), Class::Control);

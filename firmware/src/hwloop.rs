@@ -33,9 +33,11 @@
 //!   falling edges only, each paired with the byte the UART reads
 //!   ([`StartBitPairer`]), so one answer is one start bit. GPIO: only the
 //!   answer's polarity (`Rising`, `Falling`; both for `Toggle`), so the
-//!   line's return to idle is never an answer. Periodic: the line is not in
-//!   the configuration; both edges are held until a byte says UART (then as
-//!   UART) or two byte times pass without one (then each edge counts).
+//!   line's return to idle is never an answer. Periodic: the line the
+//!   configuration names ([`ResponseLine`]): every edge of a GPIO, or each
+//!   UART byte at its start bit as above. It is never guessed from the
+//!   edges: a glitch, a break or a byte cut by the start of the run would
+//!   decide it wrongly for the whole run.
 //! - **Overcapture.** The latest edge of several is never taken for the
 //!   first: in UART modes the byte is not timed (the pairer's rule 5), in
 //!   echo over GPIO the capture is dropped (the sample times out), in
@@ -60,7 +62,7 @@
 //!
 //! [`Engine::count_soft_stimulus`]: crate::Engine::count_soft_stimulus
 
-use latprobe_protocol::{identity_of, Edge, Mode, Stimulus, IDENTITY_COUNT};
+use latprobe_protocol::{identity_of, Edge, Mode, ResponseLine, Stimulus, IDENTITY_COUNT};
 
 use crate::capture::{Paired, StartBitPairer};
 use crate::engine::Engine;
@@ -277,6 +279,12 @@ impl Front {
         now
     }
 
+    /// Whether anything waits for the engine task: logged events, a
+    /// stimulus compare that fired, a start-bit capture.
+    fn has_events(&self) -> bool {
+        self.len > 0 || self.lost > 0 || self.stimulus_fired || self.tx_start.is_some()
+    }
+
     fn push(&mut self, e: Event) {
         if self.len == LOG_LEN {
             self.lost = self.lost.saturating_add(1);
@@ -323,9 +331,6 @@ enum Line {
     Edges(Polarity),
     /// UART start bits (falling edges) paired with bytes.
     Uart,
-    /// Periodic, line not known yet: both edges held until a byte or two
-    /// byte times say which it is.
-    Sniffing,
 }
 
 /// Whether this run found the TX start-bit wire.
@@ -352,13 +357,6 @@ enum Armed {
         deadline: u64,
         slot: usize,
     },
-}
-
-/// Periodic edges held while the line is not known.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    ticks: [u64; 16],
-    len: usize,
 }
 
 /// Counters of the loop itself (logged by the board; the wire does not
@@ -395,7 +393,6 @@ pub struct HwLoop {
     /// What the response capture channel is set to.
     hw_polarity: Option<Polarity>,
     pairer: StartBitPairer,
-    held: Held,
     /// The run the per-run state belongs to (its start tick).
     run: Option<u64>,
     mode: Option<Mode>,
@@ -423,7 +420,6 @@ impl HwLoop {
             line: Line::Off,
             hw_polarity: None,
             pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
-            held: Held { ticks: [0; 16], len: 0 },
             run: None,
             mode: None,
             identity: false,
@@ -526,7 +522,6 @@ impl HwLoop {
                 Event::LineError => engine.count_line_error(),
             }
         }
-        self.age_held(engine, now);
         engine.poll(now);
     }
 
@@ -549,17 +544,22 @@ impl HwLoop {
         }
     }
 
+    /// Say that stimulus bytes are software-timed for want of the wire, on
+    /// RTT and to the user on the serial link.
+    fn warn_no_tx_wire<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
+        warn!("no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks");
+        engine.log(
+            latprobe_protocol::LogLevel::Warn,
+            "no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks",
+            now,
+        );
+    }
+
     fn tx_fallback<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
         if let Armed::Byte { soft, deadline, slot } = self.armed {
             if now >= deadline {
                 if self.tx_wire != TxWire::Absent {
-                    warn!("no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks");
-                    // The user on the serial link sees it too, not only RTT.
-                    engine.log(
-                        latprobe_protocol::LogLevel::Warn,
-                        "no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks",
-                        now,
-                    );
+                    self.warn_no_tx_wire(engine, now);
                 }
                 self.tx_wire = TxWire::Absent;
                 self.armed = Armed::Nothing;
@@ -628,27 +628,13 @@ impl HwLoop {
                     self.pairer.push_capture(tick);
                 }
             }
-            Line::Sniffing => {
-                if overcaptured {
-                    engine.count_overcapture();
-                }
-                if self.held.len == self.held.ticks.len() {
-                    // More edges than any byte has, and no byte: GPIO.
-                    self.decide_gpio(engine, now);
-                    self.answered(tick);
-                    engine.on_capture(tick, now);
-                } else {
-                    self.held.ticks[self.held.len] = tick;
-                    self.held.len += 1;
-                }
-            }
         }
     }
 
     fn on_byte<const Q: usize>(&mut self, engine: &mut Engine<Q>, byte: u8, at: u64, now: u64) {
         if !self.cfg.response_capture {
             // No capture hardware: the byte's read is its tick.
-            if matches!(self.line, Line::Uart | Line::Sniffing) {
+            if self.line == Line::Uart {
                 let tick = self.unskew(at, self.slot_of_byte(byte));
                 self.answered(at);
                 engine.on_response_byte(tick, byte, now);
@@ -667,41 +653,8 @@ impl HwLoop {
                 // Its start bit was never captured.
                 Paired::NoStartBit => engine.count_overcapture(),
             },
-            Line::Sniffing => {
-                // A byte: the periodic line is a UART. Its start bit is the
-                // oldest edge held from its time; the others are its bits.
-                let from = at.saturating_sub(2 * self.cfg.byte_ticks());
-                let start = self.held.ticks[..self.held.len].iter().copied().find(|&t| t >= from);
-                self.set_line(Line::Uart);
-                match start {
-                    Some(tick) => {
-                        self.answered(at);
-                        engine.on_response_byte(tick, byte, now);
-                    }
-                    None => engine.count_overcapture(),
-                }
-            }
             // Bytes on a GPIO line mean nothing.
             Line::Edges(_) | Line::Off => {}
-        }
-    }
-
-    /// Periodic: edges held two byte times with no byte are GPIO edges.
-    fn age_held<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
-        if self.line == Line::Sniffing && self.held.len > 0 && now >= self.sniff_deadline() {
-            self.decide_gpio(engine, now);
-        }
-    }
-
-    fn sniff_deadline(&self) -> u64 {
-        self.held.ticks[0] + 2 * self.cfg.byte_ticks()
-    }
-
-    fn decide_gpio<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
-        let held = self.held;
-        self.set_line(Line::Edges(Polarity::Both));
-        for &t in &held.ticks[..held.len] {
-            engine.on_capture(t, now);
         }
     }
 
@@ -719,7 +672,9 @@ impl HwLoop {
             self.stats.capture_cost_last = cost;
             self.stats.capture_cost_max = self.stats.capture_cost_max.max(cost);
         }
-        self.follow_run(engine, hw);
+        if self.follow_run(engine, hw) {
+            self.warn_no_tx_wire(engine, now);
+        }
         hw.marker(self.marker && engine.is_running());
         let config = engine.config().copied();
         if !engine.is_running() {
@@ -736,19 +691,25 @@ impl HwLoop {
                 match req.stimulus {
                     Stimulus::Edge(edge) => self.arm_edge(engine, front, hw, req.id, req.at, slot, edge, now),
                     Stimulus::Byte(b) if now >= req.at => self.send(engine, front, hw, req.id, slot, b),
-                    Stimulus::Byte(_) | Stimulus::None | Stimulus::Identified => {}
+                    Stimulus::Byte(_) | Stimulus::None(_) | Stimulus::Identified => {}
                 }
             }
         }
-        let now = front.now(hw);
-        self.tx_fallback(engine, now);
+        // Service the timer, not only read it: a start-bit capture that
+        // latched while the lock held its interrupt back is taken now, so
+        // the fallback below never calls a wired byte unwired (and the rest
+        // of the run software-timed). What it logged is delivered next.
+        let now = front.service(hw);
+        if front.tx_start.is_none() {
+            self.tx_fallback(engine, now);
+        }
+        if front.has_events() {
+            return true;
+        }
         let mut due = engine.next_deadline();
         let mut earliest = |t: u64| due = Some(due.map_or(t, |d: u64| d.min(t)));
         if let Armed::Byte { deadline, .. } = self.armed {
             earliest(deadline);
-        }
-        if self.line == Line::Sniffing && self.held.len > 0 {
-            earliest(self.sniff_deadline());
         }
         if let Some(t) = self.retry_at {
             earliest(t);
@@ -778,7 +739,10 @@ impl HwLoop {
     }
 
     /// Per-run state: reset it when a run starts; set the response line.
-    fn follow_run<T: TimerHw, const Q: usize>(&mut self, engine: &mut Engine<Q>, hw: &mut T) {
+    /// Returns whether a run of byte stimuli started and the board's check
+    /// found no TX start-bit wire (to be said at once).
+    fn follow_run<T: TimerHw, const Q: usize>(&mut self, engine: &mut Engine<Q>, hw: &mut T) -> bool {
+        let mut absent_at_start = false;
         let run = engine.run_start();
         if run != self.run {
             self.run = run;
@@ -787,8 +751,18 @@ impl HwLoop {
             self.identity = c.is_some_and(|c| c.stimulus.has_identity());
             self.stim_ticks = [None; IDENTITY_COUNT];
             if run.is_some() {
-                // A wire may have been added or removed between runs.
-                self.tx_wire = TxWire::Unknown;
+                // A wire may have been added or removed between runs: the
+                // board checks it now, with the line idle, where it can;
+                // else the first byte's capture tells.
+                let bytes = c.is_some_and(|c| c.stimulus.is_byte());
+                self.tx_wire = match hw.tx_wire_present() {
+                    Some(true) => TxWire::Wired,
+                    Some(false) => {
+                        absent_at_start = bytes && self.cfg.tx_capture && self.cfg.response_capture;
+                        TxWire::Absent
+                    }
+                    None => TxWire::Unknown,
+                };
                 self.stats = LoopStats::default();
             }
             self.set_line(Line::Off);
@@ -798,9 +772,8 @@ impl HwLoop {
             (true, Some(Stimulus::Edge(Edge::Falling))) => Line::Edges(Polarity::Falling),
             (true, Some(Stimulus::Edge(Edge::Toggle))) => Line::Edges(Polarity::Both),
             (true, Some(Stimulus::Byte(_) | Stimulus::Identified)) => Line::Uart,
-            // Periodic: keep what the edges decided.
-            (true, Some(Stimulus::None)) if self.line != Line::Off => self.line,
-            (true, Some(Stimulus::None)) => Line::Sniffing,
+            (true, Some(Stimulus::None(ResponseLine::Gpio))) => Line::Edges(Polarity::Both),
+            (true, Some(Stimulus::None(ResponseLine::Uart))) => Line::Uart,
             _ => Line::Off,
         };
         self.set_line(want);
@@ -808,6 +781,7 @@ impl HwLoop {
         if self.tx_wire == TxWire::Absent {
             hw.set_capture(Channel::TxStart, None);
         }
+        absent_at_start
     }
 
     /// Change what the response line means; the hardware follows in
@@ -815,9 +789,6 @@ impl HwLoop {
     fn set_line(&mut self, line: Line) {
         if line != self.line {
             self.pairer.clear();
-            if line != Line::Sniffing {
-                self.held.len = 0;
-            }
             self.line = line;
         }
     }
@@ -828,7 +799,6 @@ impl HwLoop {
             Line::Off => None,
             Line::Edges(p) => Some(p),
             Line::Uart => Some(Polarity::Falling),
-            Line::Sniffing => Some(Polarity::Both),
         };
         if self.cfg.response_capture && polarity != self.hw_polarity {
             hw.set_capture(Channel::Response, polarity);

@@ -6,11 +6,13 @@
 //! | rule | code |
 //! |---|---|
 //! | the board announces the mode's capability bit; `loopback` also needs the bit of the line it loops (`GPIO_ECHO` for an edge, `UART_ECHO` for a byte) | `UnsupportedMode` |
+//! | periodic: the board can capture the line it names (`None(Gpio)` needs `GPIO_ECHO`, `None(Uart)` needs `UART_ECHO`) | `UnsupportedMode` |
 //! | stimulus fits the mode: `Edge` for gpio-echo; `Byte` or `Identified` for uart-echo; any of the three for loopback; `None` for periodic | `BadStimulus` |
 //! | `count` is not `Some(0)` | `ZeroCount` |
 //! | echo modes: `interval_ticks > 0` | `ZeroInterval` |
 //! | echo modes: `timeout_ticks > 0`; one in flight (`Edge`, `Byte`): `timeout_ticks < interval_ticks`; `Identified`: `timeout_ticks < 9 · interval_ticks` | `BadTimeout` |
 //! | echo modes: `dither_ticks + timeout_ticks + guard_ticks <= w · interval_ticks`, `w` = 1, or 9 for `Identified` | `BadDither` |
+//! | a byte stimulus on a line with bit timing: `interval_ticks >=` [`min_interval_ticks`] (a byte time, plus `guard_ticks` for a fixed byte) | `ShortInterval` |
 //!
 //! The last rule is what makes the guard free when the target keeps up: a
 //! stimulus is at most `dither` late against its slot, its sample ends at
@@ -23,20 +25,30 @@
 //! `dither_ticks`, `timeout_ticks` and `guard_ticks` are unused and may be
 //! anything (0 included).
 
-use latprobe_protocol::{Capabilities, Config, ErrorCode, Mode, Stimulus};
+use latprobe_protocol::{min_interval_ticks, Capabilities, Config, ErrorCode, Mode, ResponseLine, Stimulus};
 
 /// A refusal: the code and a short detail (at most `MAX_ERROR_DETAIL` bytes).
 pub type Refusal = (ErrorCode, &'static str);
 
-/// Check `config` against the rules above for a board with `caps`.
-pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
+/// Check `config` against the rules above for a board with `caps` whose
+/// target line takes `byte_ticks` per byte (0: no bit timing).
+pub fn validate(config: &Config, caps: Capabilities, byte_ticks: u64) -> Result<(), Refusal> {
     if !caps.contains(config.mode.capability()) {
         return Err((ErrorCode::UnsupportedMode, "this board lacks the mode"));
     }
     let stimulus_ok = match (config.mode, config.stimulus) {
         (Mode::GpioEcho, Stimulus::Edge(_)) => true,
         (Mode::UartEcho, Stimulus::Byte(_) | Stimulus::Identified) => true,
-        (Mode::Periodic, Stimulus::None) => true,
+        (Mode::Periodic, Stimulus::None(line)) => {
+            let (needs, why) = match line {
+                ResponseLine::Gpio => (Capabilities::GPIO_ECHO, "periodic gpio needs gpio capture"),
+                ResponseLine::Uart => (Capabilities::UART_ECHO, "periodic uart needs a target uart"),
+            };
+            if !caps.contains(needs) {
+                return Err((ErrorCode::UnsupportedMode, why));
+            }
+            true
+        }
         (Mode::Loopback, Stimulus::Edge(_)) => {
             if !caps.contains(Capabilities::GPIO_ECHO) {
                 return Err((ErrorCode::UnsupportedMode, "edge loopback needs gpio-echo"));
@@ -91,13 +103,24 @@ pub fn validate(config: &Config, caps: Capabilities) -> Result<(), Refusal> {
             },
         ));
     }
+    if u64::from(config.interval_ticks) < min_interval_ticks(config.stimulus, byte_ticks, config.guard_ticks)
+    {
+        return Err((
+            ErrorCode::ShortInterval,
+            if config.stimulus.has_identity() {
+                "need interval >= one byte time"
+            } else {
+                "need interval >= byte time + guard"
+            },
+        ));
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latprobe_protocol::{Edge, MAX_ERROR_DETAIL};
+    use latprobe_protocol::{byte_ticks, Edge, MAX_ERROR_DETAIL};
 
     const ALL: Capabilities = Capabilities(
         Capabilities::GPIO_ECHO.0
@@ -120,7 +143,11 @@ mod tests {
     }
 
     fn code(c: Config, caps: Capabilities) -> Option<ErrorCode> {
-        validate(&c, caps).err().map(|(code, detail)| {
+        code_at(c, caps, 0)
+    }
+
+    fn code_at(c: Config, caps: Capabilities, byte_ticks: u64) -> Option<ErrorCode> {
+        validate(&c, caps, byte_ticks).err().map(|(code, detail)| {
             assert!(detail.len() <= MAX_ERROR_DETAIL, "detail too long: {detail}");
             code
         })
@@ -138,7 +165,10 @@ mod tests {
         let g = good();
         assert_eq!(code(g, Capabilities::UART_ECHO), Some(UnsupportedMode));
         assert_eq!(code(Config { stimulus: Stimulus::Byte(7), ..g }, ALL), Some(BadStimulus));
-        assert_eq!(code(Config { stimulus: Stimulus::None, ..g }, ALL), Some(BadStimulus));
+        assert_eq!(
+            code(Config { stimulus: Stimulus::None(ResponseLine::Gpio), ..g }, ALL),
+            Some(BadStimulus)
+        );
         let uart = Config { mode: Mode::UartEcho, stimulus: Stimulus::Byte(0x55), ..g };
         assert_eq!(code(uart, ALL), None);
         assert_eq!(code(Config { stimulus: Stimulus::Edge(Edge::Toggle), ..uart }, ALL), Some(BadStimulus));
@@ -184,7 +214,10 @@ mod tests {
         let no_gpio = Capabilities::LOOPBACK | Capabilities::UART_ECHO;
         assert_eq!(code(lb, no_gpio), Some(ErrorCode::UnsupportedMode));
         assert_eq!(code(Config { stimulus: Stimulus::Byte(1), ..lb }, no_gpio), None);
-        assert_eq!(code(Config { stimulus: Stimulus::None, ..lb }, ALL), Some(ErrorCode::BadStimulus));
+        assert_eq!(
+            code(Config { stimulus: Stimulus::None(ResponseLine::Gpio), ..lb }, ALL),
+            Some(ErrorCode::BadStimulus)
+        );
     }
 
     #[test]
@@ -195,12 +228,53 @@ mod tests {
             dither_ticks: 9,
             timeout_ticks: 0,
             guard_ticks: 9,
-            stimulus: Stimulus::None,
+            stimulus: Stimulus::None(ResponseLine::Gpio),
             ..good()
         };
         assert_eq!(code(p, ALL), None);
         assert_eq!(code(p, Capabilities::GPIO_ECHO), Some(ErrorCode::UnsupportedMode));
+        // The line it names must be one the board captures (QEMU: UART only).
+        let qemu = Capabilities::UART_ECHO | Capabilities::PERIODIC;
+        assert_eq!(code(p, qemu), Some(ErrorCode::UnsupportedMode));
+        assert_eq!(code(Config { stimulus: Stimulus::None(ResponseLine::Uart), ..p }, qemu), None);
         assert_eq!(code(Config { stimulus: Stimulus::Byte(1), ..p }, ALL), Some(ErrorCode::BadStimulus));
         assert_eq!(code(Config { count: Some(0), ..p }, ALL), Some(ErrorCode::ZeroCount));
+    }
+
+    #[test]
+    fn a_byte_stimulus_needs_a_byte_time_per_interval() {
+        use ErrorCode::*;
+        // 115200 Bd on a 100 MHz timer: 8681 ticks a byte (86.8 us).
+        let byte = byte_ticks(100_000_000, 115_200);
+        assert_eq!(byte, 8681);
+        let fixed = Config {
+            mode: Mode::UartEcho,
+            stimulus: Stimulus::Byte(0x55),
+            interval_ticks: 10_000,
+            dither_ticks: 0,
+            timeout_ticks: 8_000,
+            guard_ticks: 1_000,
+            ..good()
+        };
+        // 8681 + 1000 <= 10000: accepted; one tick less interval than that: refused.
+        assert_eq!(code_at(fixed, ALL, byte), None);
+        assert_eq!(
+            code_at(Config { interval_ticks: 9_680, timeout_ticks: 7_000, ..fixed }, ALL, byte),
+            Some(ShortInterval)
+        );
+        assert_eq!(code_at(Config { interval_ticks: 9_681, timeout_ticks: 7_000, ..fixed }, ALL, byte), None);
+        // The fault of the review: a 50 us interval at 115200 Bd.
+        let short = Config { interval_ticks: 5_000, timeout_ticks: 4_000, guard_ticks: 500, ..fixed };
+        assert_eq!(code_at(short, ALL, byte), Some(ShortInterval));
+        assert_eq!(code_at(Config { mode: Mode::Loopback, ..short }, ALL, byte), Some(ShortInterval));
+        // Identity: the guard is per identity, one byte time per interval.
+        let id =
+            Config { stimulus: Stimulus::Identified, interval_ticks: 8_681, timeout_ticks: 60_000, ..fixed };
+        assert_eq!(code_at(id, ALL, byte), None);
+        assert_eq!(code_at(Config { interval_ticks: 8_680, ..id }, ALL, byte), Some(ShortInterval));
+        // No bit timing (QEMU): no limit; an edge never has one.
+        assert_eq!(code_at(short, ALL, 0), None);
+        let edge = Config { mode: Mode::GpioEcho, stimulus: Stimulus::Edge(Edge::Rising), ..short };
+        assert_eq!(code_at(edge, ALL, byte), None);
     }
 }

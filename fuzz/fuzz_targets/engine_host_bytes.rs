@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
                     0 => Stimulus::Identified,
                     1 => Stimulus::Byte(arg),
                     2 => Stimulus::Edge(latprobe_protocol::Edge::Rising),
-                    _ => Stimulus::None,
+                    _ => Stimulus::None(latprobe_protocol::ResponseLine::Uart),
                 };
                 let c = Config {
                     mode,

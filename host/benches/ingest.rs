@@ -144,7 +144,7 @@ fn periodic_preamble(out: &mut Vec<u8>) {
         guard_ticks: 0,
         count: None,
         seed: 1,
-        stimulus: Stimulus::None,
+        stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
     };
     frame(&ProbeMsg::Configured(config), out);
     frame(&ProbeMsg::Started { start_tick: 0, first_seq: 0 }, out);

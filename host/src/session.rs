@@ -21,8 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use latprobe_protocol::{
-    ns_to_ticks, ticks_to_ns, Capabilities, Config, Edge, ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg,
-    Stimulus, StopReason, Stopped, DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
+    byte_ticks, min_interval_ticks, ns_to_ticks, ticks_to_ns, Capabilities, Config, Edge, ErrorCode,
+    Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped,
+    DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
 };
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +97,9 @@ pub struct Request {
     pub byte: Option<u8>,
     /// Stimulus edge in GPIO modes.
     pub edge: EdgeArg,
-    /// The line a loopback measures (`--line`); required in loopback mode.
+    /// The line a loopback measures, or the line a periodic target toggles
+    /// (`--line`); required in loopback mode, and in periodic mode on a
+    /// board that captures both kinds.
     #[serde(default)]
     pub line: Option<LineArg>,
     /// The probe's own offset to subtract (`--calibration`), checked
@@ -179,7 +182,17 @@ impl Request {
     pub fn stimulus(&self, caps: Capabilities) -> Stimulus {
         let uart = self.byte.map_or(Stimulus::Identified, Stimulus::Byte);
         match self.mode.mode() {
-            Mode::Periodic => Stimulus::None,
+            Mode::Periodic => Stimulus::None(match self.line {
+                Some(LineArg::Gpio) => ResponseLine::Gpio,
+                Some(LineArg::Uart) => ResponseLine::Uart,
+                // A board without GPIO capture (QEMU, the virtual probe)
+                // has only its UART; `config` refuses the choice for a
+                // board with both.
+                None if caps.contains(Capabilities::GPIO_ECHO) && !caps.contains(Capabilities::UART_ECHO) => {
+                    ResponseLine::Gpio
+                }
+                None => ResponseLine::Uart,
+            }),
             Mode::UartEcho => uart,
             Mode::GpioEcho => Stimulus::Edge(self.edge.edge()),
             Mode::Loopback => match self.line {
@@ -198,7 +211,7 @@ impl Request {
         match stimulus {
             Stimulus::Edge(_) => Some(LineArg::Gpio),
             Stimulus::Byte(_) | Stimulus::Identified => Some(LineArg::Uart),
-            Stimulus::None => None,
+            Stimulus::None(_) => None,
         }
     }
 
@@ -251,13 +264,11 @@ impl Request {
                     "--byte sets a UART stimulus: --line gpio loops an edge (--edge)".into(),
                 ))
             }
-            (ModeArg::Loopback, Some(_)) | (_, None) => {}
-            (mode, Some(_)) => {
-                return Err(Error::Usage(format!(
-                    "--line chooses the line of a loopback; --mode {} has its own line",
-                    mode.mode().name()
-                )))
-            }
+            (ModeArg::Loopback | ModeArg::Periodic, Some(_)) | (_, None) => {}
+            (mode, Some(_)) => return Err(Error::Usage(format!(
+                "--line chooses the line of a loopback or of a periodic target; --mode {} has its own line",
+                mode.mode().name()
+            ))),
         }
         if self.calibration.is_some() && self.mode == ModeArg::Periodic {
             return Err(Error::Usage(
@@ -325,6 +336,31 @@ impl Request {
             u32::try_from(t).map_err(|_| too_long(flag, ns))
         };
         let stimulus = self.stimulus(caps);
+        if mode == Mode::Periodic {
+            let both = caps.contains(Capabilities::GPIO_ECHO) && caps.contains(Capabilities::UART_ECHO);
+            match (self.line, both) {
+                (None, true) => return Err(Error::Usage(
+                    "--mode periodic needs --line gpio (the target toggles a GPIO; Nucleo: wired to PA1) \
+                         or --line uart (the target sends a byte a period; Nucleo: its TX to PA10 and PA1): \
+                         this probe captures both, and a guess from the first edges could be wrong for the \
+                         whole run"
+                        .into(),
+                )),
+                (Some(LineArg::Gpio), _) if !caps.contains(Capabilities::GPIO_ECHO) => {
+                    return Err(Error::Usage(
+                        "--line gpio: this probe captures no GPIO edges (its periodic line is a UART); use \
+                         --line uart"
+                            .into(),
+                    ))
+                }
+                (Some(LineArg::Uart), _) if !caps.contains(Capabilities::UART_ECHO) => {
+                    return Err(Error::Usage(
+                        "--line uart: this probe has no target UART; use --line gpio".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
         if let (Some(b), Stimulus::Edge(_)) = (self.byte, stimulus) {
             return Err(Error::Usage(format!(
                 "--byte 0x{b:02x}: this probe loops back GPIO edges only (it cannot echo bytes); \
@@ -380,6 +416,34 @@ impl Request {
             stimulus,
         })
     }
+}
+
+/// The probe's rule for a byte stimulus ([`min_interval_ticks`]): each
+/// byte has left the transmitter, and a fixed byte's guard has passed,
+/// before the next is written. Checked against the probe's target baud
+/// before Configure, so the error names the baud and the minimum.
+pub fn check_byte_rate(config: &Config, timer_hz: u32, target_baud: u32) -> Result<(), Error> {
+    let min = min_interval_ticks(config.stimulus, byte_ticks(timer_hz, target_baud), config.guard_ticks);
+    if u64::from(config.interval_ticks) >= min {
+        return Ok(());
+    }
+    let show = |t: u64| format_ns(ticks_to_ns(t, timer_hz));
+    let byte = show(byte_ticks(timer_hz, target_baud));
+    let (what, fix) = if config.stimulus.has_identity() {
+        (format!("one byte time ({byte})"), "raise --interval or the target line's baud")
+    } else {
+        (
+            format!("one byte time ({byte}) plus --guard {}", show(u64::from(config.guard_ticks))),
+            "raise --interval, lower --guard, or raise the target line's baud",
+        )
+    };
+    Err(Error::Usage(format!(
+        "--interval {} is shorter than {what} on the probe's {target_baud} Bd target line: the next stimulus \
+         byte would be written while the last one still shifts out. At {target_baud} Bd the interval must be \
+         at least {}: {fix}",
+        show(u64::from(config.interval_ticks)),
+        show(min)
+    )))
 }
 
 impl EdgeArg {
@@ -820,6 +884,10 @@ impl Driver<'_> {
             ErrorCode::ZeroCount => "give --count at least 1",
             ErrorCode::UnsupportedMode => "choose another --mode",
             ErrorCode::BadStimulus => "check --byte or --edge for this --mode",
+            ErrorCode::ShortInterval => {
+                "raise --interval: a stimulus byte must have left the probe's target UART (and --guard \
+                 passed) before the next"
+            }
             ErrorCode::Busy => "the probe is busy with another measurement: reset it",
             _ => "check the flags against the probe's capabilities",
         };
@@ -884,6 +952,7 @@ pub fn run(
         )));
     }
     let config = opts.request.config(probe.timer_hz, Capabilities(probe.capabilities))?;
+    check_byte_rate(&config, probe.timer_hz, probe.target_baud)?;
     if let (Some(cal), Some(line)) = (&opts.request.calibration, Request::line_of(config.stimulus)) {
         cal.check(&probe, line)?;
     }
@@ -1171,6 +1240,56 @@ mod tests {
             Err(Error::Usage(m)) => m,
             other => panic!("expected a usage error, got {other:?}"),
         }
+    }
+
+    /// Issue 17, finding 4: a periodic line is named, never guessed. A
+    /// board that captures both kinds needs `--line`; one with only its
+    /// UART (QEMU, the virtual probe) takes that; a line the board lacks is
+    /// refused naming the other.
+    #[test]
+    fn periodic_names_its_line() {
+        let both = Capabilities(GPIO.0 | UART.0 | Capabilities::PERIODIC.0);
+        let p = req(ModeArg::Periodic, None);
+        p.validate().unwrap();
+        let m = usage(p.config(100_000_000, both));
+        assert!(m.contains("--line gpio") && m.contains("--line uart") && m.contains("PA1"), "{m}");
+        let uart_only = Capabilities(UART.0 | Capabilities::PERIODIC.0);
+        assert_eq!(p.config(1_000_000, uart_only).unwrap().stimulus, Stimulus::None(ResponseLine::Uart));
+        let g = Request { line: Some(LineArg::Gpio), ..req(ModeArg::Periodic, None) };
+        g.validate().unwrap();
+        assert_eq!(g.config(100_000_000, both).unwrap().stimulus, Stimulus::None(ResponseLine::Gpio));
+        let m = usage(g.config(1_000_000, uart_only));
+        assert!(m.contains("--line uart"), "{m}");
+        let u = Request { line: Some(LineArg::Uart), ..req(ModeArg::Periodic, None) };
+        assert_eq!(u.config(100_000_000, both).unwrap().stimulus, Stimulus::None(ResponseLine::Uart));
+        // Echo modes still have their own line.
+        let m = usage(Request { line: Some(LineArg::Gpio), ..req(ModeArg::GpioEcho, None) }.validate());
+        assert!(m.contains("has its own line"), "{m}");
+    }
+
+    /// Issue 17, finding 7: a byte stimulus faster than the target line
+    /// carries it is refused before Configure, naming the baud and the
+    /// minimum.
+    #[test]
+    fn a_byte_interval_shorter_than_the_line_is_refused_naming_baud_and_minimum() {
+        let fixed = Request { interval_ns: 50_000, byte: Some(0x55), ..req(ModeArg::UartEcho, None) };
+        let c = fixed.config(100_000_000, UART).unwrap();
+        let m = usage(check_byte_rate(&c, 100_000_000, 115_200));
+        // 86.81 us a byte, plus the default guard of 5 us.
+        assert!(m.contains("115200 Bd") && m.contains("86.81us") && m.contains("91.81us"), "{m}");
+        assert!(m.contains("--interval 50us"), "{m}");
+        let ok = Request { interval_ns: 100_000, ..fixed.clone() }.config(100_000_000, UART).unwrap();
+        check_byte_rate(&ok, 100_000_000, 115_200).unwrap();
+        // Identity: one byte time per interval, the guard is per identity.
+        let id =
+            Request { interval_ns: 80_000, byte: None, ..fixed.clone() }.config(100_000_000, UART).unwrap();
+        let m = usage(check_byte_rate(&id, 100_000_000, 115_200));
+        assert!(m.contains("at least 86.81us"), "{m}");
+        let id =
+            Request { interval_ns: 90_000, byte: None, ..fixed.clone() }.config(100_000_000, UART).unwrap();
+        check_byte_rate(&id, 100_000_000, 115_200).unwrap();
+        // No bit timing (QEMU's UART, the virtual probe): no limit.
+        check_byte_rate(&c, 100_000_000, 0).unwrap();
     }
 
     #[test]

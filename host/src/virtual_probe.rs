@@ -281,7 +281,7 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
                 let byte = match req.stimulus {
                     Stimulus::Byte(b) => b,
                     Stimulus::Identified => identity_byte(req.seq),
-                    Stimulus::Edge(_) | Stimulus::None => 0x55,
+                    Stimulus::Edge(_) | Stimulus::None(_) => 0x55,
                 };
                 let t = now_ns();
                 // SAFETY: writing one byte from a valid buffer to an fd we own.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use latprobe::report::histfile;
-use latprobe_protocol::{Anomalies, Outcome};
+use latprobe_protocol::{Anomalies, Outcome, PROTOCOL_VERSION};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
@@ -221,7 +221,11 @@ fn a_probe_of_another_protocol_version_is_a_clear_error() {
     let o = run(&["run", "--port", &probe.port(), "--count", "10", "--output", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(err.contains("protocol version 9") && err.contains("version 2"), "{}", show(&o));
+    assert!(
+        err.contains("protocol version 9") && err.contains(&format!("version {PROTOCOL_VERSION}")),
+        "{}",
+        show(&o)
+    );
     assert!(err.contains(&probe.path.display().to_string()), "names the port: {}", show(&o));
     assert_eq!(err.lines().filter(|l| l.starts_with("Error:")).count(), 1, "{}", show(&o));
 }
@@ -398,6 +402,7 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
         overcaptures: 7,
         line_errors: 8,
         soft_stimuli: 10,
+        host_rx_errors: 11,
     };
     let probe = FakeProbe::start(dir.path(), FakeOpts { anomalies: Some(anomalies), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
@@ -432,11 +437,12 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
         "overcaptures",
         "line_errors",
         "soft_stimuli",
+        "host_rx_errors",
     ]
     .iter()
     .map(|k| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k}: {c}")))
     .collect();
-    assert_eq!(got, [9, 5, 6, 4, 3, 123_450, 200_000, 2, 7, 8, 10], "{c}");
+    assert_eq!(got, [9, 5, 6, 4, 3, 123_450, 200_000, 2, 7, 8, 10, 11], "{c}");
     let notes: Vec<&str> = r["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     let has = |needle: &str| notes.iter().any(|n| n.contains(needle));
     assert!(has("identity is off (byte 0x55, fixed)"), "{notes:?}");
@@ -451,11 +457,13 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
     assert!(has("4 answer bytes were outside the identity alphabet"), "{notes:?}");
     assert!(has("7 captures were overwritten") && has("8 receive errors"), "{notes:?}");
     assert!(has("10 stimuli were timed by the probe's software"), "{notes:?}");
+    assert!(has("11 receive errors on the probe's host link"), "{notes:?}");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains(
             "anomalies: late 9  duplicate answers 5  unmatched 6  wrong bytes 4  slipped 3 (longest \
-             123.45us)  reclaimed 2  overcaptures 7  line errors 8  soft-timed stimuli 10"
+             123.45us)  reclaimed 2  overcaptures 7  line errors 8  soft-timed stimuli 10  host-link receive \
+             errors 11"
         ),
         "{}",
         show(&o)
@@ -582,5 +590,6 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
     let o = run(&["report", raw.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("protocol version 1; this latprobe reads version 2"), "{}", show(&o));
+    let want = format!("protocol version 1; this latprobe reads version {PROTOCOL_VERSION}");
+    assert!(err.contains(&want), "{}", show(&o));
 }

@@ -638,7 +638,10 @@ fn d14_junk_after_a_raw_files_last_frame_is_a_bad_frame() {
 fn d14_a_periodic_run_without_cycles_prints_no_empty_cyclictest_line() {
     let dir = tmp();
     let mut stream = frame(&ProbeMsg::Hello(info()));
-    stream.extend(frame(&ProbeMsg::Configured(config(Mode::Periodic, Stimulus::None))));
+    stream.extend(frame(&ProbeMsg::Configured(config(
+        Mode::Periodic,
+        Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+    ))));
     stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: 0 }));
     stream.extend(frame(&stopped(0)));
     let raw = dir.path().join("periodic.raw");

@@ -34,7 +34,13 @@ pub use framing::{
 /// [`IDENTITY_ALPHABET`]), several stimuli may be in flight, Heartbeat
 /// and Stopped carry [`Anomalies`] instead of a single late count, and the
 /// probe's log lines travel as [`ProbeMsg::Log`].
-pub const PROTOCOL_VERSION: u8 = 2;
+///
+/// Version 3: periodic mode names its line ([`Stimulus::None`] carries a
+/// [`ResponseLine`]: the probe no longer guesses it from the first edges),
+/// a byte stimulus needs an interval of at least a byte time plus the
+/// guard ([`ErrorCode::ShortInterval`]), and [`Anomalies`] (in every
+/// Heartbeat and in Stopped) count the probe's host-link receive errors.
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// Largest frame on the wire, both `0x00` delimiters included.
 pub const MAX_FRAME_LEN: usize = 256;
@@ -193,6 +199,19 @@ pub enum Edge {
     Toggle,
 }
 
+/// What a periodic target's line carries: the host says it (`--line`),
+/// the probe never guesses it from the edges it sees (a glitch, a break or
+/// a byte cut at the start of a run would decide it wrongly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ResponseLine {
+    /// A GPIO: every edge, rising and falling, is a periodic event.
+    Gpio,
+    /// A UART: each byte is one event, timed at its start bit; the byte's
+    /// data edges are not events.
+    Uart,
+}
+
 /// What the probe sends as a stimulus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -203,8 +222,9 @@ pub enum Stimulus {
     /// UART `loopback`), for targets that answer with a constant: no
     /// identity, so one stimulus is in flight at a time, as with an edge.
     Byte(u8),
-    /// No stimulus (`periodic`).
-    None,
+    /// No stimulus (`periodic`): the target makes its own edges on the
+    /// response line, of this kind.
+    None(ResponseLine),
     /// A byte from [`IDENTITY_ALPHABET`] per stimulus (`uart-echo`, UART
     /// `loopback`): stimulus `seq` sends [`identity_byte`]`(seq)`, the
     /// probe pairs each answer with its stimulus by that byte, and up to
@@ -230,6 +250,34 @@ impl Stimulus {
         } else {
             1
         }
+    }
+}
+
+/// One 8N1 byte (10 bits) at `baud` on a timer of `timer_hz`, in ticks,
+/// rounded up; 0 for a line without bit timing (`baud` 0, an emulated
+/// UART).
+pub const fn byte_ticks(timer_hz: u32, baud: u32) -> u64 {
+    if baud == 0 {
+        0
+    } else {
+        (10 * timer_hz as u64).div_ceil(baud as u64)
+    }
+}
+
+/// The shortest interval a byte stimulus allows on a target line of
+/// `byte_ticks` per byte ([`byte_ticks`]), in ticks: each stimulus byte must
+/// have left the transmitter before the next is written, or the probe would
+/// open its start-bit capture while the last byte's data edges still shift
+/// out. A fixed byte (one in flight) also keeps `guard_ticks` of quiet
+/// after it; with identity the guard is per identity (nine intervals on),
+/// so one byte time is the limit. No limit for other stimuli. Both the
+/// probe (`Configure`, [`ErrorCode::ShortInterval`]) and the host (before
+/// it sends, naming the baud) apply this one rule.
+pub const fn min_interval_ticks(stimulus: Stimulus, byte_ticks: u64, guard_ticks: u32) -> u64 {
+    match stimulus {
+        Stimulus::Byte(_) => byte_ticks + guard_ticks as u64,
+        Stimulus::Identified => byte_ticks,
+        Stimulus::Edge(_) | Stimulus::None(_) => 0,
     }
 }
 
@@ -389,6 +437,11 @@ pub struct Anomalies {
     /// right before the write or the forced edge) instead of by hardware
     /// compare or capture: good to the write's duration, not to a tick.
     pub soft_stimuli: u64,
+    /// Receive errors on the host link: the probe's UART flagged an
+    /// overrun, framing or noise error, or its receive buffer was not
+    /// emptied in time. Host bytes were lost with each (a damaged frame
+    /// also counts in `Heartbeat::rx_bad_frames`).
+    pub host_rx_errors: u32,
 }
 
 /// Totals of a finished measurement, in [`ProbeMsg::Stopped`].
@@ -442,6 +495,11 @@ pub enum ErrorCode {
     NotRunning,
     /// An internal fault of the probe.
     Internal,
+    /// A byte stimulus with an interval shorter than one byte time on the
+    /// target line plus the guard: the next byte would be written while the
+    /// last one still shifts out, and its start bit could not be told from
+    /// the last one's data edges.
+    ShortInterval,
 }
 
 /// The probe's answer when it refuses or fails something.

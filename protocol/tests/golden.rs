@@ -52,6 +52,19 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 stimulus: Stimulus::Identified,
             })),
         ),
+        (
+            "host_configure_periodic",
+            frame(&HostMsg::Configure(Config {
+                mode: Mode::Periodic,
+                interval_ticks: 100_000,
+                dither_ticks: 0,
+                timeout_ticks: 800_000,
+                guard_ticks: 0,
+                count: Some(5000),
+                seed: 0,
+                stimulus: Stimulus::None(ResponseLine::Gpio),
+            })),
+        ),
         ("host_start", frame(&HostMsg::Start)),
         ("host_ping", frame(&HostMsg::Ping { nonce: 0xdead_beef })),
         (
@@ -91,7 +104,21 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                     overcaptures: 6,
                     line_errors: 7,
                     soft_stimuli: 8,
+                    host_rx_errors: 9,
                 },
+            })),
+        ),
+        (
+            "probe_heartbeat",
+            frame(&ProbeMsg::Heartbeat(Heartbeat {
+                tick: 1 << 34,
+                nonce: 0,
+                running: true,
+                taken: 12_345,
+                dropped: 1,
+                overruns: 2,
+                rx_bad_frames: 3,
+                anomalies: Anomalies { late: 4, line_errors: 5, host_rx_errors: 6, ..Anomalies::default() },
             })),
         ),
         (
@@ -107,6 +134,13 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
             frame(&ProbeMsg::Error(ErrorReport {
                 code: ErrorCode::BadTimeout,
                 detail: "timeout >= interval",
+            })),
+        ),
+        (
+            "probe_error_short_interval",
+            frame(&ProbeMsg::Error(ErrorReport {
+                code: ErrorCode::ShortInterval,
+                detail: "need interval >= byte time + guard",
             })),
         ),
     ]

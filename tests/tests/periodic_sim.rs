@@ -74,7 +74,7 @@ fn run(ppm: f64, seed: u64, n: u64) -> Outcome {
         guard_ticks: 0,
         count: Some(edges),
         seed: 0,
-        stimulus: Stimulus::None,
+        stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
     };
     let mut sim = Sim::new(p);
     let state = Rc::new(RefCell::new(RunState::new(1_000, true)));

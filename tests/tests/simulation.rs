@@ -264,7 +264,7 @@ fn periodic_edges_across_32_bit_wraps() {
         guard_ticks: 0,
         count: Some(n),
         seed: 0,
-        stimulus: Stimulus::None,
+        stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
     };
     let mut sim = boot(p, config);
     sim.run_to_stop(10_000_000);

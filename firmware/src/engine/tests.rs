@@ -7,8 +7,8 @@ use std::vec::Vec;
 use latprobe_protocol::framing::{encode_raw, CRC};
 use latprobe_protocol::{
     decode_message, encode_message, Anomalies, Capabilities, Config, Edge, EdgeStamp, ErrorCode, Feed,
-    FrameDecoder, Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, Sample, Stimulus, StopReason, Stopped,
-    MAX_BATCH_COUNT, PROTOCOL_VERSION,
+    FrameDecoder, Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, ResponseLine, Sample, Stimulus, StopReason,
+    Stopped, MAX_BATCH_COUNT, PROTOCOL_VERSION,
 };
 
 use super::*;
@@ -227,7 +227,7 @@ fn every_configure_refusal_reaches_the_host() {
         (Config { mode: Mode::Periodic, ..g }, BadStimulus),
         (Config { stimulus: Stimulus::Byte(1), ..g }, BadStimulus),
         (Config { mode: Mode::UartEcho, ..g }, BadStimulus),
-        (Config { stimulus: Stimulus::None, mode: Mode::Loopback, ..g }, BadStimulus),
+        (Config { stimulus: Stimulus::None(ResponseLine::Gpio), mode: Mode::Loopback, ..g }, BadStimulus),
         (Config { count: Some(0), ..g }, ZeroCount),
         (Config { interval_ticks: 0, ..g }, ZeroInterval),
         (Config { timeout_ticks: 0, ..g }, BadTimeout),
@@ -250,7 +250,8 @@ fn every_configure_refusal_reaches_the_host() {
     let got = u.ask(&HostMsg::Configure(g));
     assert!(matches!(got.as_slice(), [Got::Error(UnsupportedMode, _)]), "{got:?}");
     // Periodic: interval 0 is fine.
-    let p = Config { mode: Mode::Periodic, interval_ticks: 0, stimulus: Stimulus::None, ..g };
+    let p =
+        Config { mode: Mode::Periodic, interval_ticks: 0, stimulus: Stimulus::None(ResponseLine::Gpio), ..g };
     b.configure(p);
 }
 
@@ -279,7 +280,7 @@ fn state_errors_busy_not_configured_not_running() {
 #[test]
 fn version_mismatch_and_malformed_frames_are_answered() {
     let mut b = bench();
-    // An intact frame (good CRC) of protocol version 2: a Ping.
+    // An intact frame (good CRC) of the next protocol version: a Ping.
     let mut raw = std::vec![PROTOCOL_VERSION + 1, 4, 1];
     raw.extend_from_slice(&CRC.checksum(&raw).to_le_bytes());
     let mut frame = [0u8; 64];
@@ -287,7 +288,8 @@ fn version_mismatch_and_malformed_frames_are_answered() {
     b.e.on_host_bytes(&frame[..n], b.now);
     let got = b.drain();
     assert!(
-        matches!(got.as_slice(), [Got::Error(ErrorCode::VersionMismatch, d)] if d.contains("v2")),
+        matches!(got.as_slice(), [Got::Error(ErrorCode::VersionMismatch, d)]
+            if d.contains(&std::format!("frame was v{}", PROTOCOL_VERSION + 1))),
         "{got:?}"
     );
     // Right version, body not a HostMsg (variant 9 does not exist).
@@ -759,7 +761,7 @@ fn periodic_mode_stamps_edges_and_counts_them() {
         guard_ticks: 0,
         count: Some(150),
         seed: 0,
-        stimulus: Stimulus::None,
+        stimulus: Stimulus::None(ResponseLine::Gpio),
     };
     b.configure(c);
     let start = b.start();

@@ -112,7 +112,8 @@ pub struct Fake {
     /// The response line's level as the target drives it.
     response_level: bool,
     latches: Vec<Latch>,
-    rx: VecDeque<(u64, u8)>,
+    /// What the UART's RX will have, and when: a byte, or a receive error.
+    rx: VecDeque<(u64, Result<u8, ()>)>,
     tx_free_at: u64,
     /// Every byte sent: its start bit's tick and the byte.
     pub sent: Vec<(u64, u8)>,
@@ -120,6 +121,9 @@ pub struct Fake {
     /// pin, a tick later: a capture that lands inside an interrupt, after
     /// its `now` was read.
     pub hook: Option<(Pin, bool)>,
+    /// The board checks the TX start-bit wire at run start (as the Nucleo
+    /// does with PB10's pull-down): `tx_wire_present` tells the truth.
+    pub wire_check: bool,
 }
 
 const fn cap_index(ch: Channel) -> Option<usize> {
@@ -165,6 +169,7 @@ impl Fake {
             tx_free_at: 0,
             sent: Vec::new(),
             hook: None,
+            wire_check: false,
         }
     }
 
@@ -320,8 +325,24 @@ impl Fake {
     pub fn byte_in(&mut self, start: u64, byte: u8) {
         self.byte_edges(Pin::Response, start, byte);
         let ready = start + 19 * self.bit / 2;
+        self.rx_at(ready, Ok(byte));
+    }
+
+    fn rx_at(&mut self, ready: u64, what: Result<u8, ()>) {
         let i = self.rx.iter().position(|&(at, _)| at > ready).unwrap_or(self.rx.len());
-        self.rx.insert(i, (ready, byte));
+        self.rx.insert(i, (ready, what));
+    }
+
+    /// The UART flags a receive error (framing, noise) at `at`; no byte.
+    pub fn line_error_at(&mut self, at: u64) {
+        self.rx_at(at, Err(()));
+    }
+
+    /// The UART reads `byte` at `at` with no edge on the capture pin (its
+    /// RX pin is another wire: PA10 picking up noise while PA1 is the
+    /// line).
+    pub fn rx_noise_at(&mut self, at: u64, byte: u8) {
+        self.rx_at(at, Ok(byte));
     }
 
     /// A byte is ready in the UART's RX.
@@ -330,7 +351,7 @@ impl Fake {
     }
 
     /// Read the UART's RX (one access).
-    pub fn rx_take(&mut self) -> Option<u8> {
+    pub fn rx_take(&mut self) -> Option<Result<u8, ()>> {
         self.access();
         if self.rx_ready() {
             self.rx.pop_front().map(|(_, b)| b)
@@ -431,6 +452,11 @@ impl TimerHw for Fake {
     fn output_level(&mut self) -> bool {
         self.access();
         self.pin
+    }
+
+    fn tx_wire_present(&mut self) -> Option<bool> {
+        self.access();
+        self.wire_check.then_some(self.wires.tx_capture)
     }
 
     fn send_byte(&mut self, byte: u8) -> bool {

@@ -9,7 +9,7 @@ use std::vec::Vec;
 
 use latprobe_protocol::{
     decode_message, encode_message, Anomalies, Capabilities, Config, Edge, EdgeStamp, Feed, FrameDecoder,
-    HostMsg, Mode, Outcome, ProbeMsg, Sample, Stimulus, Stopped,
+    HostMsg, Mode, Outcome, ProbeMsg, ResponseLine, Sample, Stimulus, Stopped,
 };
 
 use super::fake::{Fake, Pin, Target, Wires};
@@ -150,7 +150,10 @@ impl Sim {
                 let entry = self.hw.t + self.irq_latency;
                 self.hw.advance(entry);
                 while let Some(b) = self.hw.rx_take() {
-                    self.front.on_target_byte(&mut self.hw, b);
+                    match b {
+                        Ok(b) => self.front.on_target_byte(&mut self.hw, b),
+                        Err(()) => self.front.on_target_error(),
+                    }
                 }
                 if self.hw.tim_irq() {
                     self.front.on_timer_interrupt(&mut self.hw);
@@ -302,7 +305,7 @@ fn periodic_over_uart_counts_one_edge_per_byte_at_its_start_bit() {
     for &t in &starts {
         s.hw.byte_in(t, 0x55);
     }
-    let mut c = echo(Mode::Periodic, Stimulus::None, 20);
+    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Uart), 20);
     c.timeout_ticks = 0;
     let st = s.measure(c, 100 * MS);
     assert_eq!(st.taken, 20, "{st:?}");
@@ -311,8 +314,7 @@ fn periodic_over_uart_counts_one_edge_per_byte_at_its_start_bit() {
     assert_eq!(st.anomalies.overcaptures, 0);
 }
 
-/// Periodic over a GPIO: no byte ever comes, so after two byte times the
-/// held edges are GPIO edges, both polarities, each exact.
+/// Periodic over a GPIO: every edge, both polarities, each exact.
 #[test]
 fn periodic_over_gpio_counts_every_edge() {
     let mut s = Sim::nucleo(1_000_000);
@@ -321,7 +323,7 @@ fn periodic_over_gpio_counts_every_edge() {
     for (k, &t) in times.iter().enumerate() {
         s.hw.edge_at(Pin::Response, t, k % 2 == 0);
     }
-    let mut c = echo(Mode::Periodic, Stimulus::None, 10);
+    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Gpio), 10);
     c.timeout_ticks = 0;
     let st = s.measure(c, 100 * MS);
     assert_eq!(st.taken, 10);
@@ -615,4 +617,163 @@ fn qemu_board_times_bytes_by_their_read() {
         assert!((40 * US + 19 * BIT / 2..40 * US + 19 * BIT / 2 + 200).contains(&l), "{l}");
     }
     assert_eq!(s.e.totals().anomalies.soft_stimuli, 20);
+}
+
+// ----- issue 17: the Nucleo's first day on a bench -----
+
+/// Finding 4. The old loop took the periodic line's kind from the first
+/// edge with no byte behind it: a glitch before the first byte (the
+/// target's TX out of reset, a break, noise) made it "GPIO" for the whole
+/// run, and every data edge of every later byte became a periodic edge
+/// (`--count 20` ended inside the third byte, its stamps bit edges). Now
+/// the configuration names the line: over a noisy UART, with a glitch, a
+/// framing error and a run that starts in the middle of a byte, every
+/// stamp is a start bit, exactly.
+#[test]
+fn periodic_over_a_noisy_uart_stamps_only_start_bits() {
+    let mut s = Sim::nucleo(1_000_000);
+    s.hw.uart_response_line();
+    let t = s.hw.t;
+    // A byte already shifting in when the run starts (its start bit and
+    // first data edge before the capture is opened).
+    let cut = t - 2 * BIT;
+    s.hw.byte_in(cut, 0x55);
+    // A glitch 1 µs wide, no byte: the UART filters it.
+    s.hw.edge_at(Pin::Response, t + MS / 2, false);
+    s.hw.edge_at(Pin::Response, t + MS / 2 + US, true);
+    // A framing error: the UART flags the line, no byte.
+    s.hw.line_error_at(t + MS);
+    let first = t + 2 * MS;
+    let starts: Vec<u64> = (0..30).map(|k| first + k * MS + k * 41).collect();
+    for &x in &starts {
+        s.hw.byte_in(x, 0x55);
+    }
+    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Uart), 20);
+    c.timeout_ticks = 0;
+    let st = s.measure(c, 100 * MS);
+    assert_eq!(st.taken, 20, "{st:?}");
+    let ticks: Vec<u64> = s.host.edges.iter().map(|e| e.tick).collect();
+    assert_eq!(ticks, starts[..20], "every stamp a start bit");
+    assert_eq!(st.anomalies.line_errors, 1, "{:?}", st.anomalies);
+}
+
+/// Finding 4, the other side: a periodic GPIO line is never taken for a
+/// UART, whatever the UART receiver reads meanwhile (PA10 unwired or
+/// picking up noise), and every edge counts.
+#[test]
+fn periodic_over_gpio_ignores_stray_bytes() {
+    let mut s = Sim::nucleo(1_000_000);
+    let first = s.hw.t + 2 * MS;
+    let times: Vec<u64> = (0..12).map(|k| first + k * 500 * US + k * 7).collect();
+    for (k, &t) in times.iter().enumerate() {
+        s.hw.edge_at(Pin::Response, t, k % 2 == 0);
+    }
+    s.hw.rx_noise_at(first + 100 * US, 0xF0);
+    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Gpio), 10);
+    c.timeout_ticks = 0;
+    let st = s.measure(c, 100 * MS);
+    assert_eq!(st.taken, 10);
+    let ticks: Vec<u64> = s.host.edges.iter().map(|e| e.tick).collect();
+    assert_eq!(ticks, times[..10]);
+}
+
+/// Finding 5. An unwired PB10 picked up an edge (PA8's trigger next to it)
+/// right after the first stimulus byte was written: the old loop took it
+/// for the byte's start bit, "found" the wire, and timed the stimulus by
+/// that garbage tick (here 150 ticks early; worse with the channel open on
+/// every later byte). Now the board checks the wire at run start (PB10
+/// pulled down with PA9 idle high): absent, the channel is never opened,
+/// the stimulus ticks are software ticks, each counted.
+#[test]
+fn the_tx_wire_is_checked_at_start_not_taken_from_a_stray_edge() {
+    let mut s = Sim::nucleo(1_000_000);
+    s.hw.uart_response_line();
+    s.hw.wire_check = true;
+    s.hw.wires.tx_capture = false;
+    s.hw.target = Target::UartEcho { latency: 150 * US };
+    s.host_says(&HostMsg::Configure(echo(Mode::UartEcho, Stimulus::Byte(0x55), 5)));
+    s.host_says(&HostMsg::Start);
+    while s.hw.sent.is_empty() {
+        let t = s.hw.t + 5;
+        s.run_until(t);
+    }
+    // Right after the first byte's write: a stray falling edge on PB10.
+    let stray = s.hw.t + 200;
+    s.hw.edge_at(Pin::TxStart, stray, false);
+    let end = s.hw.t + 100 * MS;
+    s.run_until(end);
+    let st = s.host.stopped.expect("the run ends");
+    assert_eq!((st.taken, st.timeouts), (5, 0), "{st:?}");
+    assert_eq!(s.lp.tx_wired(), Some(false));
+    assert_eq!(st.anomalies.soft_stimuli, 5, "{:?}", st.anomalies);
+    assert!(s.host.samples[0].stimulus_tick < stray, "the first stimulus is not timed by the stray edge");
+    assert_eq!(s.host.logs.len(), 1, "the missing wire is said once, at the start: {:?}", s.host.logs);
+    assert!(s.host.logs[0].contains("PB10"), "{:?}", s.host.logs);
+    // Each soft tick is the counter read right before the write, a few
+    // accesses before the start bit: never a stray edge's.
+    let starts: Vec<u64> = s.hw.sent.iter().map(|&(t, _)| t).collect();
+    for (x, start) in s.host.samples.iter().zip(&starts) {
+        assert!(x.stimulus_tick <= *start && start - x.stimulus_tick < 40, "{} vs {start}", x.stimulus_tick);
+    }
+    // And with the wire there, the check says so: hardware ticks from the
+    // first byte on.
+    let mut s = Sim::nucleo(1_000_000);
+    s.hw.uart_response_line();
+    s.hw.wire_check = true;
+    s.hw.wires.tx_capture = true;
+    s.hw.target = Target::UartEcho { latency: 150 * US };
+    let st = s.measure(echo(Mode::UartEcho, Stimulus::Byte(0x55), 5), 100 * MS);
+    assert_eq!((st.taken, st.anomalies.soft_stimuli), (5, 0), "{st:?}");
+    assert!(s.latencies().iter().all(|&l| l == Some((150 * US) as u32)), "{:?}", s.latencies());
+}
+
+/// Finding 6. The byte's start-bit capture latched, but the engine task
+/// had collected just before it and spent longer than the two bit times
+/// of the capture's deadline before it planned: the old `plan()` read
+/// `now` without servicing the timer, found the deadline passed, called
+/// the wire absent, and closed the channel with the capture still in it.
+/// Every stimulus of the run was then software-timed. Both ways the
+/// capture can wait: its interrupt ran between the two locks (it sits in
+/// the front), or the lock held it back (it sits in the timer).
+#[test]
+fn a_start_bit_capture_waiting_at_plan_time_is_not_dropped() {
+    for interrupt_ran in [true, false] {
+        let mut s = Sim::nucleo(1_000_000);
+        s.hw.uart_response_line();
+        s.hw.wires.tx_capture = true;
+        s.hw.target = Target::UartEcho { latency: 150 * US };
+        // The transmitter starts half a bit after the write (within a bit
+        // time on an idle line): the start bit latches after the task ran.
+        s.hw.tx_delay = BIT / 2;
+        // 0xF0: its only falling edge is the start bit, so a capture read
+        // late is not overcaptured by a data edge (0x55's would be, and
+        // rightly go untimed).
+        s.host_says(&HostMsg::Configure(echo(Mode::UartEcho, Stimulus::Byte(0xF0), 5)));
+        s.host_says(&HostMsg::Start);
+        // Run until the first byte is written.
+        while s.hw.sent.is_empty() {
+            let t = s.hw.t + 5;
+            s.run_until(t);
+        }
+        // The engine task collects (nothing yet), then spends 3 bit times
+        // on its delivery; the start bit latches meanwhile.
+        let mut b = Batch::new();
+        let now = s.front.collect(&mut s.hw, &mut b);
+        s.lp.deliver(&mut s.e, &b, now);
+        let t = s.hw.t + 3 * BIT;
+        s.hw.advance(t);
+        if interrupt_ran {
+            s.front.on_timer_interrupt(&mut s.hw);
+        }
+        s.lp.plan(&mut s.e, &mut s.front, &mut s.hw);
+        s.pend();
+        let end = s.hw.t + 100 * MS;
+        s.run_until(end);
+        let st = s.host.stopped.expect("the run ends");
+        assert_eq!((st.taken, st.timeouts), (5, 0), "{st:?}");
+        assert_eq!(st.anomalies.soft_stimuli, 0, "interrupt ran {interrupt_ran}: {:?}", st.anomalies);
+        assert_eq!(s.lp.tx_wired(), Some(true));
+        assert!(s.host.logs.is_empty(), "{:?}", s.host.logs);
+        assert!(s.latencies().iter().all(|&l| l == Some((150 * US) as u32)), "{:?}", s.latencies());
+    }
 }

@@ -195,6 +195,7 @@ fn figures(h: &mut String, r: &Report) {
         ("reclaimed", c.reclaimed),
         ("overcaptures", c.overcaptures),
         ("line errors", c.line_errors),
+        ("host-link receive errors", c.host_rx_errors),
     ] {
         if v > 0 {
             cells.push((n, v));

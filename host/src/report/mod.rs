@@ -215,6 +215,12 @@ pub struct Counts {
     /// not to a tick of its hardware timer).
     #[serde(default)]
     pub soft_stimuli: u64,
+    /// Receive errors on the probe's host link (its UART flagged an
+    /// overrun, framing or noise error, or its receive buffer was emptied
+    /// too late): host bytes were lost on the way in. Written only when
+    /// not 0 (reports before protocol 3 have none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_rx_errors: u64,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// The probe's own total.
@@ -233,8 +239,13 @@ impl Counts {
             + self.overcaptures
             + self.line_errors
             + self.soft_stimuli
+            + self.host_rx_errors
             > 0
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Latency statistics over every sample: a figure that falls among the
@@ -452,7 +463,7 @@ pub fn stimulus_name(s: Stimulus) -> String {
         Stimulus::Identified => "identified (9-byte alphabet)".into(),
         Stimulus::Byte(b) => format!("byte 0x{b:02x}"),
         Stimulus::Edge(e) => format!("edge {}", format!("{e:?}").to_lowercase()),
-        Stimulus::None => "none".into(),
+        Stimulus::None(_) => "none".into(),
     }
 }
 
@@ -642,6 +653,13 @@ fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<
             c.overcaptures
         ));
     }
+    if c.host_rx_errors > 0 {
+        notes.push(format!(
+            "{} receive errors on the probe's host link: bytes from this host were lost on the way in (a \
+             Stop or Configure may have needed sending again); check the USB cable and --baud",
+            c.host_rx_errors
+        ));
+    }
     if c.line_errors > 0 {
         notes.push(format!(
             "{} receive errors (framing, noise, overrun) on the target line: check wiring, levels and baud",
@@ -755,6 +773,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         overcaptures: u64::from(an.overcaptures),
         line_errors: u64::from(an.line_errors),
         soft_stimuli: an.soft_stimuli,
+        host_rx_errors: u64::from(an.host_rx_errors),
         bad_frames: bad_frames + a.map_or(0, |a| a.bad_batches),
         probe_taken: state.stopped.map(|s| s.taken),
     };

@@ -176,6 +176,7 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
             ("overcaptures", c.overcaptures),
             ("line errors", c.line_errors),
             ("soft-timed stimuli", c.soft_stimuli),
+            ("host-link receive errors", c.host_rx_errors),
         ] {
             if n > 0 {
                 parts.push(format!("{name} {n}"));

@@ -12,24 +12,27 @@ pub fn stimulus() -> impl Strategy<Value = Stimulus> {
     prop_oneof![
         prop::sample::select(vec![Edge::Rising, Edge::Falling, Edge::Toggle]).prop_map(Stimulus::Edge),
         any::<u8>().prop_map(Stimulus::Byte),
-        Just(Stimulus::None),
+        prop::sample::select(vec![ResponseLine::Gpio, ResponseLine::Uart]).prop_map(Stimulus::None),
         Just(Stimulus::Identified),
     ]
 }
 
 pub fn anomalies() -> impl Strategy<Value = Anomalies> {
-    (any::<[u64; 9]>(), any::<u32>(), any::<u32>()).prop_map(|(v, overcaptures, line_errors)| Anomalies {
-        late: v[0],
-        duplicates: v[1],
-        unmatched: v[2],
-        wrong_bytes: v[3],
-        slipped: v[4],
-        slip_max_ticks: v[5],
-        slip_total_ticks: v[6],
-        reclaimed: v[7],
-        overcaptures,
-        line_errors,
-        soft_stimuli: v[8],
+    (any::<[u64; 9]>(), any::<[u32; 3]>()).prop_map(|(v, [overcaptures, line_errors, host_rx_errors])| {
+        Anomalies {
+            late: v[0],
+            duplicates: v[1],
+            unmatched: v[2],
+            wrong_bytes: v[3],
+            slipped: v[4],
+            slip_max_ticks: v[5],
+            slip_total_ticks: v[6],
+            reclaimed: v[7],
+            overcaptures,
+            line_errors,
+            soft_stimuli: v[8],
+            host_rx_errors,
+        }
     })
 }
 
