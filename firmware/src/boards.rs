@@ -16,14 +16,16 @@ pub mod nucleo_f411re {
     /// Target line (USART1): the responder's default.
     pub const TARGET_BAUD: u32 = 115_200;
     /// The input filter of TIM2's capture channels: ICxF = 0011,
-    /// f_SAMPLING = f_CK_INT, N = 8 (RM0383 §13.4.7, TIMx_CCMR1 IC1F). A
-    /// transition is validated after 8 consecutive samples at its new
-    /// level, so every capture latches 8 ticks (80 ns) after its edge.
-    /// It rejects glitches shorter than 80 ns on bench wires. The capture
-    /// loop takes these 8 ticks off every capture
-    /// ([`LoopConfig::capture_delay_ticks`]); what remains (the input
-    /// synchroniser, one or two ticks) is constant and measured by
-    /// `latprobe calibrate --line gpio`.
+    /// f_SAMPLING = f_CK_INT, N = 8 (RM0383 §13.4.7, TIMx_CCMR1 IC1F;
+    /// written by `board::nucleo::tim2`). RM0383: a transition is
+    /// validated after 8 consecutive samples at its new level, so every
+    /// capture latches 8 ticks (80 ns) after its edge; it rejects glitches
+    /// shorter than 80 ns on bench wires. The capture loop takes these 8
+    /// ticks off every capture ([`LoopConfig::capture_delay_ticks`]).
+    /// Whatever else lies between the pin and the latch (the input
+    /// resynchroniser and the edge detector) is not given in RM0383: it is
+    /// measured by `latprobe calibrate --line gpio`, not assumed here. The
+    /// register-model test derives the 8 from the IC2F the driver wrote.
     pub const CAPTURE_FILTER_TICKS: u32 = 8;
     /// Two capture channels seeing one edge (UART loopback: PA9 on PB10
     /// and PA10/PA1) latch up to this many ticks apart: each pin has its

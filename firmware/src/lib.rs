@@ -163,6 +163,7 @@ extern crate std;
 #[macro_use]
 mod fmt;
 
+pub mod board;
 pub mod boards;
 pub mod capture;
 pub mod engine;

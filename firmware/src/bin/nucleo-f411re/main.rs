@@ -41,11 +41,12 @@
 
 use panic_probe as _;
 
-use latprobe_firmware::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+mod bus;
+
+use latprobe_firmware::board::nucleo::Tim2;
 use latprobe_firmware::Front;
-use stm32f4xx_hal::gpio::{Output, PA8};
-use stm32f4xx_hal::pac::{self, TIM2, USART1};
-use stm32f4xx_hal::serial::Tx;
+
+use bus::Regs;
 
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;
@@ -95,203 +96,16 @@ const fn build_info(board: &str, version: &str, protocol: u8) -> [u8; 64] {
     out
 }
 
-/// TIM2, the target line's transmitter and the scope trigger: the
-/// [`TimerHw`] of this board, register accesses only.
-pub struct Tim2 {
-    tim: TIM2,
-    target_tx: Tx<USART1>,
-    trigger: PA8<Output>,
-}
-
-impl core::fmt::Debug for Tim2 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Tim2").finish_non_exhaustive()
-    }
-}
-
 /// TIM2 with the front that reads it: one RTIC resource, so that the
 /// extender's `now()` never interleaves with `on_overflow()`.
 pub struct Timer {
-    hw: Tim2,
+    hw: Tim2<Regs>,
     front: Front,
 }
 
 impl core::fmt::Debug for Timer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Timer").field("front", &self.front).finish_non_exhaustive()
-    }
-}
-
-impl Tim2 {
-    /// TIM2 free-running over 32 bits at the timer clock (RM0383 §13.3.1,
-    /// §13.4.1), every channel configured and idle.
-    fn start(tim: TIM2, target_tx: Tx<USART1>, trigger: PA8<Output>) -> Self {
-        tim.cr1().reset();
-        tim.dier().reset();
-        tim.psc().write(|w| w.psc().set(0));
-        tim.arr().write(|w| w.arr().set(u32::MAX));
-        // CH1: output, no preload (a new CCR1 acts at once), frozen until
-        // a stimulus is armed (RM0383 §13.4.7, CCMR1 output: CC1S = 00,
-        // OC1PE = 0, OC1M = 000).
-        tim.ccmr1_output().write(|w| w.cc1s().output().oc1pe().disabled().oc1m().frozen());
-        // CH2: input capture on TI2 with the filter f_SAMPLING = f_CK_INT,
-        // N = 8 (RM0383 §13.4.7, CCMR1 input: CC2S = 01, IC2F = 0011). The
-        // 8-tick delay it adds is `boards::nucleo_f411re::CAPTURE_FILTER_TICKS`,
-        // which the capture loop takes off every capture.
-        tim.ccmr1_input().modify(|_, w| w.cc2s().ti2().ic2f().fck_int_n8().ic2psc().no_prescaler());
-        // CH3: input capture on TI3, same filter. CH4: output frozen, no pin:
-        // a compare interrupt only (RM0383 §13.4.8, CCMR2).
-        tim.ccmr2_input().write(|w| w.cc3s().ti3().ic3f().fck_int_n8().ic3psc().no_prescaler());
-        tim.ccmr2_output().modify(|_, w| w.cc4s().output().oc4m().frozen());
-        // CH1 output on (PA0 in AF1 follows OC1REF), active high; the
-        // capture channels are enabled by the loop (RM0383 §13.4.9, CCER).
-        tim.ccer().write(|w| w.cc1e().set_bit().cc1p().clear_bit());
-        // UG loads PSC and zeroes the counter; it also sets UIF (§13.4.6).
-        tim.egr().write(|w| w.ug().set_bit());
-        tim.sr().write(|w| w.uif().clear_bit());
-        tim.dier().write(|w| w.uie().set_bit());
-        tim.cr1().write(|w| w.cen().set_bit());
-        Self { tim, target_tx, trigger }
-    }
-}
-
-impl TimerHw for Tim2 {
-    fn counter(&mut self) -> u32 {
-        self.tim.cnt().read().bits()
-    }
-
-    fn overflow_pending(&mut self) -> bool {
-        self.tim.sr().read().uif().bit_is_set()
-    }
-
-    fn clear_overflow(&mut self) {
-        // SR bits are rc_w0: writing 0 clears this one, 1 leaves the others.
-        self.tim.sr().write(|w| w.uif().clear_bit());
-    }
-
-    fn take_capture(&mut self, ch: Channel) -> Option<Capture> {
-        // RM0383 §13.4.5 (SR): reading CCRx clears CCxIF; CCxOF is set when
-        // a capture came while CCxIF was still set. It is read *after*
-        // CCRx, so a capture landing between the two reads is flagged.
-        let sr = self.tim.sr().read();
-        match ch {
-            Channel::Response if sr.cc2if().bit_is_set() => {
-                let raw = self.tim.ccr2().read().bits();
-                let overcaptured = self.tim.sr().read().cc2of().bit_is_set();
-                if overcaptured {
-                    self.tim.sr().write(|w| w.cc2of().clear_bit());
-                }
-                Some(Capture { raw, overcaptured })
-            }
-            Channel::TxStart if sr.cc3if().bit_is_set() => {
-                let raw = self.tim.ccr3().read().bits();
-                let overcaptured = self.tim.sr().read().cc3of().bit_is_set();
-                if overcaptured {
-                    self.tim.sr().write(|w| w.cc3of().clear_bit());
-                }
-                Some(Capture { raw, overcaptured })
-            }
-            _ => None,
-        }
-    }
-
-    fn set_capture(&mut self, ch: Channel, polarity: Option<Polarity>) {
-        // RM0383 §13.4.9 (CCER): CCxP/CCxNP = 0/0 rising, 1/0 falling, 1/1
-        // both edges; the polarity is changed with the channel off.
-        let (p, np) = match polarity {
-            Some(Polarity::Rising) | None => (false, false),
-            Some(Polarity::Falling) => (true, false),
-            Some(Polarity::Both) => (true, true),
-        };
-        let on = polarity.is_some();
-        match ch {
-            Channel::Response => {
-                self.tim.ccer().modify(|_, w| w.cc2e().clear_bit());
-                self.tim.ccer().modify(|_, w| w.cc2p().bit(p).cc2np().bit(np));
-                self.tim.sr().write(|w| w.cc2if().clear_bit().cc2of().clear_bit());
-                self.tim.ccer().modify(|_, w| w.cc2e().bit(on));
-                self.tim.dier().modify(|_, w| w.cc2ie().bit(on));
-            }
-            Channel::TxStart => {
-                self.tim.ccer().modify(|_, w| w.cc3e().clear_bit());
-                self.tim.ccer().modify(|_, w| w.cc3p().bit(p).cc3np().bit(np));
-                self.tim.sr().write(|w| w.cc3if().clear_bit().cc3of().clear_bit());
-                self.tim.ccer().modify(|_, w| w.cc3e().bit(on));
-                self.tim.dier().modify(|_, w| w.cc3ie().bit(on));
-            }
-            Channel::Stimulus | Channel::Wake => {}
-        }
-    }
-
-    fn take_compare(&mut self, ch: Channel) -> bool {
-        let sr = self.tim.sr().read();
-        match ch {
-            Channel::Stimulus if sr.cc1if().bit_is_set() => {
-                self.tim.sr().write(|w| w.cc1if().clear_bit());
-                true
-            }
-            Channel::Wake if sr.cc4if().bit_is_set() => {
-                self.tim.sr().write(|w| w.cc4if().clear_bit());
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn compare_pending(&mut self, ch: Channel) -> bool {
-        let sr = self.tim.sr().read();
-        match ch {
-            Channel::Stimulus => sr.cc1if().bit_is_set(),
-            Channel::Wake => sr.cc4if().bit_is_set(),
-            _ => false,
-        }
-    }
-
-    fn set_compare(&mut self, ch: Channel, raw: u32) {
-        match ch {
-            Channel::Stimulus => self.tim.ccr1().write(|w| w.ccr().set(raw)),
-            Channel::Wake => self.tim.ccr4().write(|w| w.ccr().set(raw)),
-            _ => return,
-        };
-    }
-
-    fn set_compare_irq(&mut self, ch: Channel, on: bool) {
-        match ch {
-            Channel::Stimulus => self.tim.dier().modify(|_, w| w.cc1ie().bit(on)),
-            Channel::Wake => self.tim.dier().modify(|_, w| w.cc4ie().bit(on)),
-            _ => return,
-        };
-    }
-
-    fn set_output(&mut self, mode: OutputMode) {
-        // RM0383 §13.4.7 (CCMR1 output, OC1M).
-        self.tim.ccmr1_output().modify(|_, w| match mode {
-            OutputMode::Frozen => w.oc1m().frozen(),
-            OutputMode::ForceHigh => w.oc1m().force_active(),
-            OutputMode::ForceLow => w.oc1m().force_inactive(),
-            OutputMode::HighOnMatch => w.oc1m().active_on_match(),
-            OutputMode::LowOnMatch => w.oc1m().inactive_on_match(),
-            OutputMode::ToggleOnMatch => w.oc1m().toggle(),
-        });
-    }
-
-    fn output_level(&mut self) -> bool {
-        // PA0 follows OC1REF; its input data bit tells the current level.
-        // SAFETY: a read of GPIOA's input data register has no side effect.
-        unsafe { (*pac::GPIOA::ptr()).idr().read().idr0().bit_is_set() }
-    }
-
-    fn send_byte(&mut self, byte: u8) -> bool {
-        use embedded_hal_nb::serial::Write as _;
-        self.target_tx.write(byte).is_ok()
-    }
-
-    fn marker(&mut self, high: bool) {
-        if high {
-            self.trigger.set_high();
-        } else {
-            self.trigger.set_low();
-        }
     }
 }
 
@@ -339,13 +153,20 @@ mod app {
 
     use rtt_target::{ChannelMode, DownChannel, UpChannel};
 
-    use super::{Tim2, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
+
+    use super::{Regs, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
 
     /// Bytes taken from a UART per interrupt at most: a stuck error flag
     /// must not wedge the interrupt.
     const RX_BURST: usize = 32;
-    /// HSERDY polls before giving up: with HSI at 16 MHz and a few cycles a
-    /// poll, well over the 100 ms a bypassed clock could ever take.
+    /// The ST-LINK's MCO into OSC_IN (HSE bypass).
+    const HSE_HZ: u32 = 8_000_000;
+    /// HSERDY polls before giving up. A poll is one load of RCC_CR and
+    /// about five instructions (test, count, compare, two branches): 5 to
+    /// 8 cycles at the 16 MHz of HSI the core runs on then (no flash wait
+    /// state at reset), so 1 000 000 polls are 0.3 to 0.5 s; a bypassed
+    /// clock present from power-up is ready after a few of its cycles.
     const HSE_READY_POLLS: u32 = 1_000_000;
 
     #[shared]
@@ -378,8 +199,8 @@ mod app {
     struct Locked<'a, M>(&'a mut M);
 
     impl<M: rtic::Mutex<T = Timer>> TimerLock for Locked<'_, M> {
-        type Hw = Tim2;
-        fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut Tim2) -> R) -> R {
+        type Hw = Tim2<Regs>;
+        fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut Tim2<Regs>) -> R) -> R {
             self.0.lock(|t| f(&mut t.front, &mut t.hw))
         }
     }
@@ -440,7 +261,7 @@ mod app {
         // PLL to 100 MHz; APB1 at its 50 MHz maximum, so its timers run at
         // 100 MHz. The HAL sets 3 flash wait states (RM0383 §3.4, table 5).
         let mut rcc = dp.RCC.freeze(
-            Config::hse(8.MHz())
+            Config::hse(HSE_HZ.Hz())
                 .bypass_hse_oscillator()
                 .sysclk(TIMER_HZ.Hz())
                 .hclk(TIMER_HZ.Hz())
@@ -455,6 +276,31 @@ mod app {
                 clocks.timclk1().raw()
             );
         }
+        // What the registers say, not what the HAL computed: RCC_CFGR,
+        // RCC_PLLCFGR and RCC_DCKCFGR read back (RM0383 §6.3.2, §6.3.3).
+        // SAFETY: reads of RCC registers have no side effect.
+        let (cfgr, pllcfgr, dckcfgr) = unsafe {
+            let r = &*pac::RCC::ptr();
+            (r.cfgr().read().bits(), r.pllcfgr().read().bits(), r.dckcfgr().read().bits())
+        };
+        match clock_tree::decode(cfgr, pllcfgr, dckcfgr, HSE_HZ) {
+            Ok(c) if c.sysclk == TIMER_HZ && c.tim_apb1 == TIMER_HZ => {}
+            Ok(c) => defmt::panic!(
+                "clock tree read back: SYSCLK {=u32} Hz, TIM2 {=u32} Hz, not {=u32} (RCC_CFGR {=u32:#x}, RCC_PLLCFGR {=u32:#x}, RCC_DCKCFGR {=u32:#x})",
+                c.sysclk,
+                c.tim_apb1,
+                TIMER_HZ,
+                cfgr,
+                pllcfgr,
+                dckcfgr
+            ),
+            Err(e) => defmt::panic!(
+                "clock tree read back: {} (RCC_CFGR {=u32:#x}, RCC_PLLCFGR {=u32:#x})",
+                e,
+                cfgr,
+                pllcfgr
+            ),
+        }
         // SAFETY: a read of PWR_CSR has no side effect (VOSRDY, RM0383 §5.4.2).
         let vos_ready = unsafe { (*pac::PWR::ptr()).csr().read().vosrdy().bit_is_set() };
         defmt::info!(
@@ -464,14 +310,11 @@ mod app {
             vos_ready
         );
 
+        // The ports' clocks on. PA0, PA1, PA8 and PB10 are set up by the
+        // lib (`gpio::configure_pins`, below), not by the HAL.
         let gpioa = dp.GPIOA.split(&mut rcc);
-        let gpiob = dp.GPIOB.split(&mut rcc);
-        // TIM2_CH1/CH2 on PA0/PA1, TIM2_CH3 on PB10: AF1 (DS10314 table 9).
-        let _ch1 = gpioa.pa0.into_alternate::<1>();
-        let _ch2 = gpioa.pa1.into_alternate::<1>();
-        let _ch3 = gpiob.pb10.into_alternate::<1>();
+        let _gpiob = dp.GPIOB.split(&mut rcc);
         let led = gpioa.pa5.into_push_pull_output();
-        let trigger = gpioa.pa8.into_push_pull_output();
 
         let host = dp
             .USART2
@@ -495,8 +338,11 @@ mod app {
         unsafe { (*USART2::ptr()).cr3().modify(|_, w| w.dmat().set_bit()) };
 
         pac::TIM2::enable(&mut rcc);
-        let timer =
-            Timer { hw: Tim2::start(dp.TIM2, target_tx, trigger), front: Front::new(LOOP.timer_bits) };
+        let mut regs = Regs::new(dp.TIM2, target_tx);
+        // After the HAL's USART1 set-up (PA9/PA10 at low speed, no pull):
+        // the pins end as the lib's tests check them.
+        gpio::configure_pins(&mut regs);
+        let timer = Timer { hw: Tim2::start(regs), front: Front::new(LOOP.timer_bits) };
 
         let caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
