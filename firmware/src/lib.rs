@@ -166,6 +166,7 @@ mod fmt;
 pub mod boards;
 pub mod capture;
 pub mod engine;
+pub mod hostrx;
 pub mod hwloop;
 pub mod link;
 pub mod rng;
