@@ -75,14 +75,14 @@ pub mod bits {
         pub const HTIE: u32 = 1 << 3;
         /// TCIE: transfer complete interrupt enable.
         pub const TCIE: u32 = 1 << 4;
-        /// DIR = 00: peripheral to memory (the field's reset value).
-        pub const DIR_PERIPHERAL_TO_MEMORY: u32 = 0b00 << 6;
+        /// DIR (bits 7:6) = 00: peripheral to memory.
+        pub const DIR_PERIPHERAL_TO_MEMORY: u32 = 0;
         /// CIRC: circular mode (NDTR reloads at 0, RM0383 §9.3.10).
         pub const CIRC: u32 = 1 << 8;
         /// MINC: memory address incremented after each item.
         pub const MINC: u32 = 1 << 10;
-        /// PSIZE = 00 and MSIZE = 00: bytes.
-        pub const PSIZE_MSIZE_BITS8: u32 = (0b00 << 11) | (0b00 << 13);
+        /// PSIZE (bits 12:11) = 00 and MSIZE (bits 14:13) = 00: bytes.
+        pub const PSIZE_MSIZE_BITS8: u32 = 0;
         /// PL = 10: high priority (above stream 6's TX, at low).
         pub const PL_HIGH: u32 = 0b10 << 16;
         /// CHSEL at bits 27:25.
