@@ -485,6 +485,9 @@ pub struct RunState {
     /// raw file that could not be written); a replay reads them back from
     /// the raw file's ending.
     pub notes: Vec<String>,
+    /// Stop and Configure messages sent a second time because the first
+    /// drew no word from the probe (see [`run`]).
+    pub resent: u64,
     /// The statistics, from Started on.
     pub analysis: Option<Analysis>,
     /// Periodic mode: keep every cycle's delay (for `--target-log`).
@@ -511,6 +514,7 @@ impl RunState {
             other_version: None,
             restarted: false,
             notes: Vec::new(),
+            resent: 0,
             analysis: None,
             keep_cycles: false,
             keep_error: None,
@@ -809,6 +813,28 @@ impl Driver<'_> {
         }
     }
 
+    /// Send `msg` again, once, if nothing at all came from the probe since
+    /// `sent` and `after` has passed: the first was lost on the link.
+    /// Returns whether it did.
+    fn resend_if_unheard(&mut self, msg: &HostMsg, sent: Instant, after: Duration) -> Result<bool, Error> {
+        if sent.elapsed() < after || self.last_frame > sent {
+            return Ok(false);
+        }
+        self.send(msg)?;
+        self.state.resent += 1;
+        let what = match msg {
+            HostMsg::Stop => "Stop",
+            HostMsg::Configure(_) => "Configure",
+            _ => "a message",
+        };
+        self.state.notes.push(format!(
+            "the probe said nothing for {} after {what}, so latprobe sent {what} again (the first was \
+             lost on the link)",
+            crate::units::format_duration(after)
+        ));
+        Ok(true)
+    }
+
     fn refused(&self, code: ErrorCode, detail: String) -> Error {
         let hint = match code {
             ErrorCode::ZeroInterval => "raise --interval",
@@ -892,15 +918,33 @@ pub fn run(
     // died) answers Busy: stop that one and try again. A line-level error
     // (a damaged frame, maybe garbage sent before we came, maybe our own
     // Configure) is no answer: send Configure again.
+    //
+    // A Configure that draws no word at all for half the silence timeout
+    // was lost on the link (an idle probe says nothing unasked): it is sent
+    // again, once a run. A Configure received twice is harmless: the second
+    // replaces the first, and the probe answers both.
     let mut stopped_stale = false;
     let mut attempts = 0;
+    let mut configure_resent = false;
     loop {
         attempts += 1;
         d.state.configured = None;
         d.state.probe_error = None;
-        d.send(&HostMsg::Configure(config))?;
-        if !d.wait(|s| s.configured.is_some() || s.probe_error.is_some(), None)? {
-            return Ok(EndedBy::Interrupted);
+        let msg = HostMsg::Configure(config);
+        d.send(&msg)?;
+        let sent = Instant::now();
+        let answered = |s: &RunState| s.configured.is_some() || s.probe_error.is_some();
+        while !answered(d.state) {
+            if d.signals.load(Ordering::SeqCst) > 0 {
+                return Ok(EndedBy::Interrupted);
+            }
+            if let Some(reason) = crate::signals::abort_reason() {
+                return Err(Error::Probe { port: d.port(), what: reason });
+            }
+            d.poll()?;
+            if !configure_resent && !answered(d.state) {
+                configure_resent = d.resend_if_unheard(&msg, sent, opts.silence / 2)?;
+            }
         }
         match d.state.probe_error.take() {
             None => break,
@@ -941,6 +985,7 @@ pub fn run(
     let t0 = Instant::now();
     let duration = opts.request.duration_ns.map(Duration::from_nanos);
     let mut stop_sent: Option<(Instant, EndedBy)> = None;
+    let mut stop_resent = false;
     // Why the run is being aborted (the demo's responder died): the probe
     // is stopped like on a signal, and the run then fails with this.
     let mut aborting: Option<String> = None;
@@ -967,6 +1012,14 @@ pub fn run(
             };
         }
         let signals = d.signals.load(Ordering::SeqCst);
+        // A Stop is sent again, once, only when nothing at all (no batch, no
+        // heartbeat, no error) came after it for half the shorter of the
+        // silence and Stop waits: then the first was lost. Anything heard
+        // means the probe may have it, and a second Stop would end the run
+        // at once and abandon the stimuli in flight (firmware/src/lib.rs).
+        if let (Some((at, _)), false) = (stop_sent, stop_resent) {
+            stop_resent = d.resend_if_unheard(&HostMsg::Stop, at, opts.silence.min(opts.stop_wait) / 2)?;
+        }
         match stop_sent {
             None => {
                 if aborting.is_none() {
