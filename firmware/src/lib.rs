@@ -167,6 +167,7 @@ pub mod board;
 pub mod boards;
 pub mod capture;
 pub mod engine;
+pub mod hostrx;
 pub mod hwloop;
 pub mod link;
 pub mod rng;

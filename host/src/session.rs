@@ -265,10 +265,12 @@ impl Request {
                 ))
             }
             (ModeArg::Loopback | ModeArg::Periodic, Some(_)) | (_, None) => {}
-            (mode, Some(_)) => return Err(Error::Usage(format!(
+            (mode, Some(_)) => {
+                return Err(Error::Usage(format!(
                 "--line chooses the line of a loopback or of a periodic target; --mode {} has its own line",
                 mode.mode().name()
-            ))),
+            )))
+            }
         }
         if self.calibration.is_some() && self.mode == ModeArg::Periodic {
             return Err(Error::Usage(
@@ -531,6 +533,8 @@ pub struct RunState {
     pub stopped: Option<Stopped>,
     /// The latest heartbeat during the measurement.
     pub heartbeat: Option<Heartbeat>,
+    /// When that heartbeat arrived, on the host's clock.
+    pub heartbeat_at: Option<Instant>,
     /// The latest error the probe reported.
     pub probe_error: Option<(ErrorCode, String)>,
     /// The probe's warning and error log lines (at most [`MAX_PROBE_LOGS`]),
@@ -549,6 +553,9 @@ pub struct RunState {
     /// raw file that could not be written); a replay reads them back from
     /// the raw file's ending.
     pub notes: Vec<String>,
+    /// Stop and Configure messages sent a second time because the first
+    /// drew no word from the probe (see [`run`]).
+    pub resent: u64,
     /// The statistics, from Started on.
     pub analysis: Option<Analysis>,
     /// Periodic mode: keep every cycle's delay (for `--target-log`).
@@ -568,6 +575,7 @@ impl RunState {
             started: None,
             stopped: None,
             heartbeat: None,
+            heartbeat_at: None,
             probe_error: None,
             probe_logs: Vec::new(),
             probe_logs_dropped: 0,
@@ -575,6 +583,7 @@ impl RunState {
             other_version: None,
             restarted: false,
             notes: Vec::new(),
+            resent: 0,
             analysis: None,
             keep_cycles: false,
             keep_error: None,
@@ -621,6 +630,7 @@ impl RunState {
             ProbeMsg::Heartbeat(h) => {
                 if self.running() {
                     self.heartbeat = Some(h);
+                    self.heartbeat_at = Some(Instant::now());
                 }
             }
             ProbeMsg::Hello(info) => {
@@ -873,6 +883,28 @@ impl Driver<'_> {
         }
     }
 
+    /// Send `msg` again, once, if nothing at all came from the probe since
+    /// `sent` and `after` has passed: the first was lost on the link.
+    /// Returns whether it did.
+    fn resend_if_unheard(&mut self, msg: &HostMsg, sent: Instant, after: Duration) -> Result<bool, Error> {
+        if sent.elapsed() < after || self.last_frame > sent {
+            return Ok(false);
+        }
+        self.send(msg)?;
+        self.state.resent += 1;
+        let what = match msg {
+            HostMsg::Stop => "Stop",
+            HostMsg::Configure(_) => "Configure",
+            _ => "a message",
+        };
+        self.state.notes.push(format!(
+            "the probe said nothing for {} after {what}, so latprobe sent {what} again (the first was \
+             lost on the link)",
+            crate::units::format_duration(after)
+        ));
+        Ok(true)
+    }
+
     fn refused(&self, code: ErrorCode, detail: String) -> Error {
         let hint = match code {
             ErrorCode::ZeroInterval => "raise --interval",
@@ -961,15 +993,33 @@ pub fn run(
     // died) answers Busy: stop that one and try again. A line-level error
     // (a damaged frame, maybe garbage sent before we came, maybe our own
     // Configure) is no answer: send Configure again.
+    //
+    // A Configure that draws no word at all for half the silence timeout
+    // was lost on the link (an idle probe says nothing unasked): it is sent
+    // again, once a run. A Configure received twice is harmless: the second
+    // replaces the first, and the probe answers both.
     let mut stopped_stale = false;
     let mut attempts = 0;
+    let mut configure_resent = false;
     loop {
         attempts += 1;
         d.state.configured = None;
         d.state.probe_error = None;
-        d.send(&HostMsg::Configure(config))?;
-        if !d.wait(|s| s.configured.is_some() || s.probe_error.is_some(), None)? {
-            return Ok(EndedBy::Interrupted);
+        let msg = HostMsg::Configure(config);
+        d.send(&msg)?;
+        let sent = Instant::now();
+        let answered = |s: &RunState| s.configured.is_some() || s.probe_error.is_some();
+        while !answered(d.state) {
+            if d.signals.load(Ordering::SeqCst) > 0 {
+                return Ok(EndedBy::Interrupted);
+            }
+            if let Some(reason) = crate::signals::abort_reason() {
+                return Err(Error::Probe { port: d.port(), what: reason });
+            }
+            d.poll()?;
+            if !configure_resent && !answered(d.state) {
+                configure_resent = d.resend_if_unheard(&msg, sent, opts.silence / 2)?;
+            }
         }
         match d.state.probe_error.take() {
             None => break,
@@ -1010,6 +1060,12 @@ pub fn run(
     let t0 = Instant::now();
     let duration = opts.request.duration_ns.map(Duration::from_nanos);
     let mut stop_sent: Option<(Instant, EndedBy)> = None;
+    let mut stop_resent = false;
+    // The probe's tick when Stop went out, estimated from the last
+    // heartbeat; past the deadline a probe still running never got it.
+    let mut stop_tick_estimate = 0u64;
+    let mut stop_deadline_tick: Option<u64> = None;
+    let timer_hz = probe.timer_hz;
     // Why the run is being aborted (the demo's responder died): the probe
     // is stopped like on a signal, and the run then fails with this.
     let mut aborting: Option<String> = None;
@@ -1036,6 +1092,35 @@ pub fn run(
             };
         }
         let signals = d.signals.load(Ordering::SeqCst);
+        // A Stop is sent again, once, only when nothing at all (no batch, no
+        // heartbeat, no error) came after it for half the shorter of the
+        // silence and Stop waits: then the first was lost. Anything heard
+        // means the probe may have it, and a second Stop would end the run
+        // at once and abandon the stimuli in flight (firmware/src/lib.rs).
+        //
+        // The probe can also go on talking with the Stop lost (a damaged
+        // frame is counted, and the run goes on): then its own clock says
+        // so. A probe that has the Stop finishes the stimuli in flight within
+        // one timeout and sends Stopped; a heartbeat that still says
+        // `running` later than the probe's tick at the Stop (estimated from
+        // the heartbeat before it) plus a timeout plus a second of slack
+        // proves it never got it, and the second Stop is then the first it
+        // sees.
+        if let (Some((at, _)), false) = (stop_sent, stop_resent) {
+            stop_resent = d.resend_if_unheard(&HostMsg::Stop, at, opts.silence.min(opts.stop_wait) / 2)?;
+            if let (false, Some(limit), Some(h)) = (stop_resent, stop_deadline_tick, d.state.heartbeat) {
+                if h.running && h.tick > limit {
+                    d.send(&HostMsg::Stop)?;
+                    d.state.resent += 1;
+                    stop_resent = true;
+                    d.state.notes.push(format!(
+                        "the probe went on measuring {} after latprobe's Stop (its heartbeat said so), so \
+                         latprobe sent Stop again (the first was lost on the link)",
+                        format_ns(ticks_to_ns(h.tick.saturating_sub(stop_tick_estimate), timer_hz))
+                    ));
+                }
+            }
+        }
         match stop_sent {
             None => {
                 if aborting.is_none() {
@@ -1053,6 +1138,14 @@ pub fn run(
                 if let Some(why) = why {
                     d.send(&HostMsg::Stop)?;
                     stop_sent = Some((Instant::now(), why));
+                    if let (Some(h), Some(h_at)) = (d.state.heartbeat, d.state.heartbeat_at) {
+                        let since = u64::try_from(h_at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        stop_tick_estimate = h.tick.saturating_add(ns_to_ticks(since, timer_hz));
+                        let slack = ns_to_ticks(1_000_000_000, timer_hz)
+                            .saturating_add(u64::from(config.timeout_ticks))
+                            .saturating_add(u64::from(config.interval_ticks));
+                        stop_deadline_tick = Some(stop_tick_estimate.saturating_add(slack));
+                    }
                     if why == EndedBy::Interrupted {
                         crate::tell!(
                             "latprobe: stopping: waiting up to {} for the probe's last samples \

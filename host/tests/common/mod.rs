@@ -33,6 +33,15 @@ pub enum Script {
     /// Behave, then after this many batches reset: a boot Hello, and
     /// nothing more of the run.
     RestartAfter(usize),
+    /// The first this many Stops are lost on the link; until one arrives
+    /// the probe says nothing (a run with nothing left to report).
+    LoseStops(usize),
+    /// The first this many Configures are lost on the link.
+    LoseConfigures(usize),
+    /// The first this many Stops are lost on the link (damaged: a real
+    /// probe counts a bad frame and goes on), and the probe keeps
+    /// measuring and sending batches and heartbeats until one arrives.
+    LoseStopsTalking(usize),
 }
 
 /// Knobs of the fake.
@@ -211,6 +220,9 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
     let mut last_batch = Instant::now();
     let mut last_hb = Instant::now();
     let start_tick = 1_000u64;
+    let (mut stops_lost, mut configures_lost) = (0usize, 0usize);
+    // A Stop was lost: nothing more until the next one.
+    let mut quiet = false;
     loop {
         let mut msgs = Vec::new();
         match s.read(&mut buf) {
@@ -249,6 +261,19 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                         detail: "need dither + timeout + guard <= interval",
                     }),
                 ),
+                (HostMsg::Configure(_), Script::LoseConfigures(n)) if configures_lost < n => {
+                    configures_lost += 1;
+                    true
+                }
+                (HostMsg::Stop, Script::LoseStops(n)) if stops_lost < n => {
+                    stops_lost += 1;
+                    quiet = running;
+                    true
+                }
+                (HostMsg::Stop, Script::LoseStopsTalking(n)) if stops_lost < n => {
+                    stops_lost += 1;
+                    true
+                }
                 (HostMsg::Configure(c), _) => {
                     if opts.noise && config.is_none() {
                         let e = ErrorReport {
@@ -268,6 +293,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 }
                 (HostMsg::Stop, Script::IgnoreStop) => true,
                 (HostMsg::Stop, _) => {
+                    quiet = false;
                     if running {
                         running = false;
                         send(&mut s, &stopped(StopReason::HostStop, seq, start_tick, config, &opts))
@@ -282,7 +308,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
             }
         }
         let Some(c) = config else { continue };
-        if !running || last_batch.elapsed() < opts.pace {
+        if !running || quiet || last_batch.elapsed() < opts.pace {
             continue;
         }
         if let Script::SilentAfter(n) = opts.script {

@@ -15,13 +15,16 @@
 //!   update (wrap) ────────────────────▶ TickExtender::on_overflow
 //!
 //!   USART1 PA9 (D8) TX ─▶ target RX     PA10 (D2) RX ◀─ target TX   (target line)
-//!   USART2 PA2/PA3 ═ ST-LINK virtual COM port, 921600 Bd, TX by DMA1 stream 6 (host link)
+//!   USART2 PA2/PA3 ═ ST-LINK virtual COM port, 921600 Bd (host link): TX by DMA1 stream 6,
+//!                    RX by DMA1 stream 5 (circular) into a 256-byte ring (`latprobe_firmware::hostrx`)
 //!   RTT (SWD, the same ST-LINK): up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!   LD2 PA5: on while a measurement runs    PA8 (D7): scope trigger, high from stimulus to answer
 //!
 //!   priority 3: TIM2, USART1 RX  ── Front: read captures, then `now`; log ──┐ pend
-//!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 RX (host link),   ◀──┘
-//!               SysTick 100 Hz (RTT down channel: host link over SWD)
+//!               DMA1 stream 5 (host RX ring: count the half/complete events, pend USART2)
+//!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 (host RX ring    ◀──┘
+//!               consumer: IDLE, errors, and the pend above), SysTick 100 Hz
+//!               (RTT down channel: host link over SWD)
 //!   priority 1: DMA1 stream 6 (host link TX; the same bytes to RTT up 1)
 //! ```
 //!
@@ -45,6 +48,7 @@ mod bus;
 
 use latprobe_firmware::board::nucleo::Tim2;
 use latprobe_firmware::Front;
+use stm32f4xx_hal::pac;
 
 use bus::Regs;
 
@@ -109,6 +113,88 @@ impl core::fmt::Debug for Timer {
     }
 }
 
+/// Host-link receive ring: 256 bytes are 2.78 ms at 921 600 Bd, against an
+/// engine task (the consumer's priority) of at most ~100 µs.
+const HOST_RING: usize = 256;
+
+/// The ring DMA1 stream 5 writes: only the DMA writes it, the USART2 task
+/// reads it with volatile reads.
+struct DmaRing(core::cell::UnsafeCell<[u8; HOST_RING]>);
+// SAFETY: the CPU only ever reads the ring (volatile, `HostRing::byte`);
+// the one writer is the DMA, and `RingReader` discards what it overtook.
+unsafe impl Sync for DmaRing {}
+static HOST_RX_RING: DmaRing = DmaRing(core::cell::UnsafeCell::new([0; HOST_RING]));
+/// Half/complete events of stream 5, counted at priority 3 (exact).
+static HOST_RX_HALVES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+/// Stream 5 transfer errors, counted at priority 3.
+static HOST_RX_DMA_ERRORS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// USART2 and DMA1 stream 5, for `latprobe_firmware::hostrx`.
+struct HostRxRegs;
+
+impl latprobe_firmware::hostrx::Regs for HostRxRegs {
+    fn read(&mut self, reg: latprobe_firmware::hostrx::Reg) -> u32 {
+        use latprobe_firmware::hostrx::Reg;
+        // SAFETY: register reads; stream 5 and USART2's receive side belong
+        // to the host-link receive path alone (stream 6 and DR writes are
+        // the TX task's, HISR is read-only). A read of DR is done only by
+        // `hostrx::usart_events`, to clear IDLE and the error flags.
+        let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
+        let st = dma.st(5);
+        match reg {
+            Reg::DmaCr => st.cr().read().bits(),
+            Reg::DmaNdtr => st.ndtr().read().bits(),
+            Reg::DmaPar => st.par().read().bits(),
+            Reg::DmaM0ar => st.m0ar().read().bits(),
+            Reg::DmaHisr => dma.hisr().read().bits(),
+            Reg::DmaHifcr => 0,
+            Reg::UsartSr => u32::from(usart.sr().read().bits()),
+            Reg::UsartDr => u32::from(usart.dr().read().bits()),
+            Reg::UsartCr1 => u32::from(usart.cr1().read().bits()),
+            Reg::UsartCr3 => u32::from(usart.cr3().read().bits()),
+        }
+    }
+
+    fn write(&mut self, reg: latprobe_firmware::hostrx::Reg, v: u32) {
+        use latprobe_firmware::hostrx::Reg;
+        // SAFETY: as in `read`; HIFCR is write-1-to-clear, so a write of
+        // stream 5's flags leaves stream 6's to the TX task. The values are
+        // `hostrx`'s, checked against the PAC's fields in its tests.
+        let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
+        let st = dma.st(5);
+        // SAFETY (each `bits`): a whole register word of documented fields.
+        match reg {
+            Reg::DmaCr => drop(st.cr().write(|w| unsafe { w.bits(v) })),
+            Reg::DmaNdtr => drop(st.ndtr().write(|w| unsafe { w.bits(v) })),
+            Reg::DmaPar => drop(st.par().write(|w| unsafe { w.bits(v) })),
+            Reg::DmaM0ar => drop(st.m0ar().write(|w| unsafe { w.bits(v) })),
+            Reg::DmaHifcr => drop(dma.hifcr().write(|w| unsafe { w.bits(v) })),
+            Reg::UsartCr1 => drop(usart.cr1().write(|w| unsafe { w.bits(v as u16) })),
+            Reg::UsartCr3 => drop(usart.cr3().write(|w| unsafe { w.bits(v as u16) })),
+            Reg::DmaHisr | Reg::UsartSr | Reg::UsartDr => {}
+        }
+    }
+}
+
+/// The ring as its reader sees it.
+struct HostRing;
+
+impl latprobe_firmware::hostrx::RingSource for HostRing {
+    fn position(&mut self) -> latprobe_firmware::hostrx::Position {
+        use latprobe_firmware::hostrx::{Position, Reg, Regs as _};
+        // The event count first, NDTR second (`hostrx::Position`).
+        let halves = HOST_RX_HALVES.load(core::sync::atomic::Ordering::Acquire);
+        Position { halves, ndtr: HostRxRegs.read(Reg::DmaNdtr) }
+    }
+
+    fn byte(&mut self, index: usize) -> u8 {
+        // SAFETY: `index < HOST_RING` (the reader takes it modulo the
+        // ring); a volatile read of memory the DMA may be writing, whose
+        // value the reader discards if the DMA overtook it.
+        unsafe { core::ptr::read_volatile(HOST_RX_RING.0.get().cast::<u8>().add(index % HOST_RING)) }
+    }
+}
+
 /// CRC-32 (the protocol's) of this firmware's image in flash: from the
 /// vector table at the start of flash (memory.x, RM0383 §3.3) to the end of
 /// `.data`'s load image, as the host computes it from the ELF
@@ -155,7 +241,10 @@ mod app {
 
     use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
 
+    use super::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
     use super::{Regs, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use core::sync::atomic::Ordering;
+    use latprobe_firmware::hostrx::{self, RingReader};
 
     /// Bytes taken from a UART per interrupt at most: a stuck error flag
     /// must not wedge the interrupt.
@@ -177,7 +266,7 @@ mod app {
 
     #[local]
     struct Local {
-        host_rx: Rx<USART2>,
+        host_ring: RingReader<HOST_RING>,
         host_rx_errors: u32,
         target_rx: Rx<USART1>,
         dma: DMA1,
@@ -324,9 +413,8 @@ mod app {
             .USART1
             .serial((gpioa.pa9, gpioa.pa10), serial::Config::default().baudrate(TARGET_BAUD.bps()), &mut rcc)
             .expect("USART1 at TARGET_BAUD");
-        let (_host_tx, mut host_rx) = host.split();
+        let (_host_tx, _host_rx): (serial::Tx<USART2>, Rx<USART2>) = host.split();
         let (target_tx, mut target_rx) = target.split();
-        host_rx.listen();
         target_rx.listen();
 
         // Host-link TX by DMA: USART2_TX is DMA1 stream 6 channel 4 (RM0383
@@ -336,6 +424,16 @@ mod app {
         // setting DMAT in CR3 only lets the DMA write DR, which nothing else
         // does (the Tx half is dropped here, never used).
         unsafe { (*USART2::ptr()).cr3().modify(|_, w| w.dmat().set_bit()) };
+        // Host-link RX by DMA: USART2_RX is DMA1 stream 5 channel 4 (RM0383
+        // table 27), circular into the ring; DMAR, EIE and IDLEIE set, RXNEIE
+        // off (RM0383 §9.3.17, §19.3.13, §19.6.4, §19.6.6: `hostrx::start`).
+        // SAFETY: USART2's DR address is a fixed peripheral register; taking
+        // it reads nothing.
+        let dr = unsafe { (*USART2::ptr()).dr().as_ptr() } as u32;
+        let ring = HOST_RX_RING.0.get() as u32;
+        if !hostrx::start(&mut HostRxRegs, hostrx::USART2_RX_CHANNEL, dr, ring, HOST_RING as u16) {
+            defmt::panic!("DMA1 stream 5 would not turn off for the host-link receive set-up");
+        }
 
         pac::TIM2::enable(&mut rcc);
         let mut regs = Regs::new(dp.TIM2, target_tx);
@@ -377,7 +475,7 @@ mod app {
         (
             Shared { engine, timer },
             Local {
-                host_rx,
+                host_ring: RingReader::new(),
                 host_rx_errors: 0,
                 target_rx,
                 dma: dp.DMA1,
@@ -466,16 +564,44 @@ mod app {
         }
     }
 
-    /// Host link receive (USART2, from the ST-LINK VCP).
-    #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
-    fn host_rx(cx: host_rx::Context) {
-        let mut buf = [0u8; RX_BURST];
-        let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
-        *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
-        if n == 0 {
-            return;
+    /// Host link receive, the ring's events (DMA1 stream 5): counted at
+    /// once, above the engine, so that a consumer held up is seen to fall a
+    /// ring behind (`hostrx::RingReader`); the consumer is pended.
+    #[task(binds = DMA1_STREAM5, priority = 3)]
+    fn host_rx_dma(_: host_rx_dma::Context) {
+        let ev = hostrx::dma_events(&mut HostRxRegs);
+        HOST_RX_HALVES.fetch_add(ev.halves, Ordering::Release);
+        if ev.transfer_error {
+            HOST_RX_DMA_ERRORS.fetch_add(1, Ordering::Relaxed);
         }
-        host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
+        rtic::pend(Interrupt::USART2);
+    }
+
+    /// Host link receive (USART2, from the ST-LINK VCP), the ring's
+    /// consumer: on IDLE (a burst ended), on a USART error, and pended by
+    /// the ring's events. At the engine's priority: the DMA takes each byte
+    /// within nanoseconds, so the ring (2.78 ms) waits for it.
+    #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_ring, host_rx_errors])]
+    fn host_rx(cx: host_rx::Context) {
+        let (mut timer, mut engine) = (cx.shared.timer, cx.shared.engine);
+        let mut errors = hostrx::usart_events(&mut HostRxRegs).errors;
+        errors += HOST_RX_DMA_ERRORS.swap(0, Ordering::Relaxed);
+        let mut buf = [0u8; RX_BURST];
+        errors += cx.local.host_ring.drain(&mut HostRing, &mut buf, |bytes| {
+            host_bytes(&mut timer, &mut engine, bytes);
+        });
+        if errors > 0 {
+            report_rx_errors(&mut engine, cx.local.host_rx_errors, errors);
+        }
+    }
+
+    /// The host link's receive errors (USART errors, ring overruns, DMA
+    /// errors): the one place they reach the engine, which counts them in
+    /// `Anomalies::host_rx_errors` (every Heartbeat and Stopped).
+    fn report_rx_errors(engine: &mut impl rtic::Mutex<T = Engine<TX_QUEUE>>, total: &mut u32, new: u32) {
+        *total = total.wrapping_add(new);
+        engine.lock(|e| e.count_host_rx_errors(new));
+        defmt::warn!("host link: {=u32} receive errors ({=u32} so far)", new, *total);
     }
 
     /// Bytes from the host, by either link: stamped with `now`, fed to the
