@@ -48,7 +48,6 @@ mod bus;
 
 use latprobe_firmware::board::nucleo::Tim2;
 use latprobe_firmware::Front;
-use stm32f4xx_hal::pac;
 
 use bus::Regs;
 
@@ -113,88 +112,6 @@ impl core::fmt::Debug for Timer {
     }
 }
 
-/// Host-link receive ring: 256 bytes are 2.78 ms at 921 600 Bd, against an
-/// engine task (the consumer's priority) of at most ~100 µs.
-const HOST_RING: usize = 256;
-
-/// The ring DMA1 stream 5 writes: only the DMA writes it, the USART2 task
-/// reads it with volatile reads.
-struct DmaRing(core::cell::UnsafeCell<[u8; HOST_RING]>);
-// SAFETY: the CPU only ever reads the ring (volatile, `HostRing::byte`);
-// the one writer is the DMA, and `RingReader` discards what it overtook.
-unsafe impl Sync for DmaRing {}
-static HOST_RX_RING: DmaRing = DmaRing(core::cell::UnsafeCell::new([0; HOST_RING]));
-/// Half/complete events of stream 5, counted at priority 3 (exact).
-static HOST_RX_HALVES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-/// Stream 5 transfer errors, counted at priority 3.
-static HOST_RX_DMA_ERRORS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-
-/// USART2 and DMA1 stream 5, for `latprobe_firmware::hostrx`.
-struct HostRxRegs;
-
-impl latprobe_firmware::hostrx::Regs for HostRxRegs {
-    fn read(&mut self, reg: latprobe_firmware::hostrx::Reg) -> u32 {
-        use latprobe_firmware::hostrx::Reg;
-        // SAFETY: register reads; stream 5 and USART2's receive side belong
-        // to the host-link receive path alone (stream 6 and DR writes are
-        // the TX task's, HISR is read-only). A read of DR is done only by
-        // `hostrx::usart_events`, to clear IDLE and the error flags.
-        let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
-        let st = dma.st(5);
-        match reg {
-            Reg::DmaCr => st.cr().read().bits(),
-            Reg::DmaNdtr => st.ndtr().read().bits(),
-            Reg::DmaPar => st.par().read().bits(),
-            Reg::DmaM0ar => st.m0ar().read().bits(),
-            Reg::DmaHisr => dma.hisr().read().bits(),
-            Reg::DmaHifcr => 0,
-            Reg::UsartSr => u32::from(usart.sr().read().bits()),
-            Reg::UsartDr => u32::from(usart.dr().read().bits()),
-            Reg::UsartCr1 => u32::from(usart.cr1().read().bits()),
-            Reg::UsartCr3 => u32::from(usart.cr3().read().bits()),
-        }
-    }
-
-    fn write(&mut self, reg: latprobe_firmware::hostrx::Reg, v: u32) {
-        use latprobe_firmware::hostrx::Reg;
-        // SAFETY: as in `read`; HIFCR is write-1-to-clear, so a write of
-        // stream 5's flags leaves stream 6's to the TX task. The values are
-        // `hostrx`'s, checked against the PAC's fields in its tests.
-        let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
-        let st = dma.st(5);
-        // SAFETY (each `bits`): a whole register word of documented fields.
-        match reg {
-            Reg::DmaCr => drop(st.cr().write(|w| unsafe { w.bits(v) })),
-            Reg::DmaNdtr => drop(st.ndtr().write(|w| unsafe { w.bits(v) })),
-            Reg::DmaPar => drop(st.par().write(|w| unsafe { w.bits(v) })),
-            Reg::DmaM0ar => drop(st.m0ar().write(|w| unsafe { w.bits(v) })),
-            Reg::DmaHifcr => drop(dma.hifcr().write(|w| unsafe { w.bits(v) })),
-            Reg::UsartCr1 => drop(usart.cr1().write(|w| unsafe { w.bits(v as u16) })),
-            Reg::UsartCr3 => drop(usart.cr3().write(|w| unsafe { w.bits(v as u16) })),
-            Reg::DmaHisr | Reg::UsartSr | Reg::UsartDr => {}
-        }
-    }
-}
-
-/// The ring as its reader sees it.
-struct HostRing;
-
-impl latprobe_firmware::hostrx::RingSource for HostRing {
-    fn position(&mut self) -> latprobe_firmware::hostrx::Position {
-        use latprobe_firmware::hostrx::{Position, Reg, Regs as _};
-        // The event count first, NDTR second (`hostrx::Position`).
-        let halves = HOST_RX_HALVES.load(core::sync::atomic::Ordering::Acquire);
-        Position { halves, ndtr: HostRxRegs.read(Reg::DmaNdtr) }
-    }
-
-    fn byte(&mut self, index: usize) -> u8 {
-        // SAFETY: `index < HOST_RING` (the reader takes it modulo the
-        // ring); a volatile read of memory the DMA may be writing, whose
-        // value the reader discards if the DMA overtook it.
-        unsafe { core::ptr::read_volatile(HOST_RX_RING.0.get().cast::<u8>().add(index % HOST_RING)) }
-    }
-}
-
 /// CRC-32 (the protocol's) of this firmware's image in flash: from the
 /// vector table at the start of flash (memory.x, RM0383 §3.3) to the end of
 /// `.data`'s load image, as the host computes it from the ELF
@@ -241,7 +158,7 @@ mod app {
 
     use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
 
-    use super::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
+    use super::bus::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
     use super::{Regs, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
     use core::sync::atomic::Ordering;
     use latprobe_firmware::hostrx::{self, RingReader};

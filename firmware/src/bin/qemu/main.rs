@@ -363,11 +363,15 @@ mod app {
         let mut buf = [0u8; RX_CHUNK];
         let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
         *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        if errors > 0 {
+            // To the host, in every Heartbeat and Stopped.
+            engine.lock(|e| e.count_host_rx_errors(errors));
+        }
         if n == 0 {
             return;
         }
-        let mut timer = cx.shared.timer;
-        let mut engine = cx.shared.engine;
         let now = timer.lock(|t| t.front.now(&mut t.hw));
         engine.lock(|e| e.on_host_bytes(&buf[..n], now));
         rtic::pend(Interrupt::EXTI1);
