@@ -915,6 +915,15 @@ impl Driver<'_> {
             let lost = gap - POLL;
             self.last_frame = (self.last_frame + lost).min(Instant::now());
             self.handshake_until = self.handshake_until.map(|t| t + lost);
+            if self.state.running() {
+                // Slips and a short schedule follow from it; say why.
+                self.state.notes.push(format!(
+                    "latprobe did not run for {} during the measurement (suspended: Ctrl-Z, SIGSTOP, a \
+                     machine's sleep): a virtual probe's stimuli of that time slipped, and a probe's \
+                     bytes waited in the link",
+                    crate::units::format_duration(lost)
+                ));
+            }
         }
         if frames > 0 {
             self.last_frame = Instant::now();

@@ -991,4 +991,7 @@ fn i18_a_suspended_demo_goes_on() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_eq!(r["complete"], true, "{r}");
+    // The suspension is a slip of at least a second, and said.
+    assert!(r["counts"]["slip_max_ns"].as_u64().unwrap() >= 1_000_000_000, "{}", r["counts"]);
+    assert!(notes(&r).contains("latprobe did not run for"), "{}", notes(&r));
 }
