@@ -995,3 +995,16 @@ fn i18_a_suspended_demo_goes_on() {
     assert!(r["counts"]["slip_max_ns"].as_u64().unwrap() >= 1_000_000_000, "{}", r["counts"]);
     assert!(notes(&r).contains("latprobe did not run for"), "{}", notes(&r));
 }
+
+// 16: a silence timeout shorter than two polls is refused, not reported
+// as a silence of nanoseconds.
+#[test]
+fn i18_a_silence_timeout_below_two_polls_is_a_usage_error() {
+    let o = run_within(&["demo", "--silence-timeout", "1ns", "--duration", "1s"], Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("--silence-timeout") && stderr(&o).contains("at least 100ms"),
+        "{}",
+        show(&o)
+    );
+}
