@@ -518,6 +518,20 @@ impl<const Q: usize> Engine<Q> {
             return;
         };
         debug!("stimulus {} at {}", req.seq, tick);
+        // Produced an interval or more after it was requested (a software
+        // board that did not run: a suspended virtual probe, a host thread
+        // descheduled): a slip like a busy slot's, counted, and the
+        // schedule re-anchors at it, so the stimuli after it keep their
+        // spacing rather than burst to catch up.
+        let late = tick.saturating_sub(req.at);
+        if late >= u64::from(run.config.interval_ticks) {
+            let a = &mut self.totals.anomalies;
+            a.slipped += 1;
+            a.slip_total_ticks = a.slip_total_ticks.saturating_add(late);
+            a.slip_max_ticks = a.slip_max_ticks.max(late);
+            run.base_seq = req.seq;
+            run.base_tick = tick;
+        }
         let i = run.slot_of(req.seq);
         run.slots[i] = Slot::Out { seq: req.seq, tick };
         run.next_seq = req.seq + 1;

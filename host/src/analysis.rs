@@ -270,6 +270,12 @@ pub struct Analysis {
     /// (Below the offset but above that minimum is the probe's jitter: the
     /// corrected latency is then taken as 0.)
     pub below_calibration: u64,
+    /// Responses the probe reported later than its own timeout: no sound
+    /// probe sends one (it reports a timeout then), so each is taken as a
+    /// timeout, counted here, and noted in the report.
+    pub beyond_timeout: u64,
+    /// The probe's timeout before any calibration, ns (0: none).
+    probe_timeout_ns: u64,
     /// Samples with a response: measured latencies.
     pub responses: u64,
     /// Samples that timed out: latencies above the timeout (censored).
@@ -344,6 +350,8 @@ impl Analysis {
             offset_ns: 0,
             floor_ns: 0,
             below_calibration: 0,
+            beyond_timeout: 0,
+            probe_timeout_ns: timeout_ns,
             responses: 0,
             timeouts: 0,
             min_ns: u64::MAX,
@@ -425,6 +433,15 @@ impl Analysis {
             }
             match s.outcome {
                 Outcome::Timeout => {
+                    self.timeouts += 1;
+                    self.overflow(s.seq);
+                    let ticks = s.stimulus_tick.saturating_sub(self.start_tick);
+                    self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+                }
+                Outcome::Response(t)
+                    if self.probe_timeout_ns > 0 && self.conv.ns32(t) > self.probe_timeout_ns =>
+                {
+                    self.beyond_timeout += 1;
                     self.timeouts += 1;
                     self.overflow(s.seq);
                     let ticks = s.stimulus_tick.saturating_sub(self.start_tick);

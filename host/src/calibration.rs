@@ -29,6 +29,14 @@ pub const KIND: &str = "latprobe-calibration";
 /// Fewest loopback samples a calibration is taken from.
 pub const MIN_SAMPLES: u64 = 10_000;
 
+/// The largest offset a calibration file may hold, ns. A probe's own
+/// loopback offset is its input synchroniser (GPIO: tens of ns) or the skew
+/// between two captures of one start bit (UART: within one bit time, 833 µs
+/// even at 1200 Bd): 1 ms is above every line the probe can loop back, and
+/// anything beyond it is a broken wire or an edited file, whose subtraction
+/// would turn every latency into 0 and pass every `--max`.
+pub const MAX_OFFSET_NS: u64 = 1_000_000;
+
 /// Which line a loopback measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -150,10 +158,47 @@ impl Calibration {
             return Err(Error::Usage(format!(
                 "--calibration {} is a '{}' file, not a {KIND}",
                 path.display(),
-                c.kind
+                crate::out::clean(&c.kind)
             )));
         }
+        c.validate().map_err(|why| {
+            Error::Usage(format!(
+                "--calibration {} is not a usable calibration: {why}; make a new one with latprobe calibrate",
+                path.display()
+            ))
+        })?;
         Ok(c)
+    }
+
+    /// The figures must describe one loopback: `min ≤ offset ≤ max`, the
+    /// 99.9th percentile between the offset and the maximum, a timer rate,
+    /// enough samples, and a maximum within [`MAX_OFFSET_NS`].
+    pub fn validate(&self) -> Result<(), String> {
+        let (min, off, p999, max) = (self.min_ns, self.offset_ns, self.p99_9_ns, self.max_ns);
+        if !(min <= off && off <= max) {
+            return Err(format!(
+                "its offset_ns {off} must lie between its min_ns {min} and max_ns {max} (the offset is the \
+                 median loopback latency)"
+            ));
+        }
+        if !(off <= p999 && p999 <= max) {
+            return Err(format!("its p99_9_ns {p999} must lie between offset_ns {off} and max_ns {max}"));
+        }
+        if max > MAX_OFFSET_NS {
+            return Err(format!(
+                "its max_ns {} is above {}, more than any probe's own loopback takes (a broken wire, or an \
+                 edited file)",
+                format_ns(max),
+                format_ns(MAX_OFFSET_NS)
+            ));
+        }
+        if self.timer_hz == 0 {
+            return Err("its timer_hz is 0".into());
+        }
+        if self.samples < MIN_SAMPLES {
+            return Err(format!("it was taken from {} samples, fewer than {MIN_SAMPLES}", self.samples));
+        }
+        Ok(())
     }
 
     /// Write it as pretty JSON.

@@ -16,7 +16,9 @@ fn main() -> ExitCode {
     match latprobe::cmd::dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(err) => {
-            latprobe::tell!("Error: {err:#}");
+            // An error may quote what a probe or a file said (a refusal's
+            // detail, a field): its control characters are escaped.
+            latprobe::tell!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
             let code =
                 err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
             ExitCode::from(code)

@@ -29,3 +29,47 @@ macro_rules! say {
 macro_rules! tell {
     ($($arg:tt)*) => { $crate::out::stderr(format_args!("{}\n", format_args!($($arg)*))) };
 }
+
+/// Text a probe, a responder or a file supplied, made safe for a terminal:
+/// every control character (C0, DEL, C1: ESC, CR, BEL, the CSI byte 0x9b)
+/// is shown as `\xNN`, so a board name or a log line cannot clear the
+/// screen, retitle the window or rewrite a summary line. The one helper for
+/// every print site of such text; JSON output keeps the data as it is.
+pub fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, false)
+}
+
+/// [`clean`] for a whole rendered block (a table, a summary, an error):
+/// its own line breaks (and tabs) stay, every other control character is escaped.
+pub fn clean_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !(keep_newlines && matches!(c, '\n' | '\t'));
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut s = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            s.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else {
+            s.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(clean("fake"), "fake");
+        assert_eq!(clean("a\x1b[2Jb\r\x1b[K\x07"), "a\\x1b[2Jb\\x0d\\x1b[K\\x07");
+        assert_eq!(clean("\u{9b}31m\n"), "\\x9b31m\\x0a");
+        assert_eq!(clean_lines("one\ntwo\x1b]0;t\x07"), "one\ntwo\\x1b]0;t\\x07");
+    }
+}

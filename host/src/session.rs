@@ -314,8 +314,10 @@ impl Request {
     /// of ticks holds; a timeout the user gave is taken as it is.
     pub fn config(&self, timer_hz: u32, caps: Capabilities) -> Result<Config, Error> {
         let mode = self.mode.mode();
-        // In periodic mode the probe sends nothing: only the count matters
-        // to it, so the other fields are carried as they are, clamped.
+        // In periodic mode the probe sends nothing: only the interval and
+        // the count matter to it (and the horizon to the host's analysis),
+        // so dither and guard are carried as they are, clamped; the
+        // interval and a given timeout are refused when they do not fit.
         let echo = mode.is_echo();
         let too_long = |flag: &str, ns: u64| {
             Error::Usage(format!(
@@ -326,7 +328,7 @@ impl Request {
         };
         let ticks = |flag: &str, ns: u64| -> Result<u32, Error> {
             let t = ns_to_ticks(ns, timer_hz);
-            if !echo {
+            if !echo && flag != "--interval" && flag != "--timeout" {
                 return Ok(u32::try_from(t).unwrap_or(u32::MAX));
             }
             if t == 0 && ns > 0 {
@@ -562,6 +564,17 @@ pub struct RunState {
     pub keep_cycles: bool,
     /// Periodic mode: why the cycles could not be kept.
     pub keep_error: Option<String>,
+    /// The configuration the live session sent: a Configured must echo it
+    /// (`None` in a replay, where only its plausibility is checked).
+    pub sent_config: Option<Config>,
+    /// Messages whose contents disagree with the request or with what the
+    /// protocol allows (a Hello with a 0 Hz timer, a Configured other than
+    /// the one sent, a Stopped whose total is not what arrived, a Stop
+    /// latprobe never sent): refused or noted, each counted here and said
+    /// in [`RunState::notes`].
+    pub refused: u64,
+    /// The refusal the live session must fail on (a replay only notes it).
+    pub fault: Option<String>,
 }
 
 impl RunState {
@@ -587,7 +600,55 @@ impl RunState {
             analysis: None,
             keep_cycles: false,
             keep_error: None,
+            sent_config: None,
+            refused: 0,
+            fault: None,
         }
+    }
+
+    /// Count and note a message latprobe cannot use, and fail the live
+    /// session on it.
+    pub fn refuse(&mut self, what: String) {
+        self.refused += 1;
+        self.notes.push(format!("latprobe refused a message of the probe: {what}"));
+        self.fault.get_or_insert(what);
+    }
+
+    /// Why a Configured cannot be the probe's answer to this session.
+    fn misfit(&self, c: &Config) -> Option<String> {
+        let shown = |c: &Config| {
+            format!(
+                "mode {}, interval {} ticks, timeout {} ticks, dither {}, guard {}, count {:?}, {:?}",
+                c.mode.name(),
+                c.interval_ticks,
+                c.timeout_ticks,
+                c.dither_ticks,
+                c.guard_ticks,
+                c.count,
+                c.stimulus
+            )
+        };
+        let fix = "the probe does not run this latprobe's firmware, or something else writes to its port: \
+                   flash the probe (latprobe flash) and rerun";
+        if let Some(sent) = &self.sent_config {
+            if sent != c {
+                return Some(format!(
+                    "it confirmed a configuration other than the one sent (sent {}; confirmed {}): {fix}",
+                    shown(sent),
+                    shown(c)
+                ));
+            }
+        }
+        let why = if c.interval_ticks == 0 {
+            "an interval of 0 ticks"
+        } else if c.mode.is_echo() && c.timeout_ticks == 0 {
+            "a timeout of 0 ticks"
+        } else if (c.mode == Mode::Periodic) != self.periodic {
+            "another mode than the run's"
+        } else {
+            return None;
+        };
+        Some(format!("it confirmed a configuration with {why} ({}): {fix}", shown(c)))
     }
 
     /// The run is over, however it ended: place the periodic edges still
@@ -638,6 +699,16 @@ impl RunState {
                     self.restarted = self.stopped.is_none();
                     return;
                 }
+                if info.timer_hz == 0 {
+                    // Nothing could be converted, and every rule in ticks
+                    // would divide by it.
+                    self.refuse(format!(
+                        "its Hello gives a timer of 0 Hz (board {}, firmware {}): it is not a working \
+                         latprobe probe; flash it (latprobe flash)",
+                        info.board, info.firmware_version
+                    ));
+                    return;
+                }
                 self.probe = Some(ProbeHello {
                     protocol_version: info.protocol_version,
                     firmware_version: info.firmware_version.to_string(),
@@ -652,7 +723,10 @@ impl RunState {
             }
             ProbeMsg::Configured(c) => {
                 if self.started.is_none() {
-                    self.configured = Some(c);
+                    match self.misfit(&c) {
+                        None => self.configured = Some(c),
+                        Some(why) => self.refuse(why),
+                    }
                 }
             }
             ProbeMsg::Started { start_tick, first_seq } => {
@@ -699,6 +773,35 @@ impl RunState {
                 self.stopped = Some(s);
                 if let (Some(a), Some(st)) = (&mut self.analysis, self.started) {
                     a.finish(st.first_seq.saturating_add(s.taken), self.periodic);
+                    // samples + lost = taken is what the report promises:
+                    // a total that says otherwise is the probe's error, and
+                    // the report counts what arrived.
+                    let (arrived, lost) = if self.periodic {
+                        (a.edges.edges, a.edges.seq.lost)
+                    } else {
+                        (a.samples(), a.seq.lost)
+                    };
+                    let count = self.configured.and_then(|c| c.count);
+                    if let (StopReason::CountReached, Some(n)) = (s.reason, count) {
+                        if s.taken != n {
+                            self.refused += 1;
+                            self.notes.push(format!(
+                                "the probe's Stopped says it reached its count of {n} with {} taken: its \
+                                 total disagrees with the request",
+                                s.taken
+                            ));
+                        }
+                    }
+                    if arrived.saturating_add(lost) != s.taken {
+                        self.refused += 1;
+                        self.notes.push(format!(
+                            "the probe's Stopped says it took {} {what}, but {arrived} arrived and {lost} \
+                             are missing: its total disagrees with its own stream; the report counts \
+                             what arrived",
+                            s.taken,
+                            what = if self.periodic { "edges" } else { "samples" },
+                        ));
+                    }
                 }
             }
             ProbeMsg::Error(e) => self.probe_error = Some((e.code, e.detail.to_string())),
@@ -801,6 +904,9 @@ impl Driver<'_> {
             frames += 1;
             state.on_incoming(inc);
         })?;
+        if let Some(what) = self.state.fault.take() {
+            return Err(Error::Probe { port: self.port(), what });
+        }
         let gap = self.last_poll.elapsed();
         self.last_poll = Instant::now();
         if gap > POLL + SUSPENDED {
@@ -809,6 +915,15 @@ impl Driver<'_> {
             let lost = gap - POLL;
             self.last_frame = (self.last_frame + lost).min(Instant::now());
             self.handshake_until = self.handshake_until.map(|t| t + lost);
+            if self.state.running() {
+                // Slips and a short schedule follow from it; say why.
+                self.state.notes.push(format!(
+                    "latprobe did not run for {} during the measurement (suspended: Ctrl-Z, SIGSTOP, a \
+                     machine's sleep): a virtual probe's stimuli of that time slipped, and a probe's \
+                     bytes waited in the link",
+                    crate::units::format_duration(lost)
+                ));
+            }
         }
         if frames > 0 {
             self.last_frame = Instant::now();
@@ -830,21 +945,42 @@ impl Driver<'_> {
         let quiet = self.last_frame.elapsed();
         let handshake_over = self.handshake_until.is_some_and(|t| Instant::now() >= t);
         if quiet >= self.opts.silence || handshake_over {
-            return Err(self.no_frames(quiet));
+            return Err(self.no_frames(quiet, quiet < self.opts.silence));
         }
         Ok(())
     }
 
-    /// The error for a probe that has not said anything usable for `quiet`.
-    fn no_frames(&self, quiet: Duration) -> Error {
+    /// The error for a probe that has not said anything usable for `quiet`,
+    /// or (`handshake`) that talks but did not finish the handshake in its
+    /// bound.
+    fn no_frames(&self, quiet: Duration, handshake: bool) -> Error {
         let bytes = self.bytes_since_frame;
+        let show = crate::units::format_duration;
+        let bound = self.opts.silence + HANDSHAKE_EXTRA;
         match (self.state.started.is_some(), bytes) {
+            (false, _) if handshake && self.state.probe.is_none() => Error::Probe {
+                port: self.port(),
+                what: format!(
+                    "it sent latprobe frames for {} but never answered Hello: it is busy with another \
+                     host's measurement or runs other firmware; reset the probe (or flash it)",
+                    show(bound)
+                ),
+            },
+            (false, _) if handshake => Error::Probe {
+                port: self.port(),
+                what: format!(
+                    "it answered Hello but did not take the measurement within {}: reset the probe",
+                    show(bound)
+                ),
+            },
             (false, 0) if self.state.probe.is_none() => Error::Silent { port: self.port(), waited: quiet },
             (false, 0) => Error::Probe {
                 port: self.port(),
                 what: format!(
-                    "it answered Hello but did not take the measurement within {}: reset the probe",
-                    crate::units::format_duration(self.opts.silence + HANDSHAKE_EXTRA)
+                    "it answered Hello but then said nothing for {} (--silence-timeout {}): reset the probe \
+                     (or raise --silence-timeout)",
+                    show(quiet),
+                    show(self.opts.silence)
                 ),
             },
             (false, _) => Error::Garbled { port: self.port(), waited: quiet, bytes },
@@ -998,6 +1134,7 @@ pub fn run(
     // was lost on the link (an idle probe says nothing unasked): it is sent
     // again, once a run. A Configure received twice is harmless: the second
     // replaces the first, and the probe answers both.
+    d.state.sent_config = Some(config);
     let mut stopped_stale = false;
     let mut attempts = 0;
     let mut configure_resent = false;
@@ -1081,7 +1218,18 @@ pub fn run(
             }
             return match s.reason {
                 StopReason::CountReached => Ok(EndedBy::CountReached),
-                StopReason::HostStop => Ok(stop_sent.map_or(EndedBy::Interrupted, |(_, why)| why)),
+                StopReason::HostStop => match stop_sent {
+                    Some((_, why)) => Ok(why),
+                    None => {
+                        let what = "it reported the measurement stopped by a Stop latprobe never sent: \
+                                    something else writes to the probe's port (close it), or the probe \
+                                    misread a damaged frame; the report holds what arrived, rerun"
+                            .to_string();
+                        d.state.refused += 1;
+                        d.state.notes.push(format!("latprobe refused a message of the probe: {what}"));
+                        Err(Error::Probe { port: d.port(), what })
+                    }
+                },
                 StopReason::Fault => {
                     let what = d.state.probe_error.as_ref().map_or_else(
                         || "it stopped the measurement with a fault".to_string(),

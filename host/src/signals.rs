@@ -19,10 +19,12 @@ static ABORT: Mutex<Option<String>> = Mutex::new(None);
 pub const STOP_SIGNALS: [i32; 3] =
     [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP];
 
-/// Install the handlers (once per process) and reset the count to zero
-/// and any abort.
+/// Install the handlers (once per process) and reset the count to zero.
+///
+/// An abort is left as it is: a watcher (the demo's responder) may have
+/// raised it before the session began, and the run must then fail, not
+/// measure a target that is gone. [`clear_abort`] starts afresh.
 pub fn install() -> Result<Arc<AtomicUsize>, Error> {
-    *ABORT.lock().unwrap_or_else(|p| p.into_inner()) = None;
     if let Some(c) = COUNTER.get() {
         c.store(0, Ordering::SeqCst);
         return Ok(c.clone());
@@ -46,6 +48,12 @@ pub fn install() -> Result<Arc<AtomicUsize>, Error> {
     Ok(COUNTER.get_or_init(|| counter).clone())
 }
 
+/// Forget any abort: called before starting what may raise one (the
+/// demo's responder), never after.
+pub fn clear_abort() {
+    *ABORT.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
 /// Ask the running session to stop the probe and fail with `reason`. The
 /// first reason stays.
 pub fn abort(reason: String) {
@@ -58,4 +66,21 @@ pub fn abort(reason: String) {
 /// Why the run was aborted, if it was.
 pub fn abort_reason() -> Option<String> {
     ABORT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18, finding 8: the demo's responder may die before the session
+    /// installs the handlers; its abort must survive the install.
+    #[test]
+    fn an_abort_raised_before_install_survives_it() {
+        clear_abort();
+        abort("the responder ended".into());
+        install().unwrap();
+        assert_eq!(abort_reason().as_deref(), Some("the responder ended"));
+        clear_abort();
+        assert_eq!(abort_reason(), None);
+    }
 }

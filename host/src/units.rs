@@ -11,11 +11,23 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     parse_duration_ns(text).map(Duration::from_nanos)
 }
 
-/// Like [`parse_duration`], refusing 0: for a limit that 0 would make
-/// fail at once (`--silence-timeout`).
+/// The shortest `--silence-timeout`: two of the session's 50 ms polls. A
+/// shorter one fails a sound probe between two of its frames, and its
+/// error could only speak of a silence shorter than one poll.
+pub const MIN_SILENCE_NS: u64 = 100_000_000;
+
+/// Like [`parse_duration`], refusing 0 and anything below
+/// [`MIN_SILENCE_NS`]: for a limit that would make the run fail at once
+/// (`--silence-timeout`).
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     match parse_duration_ns(text)? {
         0 => Err(format!("'{}' is zero: give a time longer than 0, e.g. 3s", text.trim())),
+        ns if ns < MIN_SILENCE_NS => Err(format!(
+            "'{}' is shorter than {}: latprobe polls its link every 50ms, so a shorter silence would \
+             fail a sound probe between two frames; give at least 100ms, e.g. 3s",
+            text.trim(),
+            format_ns(MIN_SILENCE_NS)
+        )),
         ns => Ok(Duration::from_nanos(ns)),
     }
 }

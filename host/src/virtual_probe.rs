@@ -271,29 +271,17 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
                 }
             }
         }
+        // The stimulus, if one is due: stamp, write, report. Before the
+        // engine's poll: after this process was suspended (Ctrl-Z, SIGSTOP)
+        // the due stimulus is older than the engine's stall bound (interval
+        // + one second), and a poll first would fault the run as a board
+        // that never produced it. Written first, it is reported at its real
+        // (late) tick, like a stall: the stimuli behind it wait for their
+        // slots and count as slipped, and the schedule re-anchors.
+        fire(&mut engine, master.as_raw_fd(), &mut fired);
         engine.poll(now_ns());
-
-        // The stimulus, if one is due: stamp, write, report.
-        if let Some(req) = engine.stimulus_request() {
-            if fired != Some(req.id) && now_ns() >= req.at {
-                // The engine names the byte of every stimulus: the fixed
-                // byte, or this stimulus's identity byte.
-                let byte = match req.stimulus {
-                    Stimulus::Byte(b) => b,
-                    Stimulus::Identified => identity_byte(req.seq),
-                    Stimulus::Edge(_) | Stimulus::None(_) => 0x55,
-                };
-                let t = now_ns();
-                // SAFETY: writing one byte from a valid buffer to an fd we own.
-                let n = unsafe { libc::write(master.as_raw_fd(), (&byte as *const u8).cast(), 1) };
-                if n == 1 {
-                    fired = Some(req.id);
-                    engine.on_stimulus(t, now_ns());
-                }
-                // A full pty buffer (n < 1): retried next loop; the engine
-                // faults the run if it never goes out.
-            }
-        }
+        // And the stimulus the poll just planned, if it is due already.
+        fire(&mut engine, master.as_raw_fd(), &mut fired);
 
         // Output: whole frames, in order, to the host.
         loop {
@@ -312,6 +300,31 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
         }
     }
     Ok(())
+}
+
+/// Produce the requested stimulus if it is due and not yet produced:
+/// stamp, write, report.
+fn fire<const N: usize>(engine: &mut Engine<N>, master: RawFd, fired: &mut Option<u32>) {
+    let Some(req) = engine.stimulus_request() else { return };
+    if *fired == Some(req.id) || now_ns() < req.at {
+        return;
+    }
+    // The engine names the byte of every stimulus: the fixed byte, or this
+    // stimulus's identity byte.
+    let byte = match req.stimulus {
+        Stimulus::Byte(b) => b,
+        Stimulus::Identified => identity_byte(req.seq),
+        Stimulus::Edge(_) | Stimulus::None(_) => 0x55,
+    };
+    let t = now_ns();
+    // SAFETY: writing one byte from a valid buffer to an fd we own.
+    let n = unsafe { libc::write(master, (&byte as *const u8).cast(), 1) };
+    if n == 1 {
+        *fired = Some(req.id);
+        engine.on_stimulus(t, now_ns());
+    }
+    // A full pty buffer (n < 1): retried next loop; the engine faults the
+    // run if it never goes out.
 }
 
 fn write_all_blocking(host: &mut UnixStream, mut bytes: &[u8]) -> io::Result<()> {

@@ -1098,3 +1098,24 @@ fn log_lines_reach_the_host_and_never_crowd_out_control_replies() {
     b.e.log(latprobe_protocol::LogLevel::Warn, "no start-bit capture on PB10", b.now + 10);
     assert_eq!(b.drain().len(), 1);
 }
+
+/// Issue 18, finding 9: a stimulus produced intervals after its request (a
+/// suspended software board) is a slip, counted, and the schedule
+/// re-anchors at it: the next stimulus is an interval later, not at once.
+#[test]
+fn a_stimulus_produced_late_is_a_slip_and_the_schedule_reanchors() {
+    let mut b = bench();
+    b.configure(identified(None));
+    let start = b.start();
+    b.fire_byte();
+    let req = b.e.stimulus_request().expect("stimulus 1");
+    let late = req.at + 5_000;
+    b.now = late;
+    b.e.on_stimulus(late, late);
+    b.e.poll(late);
+    let a = b.e.totals().anomalies;
+    assert_eq!((a.slipped, a.slip_max_ticks), (1, 5_000));
+    let next = b.e.stimulus_request().expect("stimulus 2");
+    assert_eq!((next.seq, next.at), (2, late + 1_000), "start {start}");
+    assert!(b.drain().iter().all(|g| !matches!(g, Got::Error(..))));
+}

@@ -144,7 +144,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         FormatArg::Csv => Format::Csv,
         FormatArg::Json => Format::Json,
     };
-    crate::say!("{}", compare::render(&cols, format, baseline));
+    // Labels and metadata come from the files compared.
+    crate::say!("{}", crate::out::clean_lines(&compare::render(&cols, format, baseline)));
     if let Some(dir) = &args.plot {
         plot_runs(&cols, hists, dir)?;
     }

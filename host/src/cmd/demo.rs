@@ -147,6 +147,8 @@ impl Responder {
         let log = Arc::new(Mutex::new(Vec::new()));
         let stopping = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
+        // Said when its stderr has closed and every line is in `log`.
+        let (drained_tx, drained_rx) = mpsc::channel::<()>();
         if let Some(stderr) = child.stderr.take() {
             let log = log.clone();
             let stopping = stopping.clone();
@@ -167,6 +169,7 @@ impl Responder {
                     l.push(line);
                 }
                 // Its stderr closed: it has ended (or is ending).
+                let _ = drained_tx.send(());
                 if !stopping.load(Ordering::SeqCst) {
                     let how = exit_of(pid);
                     let last = log.lock().unwrap_or_else(|p| p.into_inner()).join(" / ");
@@ -188,10 +191,22 @@ impl Responder {
             if exited.is_some() || Instant::now() >= until {
                 let what = exited
                     .map_or_else(|| "did not get ready within 10 s".to_string(), |s| format!("exited ({s})"));
-                return Err(Error::Probe {
-                    port: device.display().to_string(),
-                    what: format!("the responder {} {what}: {}", bin.display(), r.last_lines()),
-                });
+                // A set-up failure, not the run's: its end raises no abort,
+                // and what it said is read to the end before it is quoted.
+                r.stopping.store(true, Ordering::SeqCst);
+                r.stop();
+                let _ = drained_rx.recv_timeout(Duration::from_secs(2));
+                let last = r.last_lines();
+                let said = if last.is_empty() {
+                    "it said nothing on stderr".to_string()
+                } else {
+                    format!("it said: {last}")
+                };
+                return Err(Error::Usage(format!(
+                    "the demo's responder {} {what}; {said}: fix what it reports (run it by hand with \
+                     --help), or give a working one with --responder PATH",
+                    bin.display(),
+                )));
             }
         }
     }
@@ -235,7 +250,17 @@ fn exit_of(pid: u32) -> String {
 
 impl Drop for Responder {
     fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Responder {
+    /// Stop it (SIGTERM, then SIGKILL) and reap it; its end is expected.
+    fn stop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         // SAFETY: kill(2) on the pid of our own child, not yet reaped.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let until = Instant::now() + Duration::from_secs(2);
@@ -285,6 +310,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Role::Periodic { log, .. } => Some(log.clone()),
         Role::Uart => None,
     };
+    // A fresh process may have run a demo before (the tests' library
+    // callers): only this responder's end may abort this run.
+    crate::signals::clear_abort();
     let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority, &role)?;
     if target.is_none() {
         // The responder's own facts about this machine, when it wrote them.
@@ -342,7 +370,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         &opts,
         &args.out,
         &gates,
-        log_path.as_deref(),
+        log_path.as_deref().map(|p| match args.out.target_log {
+            Some(_) => super::TargetLog::Given(p),
+            None => super::TargetLog::Chosen(p),
+        }),
         &mut || {
             if let Some(p) = probe.take() {
                 stopped = p.stop();

@@ -75,8 +75,8 @@ fn flash(args: &FlashArgs, board: &probe::Board, path: &std::path::Path) -> anyh
     println!(
         "{}: board {}, firmware {}, protocol {}, timer {} Hz, build {:#010x} (the ELF's)",
         link.name(),
-        hello.board,
-        hello.firmware_version,
+        crate::out::clean(&hello.board),
+        crate::out::clean(&hello.firmware_version),
         hello.protocol_version,
         hello.timer_hz,
         hello.build_id

@@ -111,12 +111,17 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
             for d in &docs {
                 let path = if several { per_series_path(out, &d.run.thread) } else { out.clone() };
                 d.write(&path)?;
-                crate::say!("{}: {} samples → {}\n", d.label, d.run.count, path.display());
+                crate::say!(
+                    "{}: {} samples → {}\n",
+                    crate::out::clean(&d.label),
+                    d.run.count,
+                    path.display()
+                );
             }
         }
         None => {
             let cols: Vec<Column> = docs.iter().map(|d| Column::from_imported(&d.run, &d.label)).collect();
-            crate::say!("{}", compare::render(&cols, Format::Text, None));
+            crate::say!("{}", crate::out::clean_lines(&compare::render(&cols, Format::Text, None)));
         }
     }
     Ok(())

@@ -290,7 +290,8 @@ pub fn run(args: ListArgs) -> anyhow::Result<()> {
             serde_json::to_string_pretty(&l).map_err(|e| Error::Usage(format!("cannot print JSON: {e}")))?;
         println!("{text}");
     } else {
-        print!("{}", render(&l));
+        // Serial numbers and product names are what the USB devices say.
+        print!("{}", crate::out::clean_lines(&render(&l)));
     }
     Ok(())
 }

@@ -496,6 +496,23 @@ pub fn progress_line(
     )
 }
 
+/// The target's own log of a periodic run, and who chose where it is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TargetLog<'a> {
+    /// `--target-log FILE`: a log that cannot be used fails the run.
+    Given(&'a Path),
+    /// A temporary file the demo chose: a log that cannot be used is a note.
+    Chosen(&'a Path),
+}
+
+impl TargetLog<'_> {
+    fn path(&self) -> &Path {
+        match self {
+            TargetLog::Given(p) | TargetLog::Chosen(p) => p,
+        }
+    }
+}
+
 /// A live measurement over `link`, then the summary on stdout and the
 /// output files. The files are written whatever happened; the session's
 /// error, if any, is returned after that.
@@ -505,7 +522,7 @@ pub(crate) fn measure(
     opts: &SessionOptions,
     out: &OutputArgs,
     gates: &Delivery,
-    target_log: Option<&Path>,
+    target_log: Option<TargetLog<'_>>,
     after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
@@ -547,12 +564,27 @@ pub(crate) fn measure(
         Ending { ended_by, complete, error, ended_at: timefmt::now(), replayed_from: None },
     );
     let log_result = match target_log {
-        Some(log) if state.started.is_some() => attach_target_log(&mut r, &mut state, log, ctx),
+        Some(log) if state.started.is_some() => attach_target_log(&mut r, &mut state, log.path(), ctx),
         _ => Ok(()),
     };
-    if let Err(e) = &log_result {
-        r.notes.push(format!("the target's log could not be set beside the run: {e}"));
-    }
+    let log_result = match (log_result, target_log) {
+        // A log the demo chose itself: what went wrong with it is a note,
+        // and names no flag the user never gave.
+        (Err(e), Some(TargetLog::Chosen(path))) => {
+            let flag = format!("--target-log {}", path.display());
+            let why = e.to_string().replace(&flag, "it").replace("--target-log", "the log");
+            r.notes.push(format!(
+                "the responder's own log ({}, chosen by the demo) could not be set beside the run: {why}",
+                path.display()
+            ));
+            Ok(())
+        }
+        (Err(e), _) => {
+            r.notes.push(format!("the target's log could not be set beside the run: {e}"));
+            Err(e)
+        }
+        (ok, _) => ok,
+    };
     // Before the measurement started there is nothing to summarise; the
     // error says what went wrong, and the files still record the attempt.
     // `deliver` writes the files first: a summary nobody can read (a

@@ -133,7 +133,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         if let Some(out) = &args.output {
             d.write(out)?;
         }
-        crate::say!("{}", crate::inkernel::summary(&d));
+        crate::say!("{}", crate::out::clean_lines(&crate::inkernel::summary(&d)));
         return Ok(());
     }
     let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())?;

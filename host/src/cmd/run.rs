@@ -125,7 +125,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         &opts,
         &args.out,
         &gates,
-        args.out.target_log.as_deref(),
+        args.out.target_log.as_deref().map(super::TargetLog::Given),
         &mut || {},
     )?;
     Ok(())

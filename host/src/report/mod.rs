@@ -32,7 +32,7 @@
 //! | `config` | `mode`, `interval_ns`, `dither_ns`, `timeout_ns` (the horizon: answers up to it are timed), `guard_ns`, `count`, `duration_ns`, `seed`, `stimulus` (`identified (9-byte alphabet)`, `byte 0x55`, `edge rising`, `none`), `identity` (answers matched by identity byte, several stimuli in flight; false for a fixed `--byte`, edges, periodic), and `ticks` {`interval`, `dither`, `timeout`, `guard`} as the probe accepted them (ns fields are then converted back from those ticks) |
 //! | `started_at`, `ended_at` | wall clock, RFC 3339 UTC |
 //! | `probe_elapsed_ns` | start to stop on the probe's clock |
-//! | `counts` | `samples` (= `responses` + `timeouts`), `responses` (measured), `timeouts` (censored: latency above the timeout), `lost` (sequence numbers never received, whatever the cause), `duplicates` (sample sequence numbers received twice), `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`; the probe's anomalies: `late_responses` (answers after their stimulus's timeout, with none outstanding, or faster than the line allows: counted, not timed), `duplicate_answers` (a second answer with the identity of an already answered stimulus), `unmatched` (identity bytes matching no stimulus in flight), `wrong_bytes` (bytes outside the identity alphabet), `slipped` (stimuli sent late because their slot was busy), `slip_max_ns`, `slip_total_ns`, `reclaimed` (identities taken back from timed-out stimuli without proof their answer was not coming), `overcaptures`, `line_errors`, `soft_stimuli` (stimuli timed by the probe's software, not its timer hardware); `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped), `host_resends` (Stop or Configure sent again after the probe said nothing about the first; absent when 0) |
+//! | `counts` | `samples` (= `responses` + `timeouts`), `responses` (measured), `timeouts` (censored: latency above the timeout), `lost` (sequence numbers never received, whatever the cause), `duplicates` (sample sequence numbers received twice), `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`; the probe's anomalies: `late_responses` (answers after their stimulus's timeout, with none outstanding, or faster than the line allows: counted, not timed), `duplicate_answers` (a second answer with the identity of an already answered stimulus), `unmatched` (identity bytes matching no stimulus in flight), `wrong_bytes` (bytes outside the identity alphabet), `slipped` (stimuli sent late because their slot was busy), `slip_max_ns`, `slip_total_ns`, `reclaimed` (identities taken back from timed-out stimuli without proof their answer was not coming), `overcaptures`, `line_errors`, `soft_stimuli` (stimuli timed by the probe's software, not its timer hardware); `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped), `host_resends` (Stop or Configure sent again after the probe said nothing about the first; absent when 0), `refused` (messages or samples whose contents disagree with the request or the protocol, each said in the notes; absent when 0) |
 //! | `latency_ns` | over every sample, timeouts ranked above every response: `measured` (responses), `censored` (timeouts), `censored_above` (the timeout, ns); `min`, `p50`, `p90`, `p99`, `p99_9`, `p99_99` (rank `max(1, ⌈q·samples⌉)`; a measured rank is the HdrHistogram value, 3 significant digits, never below the sample's), `max` (exact): each `null` when it falls among the timeouts (it is then above `censored_above`); `mean` (exact, over the measured only; `null` without responses), `max_measured` (largest measured latency, `null` without responses). The whole field is `null` without samples |
 //! | `worst` | the worst *measured* sample: `seq`, `latency_ns`, `at_ns_from_start` (a timeout is worse but has no latency) |
 //! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs of measured latencies, non-empty bins only), `overflows` (latencies ≥ max_us and timeouts: bins + overflows = samples), `overflow_seqs` (sequence numbers of the first 1024 overflows; the rest are only counted) |
@@ -229,6 +229,13 @@ pub struct Counts {
     /// after the first (lost on the link); absent when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub host_resends: u64,
+    /// Messages or samples whose contents disagree with the request or the
+    /// protocol (a response beyond the probe's own timeout, a Configured
+    /// other than the one sent, a total that is not what arrived, a Stop
+    /// latprobe never sent): refused or noted, each said in the notes;
+    /// absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -781,6 +788,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         bad_frames: bad_frames + a.map_or(0, |a| a.bad_batches),
         probe_taken: state.stopped.map(|s| s.taken),
         host_resends: state.resent,
+        refused: state.refused + a.map_or(0, |a| a.beyond_timeout),
     };
     let histogram = HistReport {
         bin_ns: 1000,
@@ -807,6 +815,13 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
     // What the live session remarked (a Stop never confirmed, a raw file
     // cut short); a replay has them from the raw file's ending.
     notes.extend(state.notes.iter().cloned());
+    if let Some(n) = a.map(|a| a.beyond_timeout).filter(|&n| n > 0) {
+        notes.push(format!(
+            "the probe reported {n} responses later than its own timeout ({}), which no sound probe \
+             does: they are counted as timeouts (counts.refused)",
+            format_ns(config.timeout_ns)
+        ));
+    }
     // What the probe itself warned about, as it said it.
     notes.extend(state.probe_logs.iter().map(|l| format!("the probe logged {l}")));
     if state.probe_logs_dropped > 0 {

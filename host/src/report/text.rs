@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::Report;
 use crate::analysis::Quantile;
+use crate::out::clean;
 use crate::units::{format_ns, us_fixed};
 
 /// `ns` in µs with `places` decimals, rounded *down*: the bound of a
@@ -50,9 +51,12 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     let c = &r.counts;
     let probe = r.probe.as_ref().map_or_else(
         || "no probe answered".to_string(),
-        |p| format!("{} {}, {} Hz timer", p.hello.board, p.hello.firmware_version, p.hello.timer_hz),
+        |p| {
+            let (board, fw) = (clean(&p.hello.board), clean(&p.hello.firmware_version));
+            format!("{board} {fw}, {} Hz timer", p.hello.timer_hz)
+        },
     );
-    let _ = writeln!(s, "latprobe {} on {} ({probe})", r.config.mode_name(), r.source);
+    let _ = writeln!(s, "latprobe {} on {} ({probe})", r.config.mode_name(), clean(&r.source));
     if r.config.mode.mode().is_echo() {
         let stim = if r.config.identity {
             format!("{}, late answers timed up to {}", r.config.stimulus, format_ns(r.config.timeout_ns))
@@ -216,7 +220,7 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
         r.probe_elapsed_ns.map_or_else(String::new, |e| format!(" after {} (probe clock)", format_ns(e)))
     );
     for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
+        let _ = writeln!(s, "note: {}", clean(n));
     }
     s
 }
@@ -274,7 +278,7 @@ fn periodic_section(s: &mut String, p: &super::PeriodicReport, show_naive: bool)
             let _ = writeln!(s, "  delays are against the fit; 0 is the earliest edge the fit allows");
         }
         None if !p.note.is_empty() && p.edges > 0 => {
-            let _ = writeln!(s, "  note: {}", p.note);
+            let _ = writeln!(s, "  note: {}", clean(&p.note));
         }
         None => {}
     }
@@ -322,7 +326,10 @@ fn target_log_section(s: &mut String, t: &crate::targetlog::TargetLogReport) {
     let _ = writeln!(
         s,
         "target's own view ({}): {} cycles aligned (target cycle = probe cycle {:+}, by {}{corr})",
-        t.file, t.aligned, t.offset, t.alignment
+        clean(&t.file),
+        t.aligned,
+        t.offset,
+        t.alignment
     );
     let _ = writeln!(
         s,

@@ -42,6 +42,12 @@ pub enum Script {
     /// probe counts a bad frame and goes on), and the probe keeps
     /// measuring and sending batches and heartbeats until one arrives.
     LoseStopsTalking(usize),
+    /// Behave, then after this many batches report the run stopped by a
+    /// Stop the host never sent (`Stopped(HostStop)`), and nothing more.
+    StopUnasked(usize),
+    /// Never answer Hello, but stream heartbeats (intact frames) every
+    /// `pace`, like a probe busy with another host's run.
+    NoHello,
 }
 
 /// Knobs of the fake.
@@ -59,6 +65,15 @@ pub struct FakeOpts {
     /// The anomalies the probe reports in heartbeats and Stopped; `None`:
     /// every timeout's answer came late (`late` = timeouts so far).
     pub anomalies: Option<Anomalies>,
+    /// The Hello the fake sends (crafted scenarios: a 0 Hz timer, escape
+    /// sequences in the board name).
+    pub hello: fn() -> ProbeInfo<'static>,
+    /// What the fake confirms for a Configure: by default what it got.
+    pub echo: fn(Config) -> Config,
+    /// The total the fake's Stopped gives for `taken` samples.
+    pub taken: fn(u64) -> u64,
+    /// Raw bytes sent right after Started (crafted frames).
+    pub after_start: fn() -> Vec<u8>,
 }
 
 impl Default for FakeOpts {
@@ -70,6 +85,10 @@ impl Default for FakeOpts {
             noise: false,
             outcomes: fake_outcome,
             anomalies: None,
+            hello: hello_info,
+            echo: |c| c,
+            taken: |t| t,
+            after_start: Vec::new,
         }
     }
 }
@@ -149,7 +168,7 @@ pub fn hello_frame_of_version(version: u8) -> Vec<u8> {
     out[..n].to_vec()
 }
 
-fn hello_info() -> ProbeInfo<'static> {
+pub fn hello_info() -> ProbeInfo<'static> {
     ProbeInfo {
         protocol_version: latprobe_protocol::PROTOCOL_VERSION,
         firmware_version: "0.0.0-fake",
@@ -250,10 +269,11 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
         }
         for m in msgs {
             let ok = match (m, opts.script) {
+                (HostMsg::Hello { .. }, Script::NoHello) => true,
                 (HostMsg::Hello { .. }, Script::OtherVersion(v)) => {
                     s.write_all(&hello_frame_of_version(v)).is_ok()
                 }
-                (HostMsg::Hello { .. }, _) => send(&mut s, &ProbeMsg::Hello(hello_info())),
+                (HostMsg::Hello { .. }, _) => send(&mut s, &ProbeMsg::Hello((opts.hello)())),
                 (HostMsg::Configure(_), Script::RefuseConfig) => send(
                     &mut s,
                     &ProbeMsg::Error(ErrorReport {
@@ -285,11 +305,12 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                         }
                     }
                     config = Some(c);
-                    send(&mut s, &ProbeMsg::Configured(c))
+                    send(&mut s, &ProbeMsg::Configured((opts.echo)(c)))
                 }
                 (HostMsg::Start, _) => {
                     running = true;
                     send(&mut s, &ProbeMsg::Started { start_tick, first_seq: 0 })
+                        && s.write_all(&(opts.after_start)()).is_ok()
                 }
                 (HostMsg::Stop, Script::IgnoreStop) => true,
                 (HostMsg::Stop, _) => {
@@ -307,12 +328,27 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 return;
             }
         }
+        if opts.script == Script::NoHello && last_hb.elapsed() >= opts.pace {
+            last_hb = Instant::now();
+            if !send(&mut s, &ProbeMsg::Heartbeat(Heartbeat { running: true, ..Default::default() })) {
+                return;
+            }
+        }
         let Some(c) = config else { continue };
         if !running || quiet || last_batch.elapsed() < opts.pace {
             continue;
         }
         if let Script::SilentAfter(n) = opts.script {
             if batch_no >= n {
+                continue;
+            }
+        }
+        if let Script::StopUnasked(n) = opts.script {
+            if batch_no == n {
+                running = false;
+                if !send(&mut s, &stopped(StopReason::HostStop, seq, start_tick, config, &opts)) {
+                    return;
+                }
                 continue;
             }
         }
@@ -396,7 +432,7 @@ fn stopped(
     ProbeMsg::Stopped(Stopped {
         reason,
         end_tick: start_tick + taken * interval,
-        taken,
+        taken: (opts.taken)(taken),
         timeouts: timeouts(taken, opts),
         dropped: 0,
         overruns: 0,
