@@ -104,6 +104,8 @@ pub struct RawWriter {
     last_write: Instant,
     /// Stream bytes written to the file so far.
     written: u64,
+    /// Bytes before the stream: magic, version, context.
+    header_len: u64,
 }
 
 impl RawWriter {
@@ -124,6 +126,7 @@ impl RawWriter {
             buf: Vec::with_capacity(BLOCK_BYTES),
             last_write: Instant::now(),
             written: 0,
+            header_len: head.len() as u64,
         })
     }
 
@@ -165,6 +168,32 @@ impl RawWriter {
     /// Stream bytes written to the file so far (not those still buffered).
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// What the file holds of the stream, read back from it: its bytes and
+    /// the samples in its whole frames. Unlike [`RawWriter::written`] this
+    /// counts a block the disk cut short. Reads the file once: for the
+    /// message of a recording that stopped, not for the hot path.
+    pub fn held(&self) -> (u64, u64) {
+        let Ok(mut file) = File::open(&self.path) else { return (self.written, 0) };
+        let size = file.metadata().map_or(0, |m| m.len());
+        if file.seek(SeekFrom::Start(self.header_len)).is_err() {
+            return (self.written, 0);
+        }
+        let mut deframer = crate::link::Deframer::new();
+        let mut samples = 0u64;
+        let mut buf = vec![0u8; BLOCK_BYTES];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => deframer.feed(&buf[..n], |m| {
+                    if let crate::link::Incoming::Message(latprobe_protocol::ProbeMsg::SampleBatch(b)) = m {
+                        samples += b.iter().filter(Result::is_ok).count() as u64;
+                    }
+                }),
+            }
+        }
+        (size.saturating_sub(self.header_len), samples)
     }
 
     /// The file's path.
