@@ -39,7 +39,10 @@ fn refused(o: &std::process::Output, flags: [&str; 2], kept: &Path) {
 
 /// A JSON report and the raw file of a short run on the fake probe.
 fn recorded(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf, std::process::Output) {
-    let probe = FakeProbe::start(dir, FakeOpts::default());
+    // The probe's socket in a directory of its own: a test may start another.
+    let sock = dir.join("recorder");
+    std::fs::create_dir_all(&sock).unwrap();
+    let probe = FakeProbe::start(&sock, FakeOpts::default());
     let (out, raw) = (dir.join("r.json"), dir.join("run.raw"));
     let port = probe.port();
     let args =
@@ -94,7 +97,14 @@ fn i18_4_limits_and_calibration_inputs_are_not_overwritten() {
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert_eq!(std::fs::read_to_string(&good).unwrap(), "max = \"1s\"\n");
 
-    // A calibration, made on the fake probe's loopback.
+    // A calibration, made on a fake loopback of 370 to 390 ns.
+    fn loopback(seq: u64) -> latprobe_protocol::Outcome {
+        latprobe_protocol::Outcome::Response(37 + (seq % 3) as u32)
+    }
+    let sub = dir.path().join("loop");
+    std::fs::create_dir(&sub).unwrap();
+    let probe =
+        FakeProbe::start(&sub, FakeOpts { outcomes: loopback, pace: Duration::ZERO, ..FakeOpts::default() });
     let cal = dir.path().join("cal.json");
     let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -149,7 +159,7 @@ fn i18_4_import_keeps_its_inputs_and_gives_each_series_its_own_file() {
     distinct.dedup();
     assert_eq!(distinct.len(), 4, "each series has its own file: {out}");
     for w in written {
-        assert_eq!(json(Path::new(w))["kind"], "latprobe-in-kernel", "{w}");
+        assert_eq!(json(Path::new(w))["kind"], "in-kernel", "{w}");
     }
 }
 
@@ -271,8 +281,30 @@ fn i18_7_a_raw_replay_judges_the_runs_limits() {
     assert_eq!(o.status.code(), Some(3), "{}", show(&o));
     let v = json(&again)["verdicts"].clone();
     assert_eq!(v.as_array().map(Vec::len), Some(1), "{v}");
-    let o = run(&["report", p(&raw), "--max", "1s"]);
+    let o = run(&["report", p(&raw), "--max-timeouts", "100"]);
     assert_eq!(o.status.code(), Some(0), "new limits win: {}", show(&o));
+    // A crafted percentile limit in a raw file's context is refused, as
+    // --limits refuses it, not judged.
+    let ctx: latprobe::rawfile::RunContext = serde_json::from_value(serde_json::json!({
+        "tool_version": "test", "source": "crafted", "started_at": "2025-01-01T00:00:00Z",
+        "request": {
+            "mode": "uart-echo", "interval_ns": 1_000_000, "dither_ns": 0, "timeout_ns": null,
+            "guard_ns": null, "count": 10, "duration_ns": null, "seed": 1, "byte": null, "edge": "rising"
+        },
+        "histfile_max_us": 1000, "target": null, "notes": [],
+        "limits": {
+            "max_ns": null, "percentiles": [{"percent": 150.0, "limit_ns": 1}],
+            "max_timeouts": null, "max_lost": null, "max_late": null
+        }
+    }))
+    .unwrap();
+    let crafted = dir.path().join("crafted.raw");
+    let mut w = latprobe::rawfile::RawWriter::create(&crafted, &ctx).unwrap();
+    w.finish().unwrap();
+    drop(w);
+    let o = run(&["report", p(&crafted)]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("percentile limit of 150"), "{}", show(&o));
 }
 
 // 16: a dangling symbolic link as an output is followed: its target is written.
