@@ -205,6 +205,9 @@ fn i18_5_a_full_disk_leaves_whole_files_or_none() {
         std::fs::create_dir(d).unwrap();
     }
     let (o_json, o_hist, o_html) = (outs.join("r.json"), outs.join("h.hist"), outs.join("r.html"));
+    // An earlier histfile at the path stays as it was: the old file or the
+    // new one, never a cut one.
+    std::fs::write(&o_hist, "keep").unwrap();
     // A report of a few KB, a histfile of 1000 lines, an HTML page with
     // plots: each larger than 2 KiB.
     let o = run_limited(
@@ -218,7 +221,9 @@ fn i18_5_a_full_disk_leaves_whole_files_or_none() {
     for flag in ["--output", "--histfile", "--html"] {
         assert!(err.contains(flag), "{flag} is not named: {err}");
     }
-    for d in [&outs, &tmpd, &cwd] {
+    assert_eq!(names(&outs), vec!["h.hist".to_string()], "broken files left: {err}");
+    assert_eq!(std::fs::read_to_string(&o_hist).unwrap(), "keep");
+    for d in [&tmpd, &cwd] {
         assert_eq!(names(d), Vec::<String>::new(), "broken files left in {}: {err}", d.display());
     }
 }
