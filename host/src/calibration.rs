@@ -204,7 +204,7 @@ impl Calibration {
     /// Write it as pretty JSON.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
         let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
-        std::fs::write(path, text)
+        crate::fsout::write(path, text.as_bytes())
             .map_err(|e| Error::io(format!("cannot write the calibration {} (--output)", path.display()), e))
     }
 

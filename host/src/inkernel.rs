@@ -63,7 +63,7 @@ impl InKernelReport {
     /// Write it as pretty JSON to `path`.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
         let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
-        std::fs::write(path, text).map_err(|e| {
+        crate::fsout::write(path, text.as_bytes()).map_err(|e| {
             Error::io(format!("cannot write the imported report {} (--output)", path.display()), e)
         })
     }

@@ -117,8 +117,8 @@ pub struct Link {
     deframer: Deframer,
     buf: Vec<u8>,
     raw: Option<RawWriter>,
-    /// Why the raw recording stopped mid-run (the disk filled up, say).
-    raw_error: Option<Error>,
+    /// The raw recording that stopped mid-run, and why (the disk filled up, say).
+    raw_error: Option<(RawWriter, std::io::Error)>,
     bytes_in: u64,
 }
 
@@ -204,15 +204,19 @@ impl Link {
         }
     }
 
-    /// Why the raw recording stopped during the run, if it did: the file
-    /// then holds the run's start only.
-    pub fn raw_error(&self) -> Option<&Error> {
-        self.raw_error.as_ref()
-    }
-
-    /// Take the error that stopped the raw recording, if any.
+    /// Why the raw recording stopped during the run, if it did (the file
+    /// then holds the run's start only), with what the file holds: read
+    /// back from it here, after the run, not in the middle of it.
     pub fn take_raw_error(&mut self) -> Option<Error> {
-        self.raw_error.take()
+        let (raw, cause) = self.raw_error.take()?;
+        let (bytes, samples) = raw.held();
+        Some(Error::io(
+            format!(
+                "the raw file {} (--raw) stopped after {bytes} bytes of the stream ({samples} samples)",
+                raw.path().display()
+            ),
+            cause,
+        ))
     }
 
     /// The stream is over: count an unfinished last frame as bad.
@@ -222,17 +226,11 @@ impl Link {
 
     fn drop_raw(&mut self, e: Error) {
         if let Some(raw) = self.raw.take() {
-            let written = raw.written();
-            self.raw_error = Some(Error::io(
-                format!(
-                    "the raw file {} (--raw) stopped after {written} bytes of the stream",
-                    raw.path().display()
-                ),
-                match e {
-                    Error::Io { cause, .. } => cause,
-                    other => std::io::Error::other(other.to_string()),
-                },
-            ));
+            let cause = match e {
+                Error::Io { cause, .. } => cause,
+                other => std::io::Error::other(other.to_string()),
+            };
+            self.raw_error = Some((raw, cause));
         }
     }
 }

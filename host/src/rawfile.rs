@@ -9,7 +9,8 @@
 //!  12      1     format version, 1
 //!  13      4     N, length of the context, u32 little-endian
 //!  17      N     the run context as UTF-8 JSON (RunContext: tool_version,
-//!                source, started_at, request, histfile_max_us, target, notes)
+//!                source, started_at, request, histfile_max_us, target, notes,
+//!                started_unix_ns, limits)
 //!  17+N    ...   the probe→host byte stream exactly as received: COBS frames
 //!                with their 0x00 delimiters, garbage and all
 //!  end-16-M M     the ending (optional): how the live run ended, as UTF-8
@@ -93,6 +94,11 @@ pub struct RunContext {
     /// to the probe's (absent in files of older versions).
     #[serde(default)]
     pub started_unix_ns: Option<u64>,
+    /// The limits the run was judged by (`--max` …, `--limits`), so that
+    /// its replay judges them again; absent without limits (and in files
+    /// of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::gates::Limits>,
 }
 
 /// Appends received bytes to a raw file in blocks.
@@ -104,6 +110,8 @@ pub struct RawWriter {
     last_write: Instant,
     /// Stream bytes written to the file so far.
     written: u64,
+    /// Bytes before the stream: magic, version, context.
+    header_len: u64,
 }
 
 impl RawWriter {
@@ -124,6 +132,7 @@ impl RawWriter {
             buf: Vec::with_capacity(BLOCK_BYTES),
             last_write: Instant::now(),
             written: 0,
+            header_len: head.len() as u64,
         })
     }
 
@@ -165,6 +174,32 @@ impl RawWriter {
     /// Stream bytes written to the file so far (not those still buffered).
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// What the file holds of the stream, read back from it: its bytes and
+    /// the samples in its whole frames. Unlike [`RawWriter::written`] this
+    /// counts a block the disk cut short. Reads the file once: for the
+    /// message of a recording that stopped, not for the hot path.
+    pub fn held(&self) -> (u64, u64) {
+        let Ok(mut file) = File::open(&self.path) else { return (self.written, 0) };
+        let size = file.metadata().map_or(0, |m| m.len());
+        if file.seek(SeekFrom::Start(self.header_len)).is_err() {
+            return (self.written, 0);
+        }
+        let mut deframer = crate::link::Deframer::new();
+        let mut samples = 0u64;
+        let mut buf = vec![0u8; BLOCK_BYTES];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => deframer.feed(&buf[..n], |m| {
+                    if let crate::link::Incoming::Message(latprobe_protocol::ProbeMsg::SampleBatch(b)) = m {
+                        samples += b.iter().filter(Result::is_ok).count() as u64;
+                    }
+                }),
+            }
+        }
+        (size.saturating_sub(self.header_len), samples)
     }
 
     /// The file's path.
@@ -231,6 +266,16 @@ pub fn open_with_ending(path: &Path) -> Result<(RunContext, ReplaySource, Option
         return Err(bad(&format!(
             "its context asks for a histogram of {} us, beyond the {MAX_HISTFILE_US} us latprobe writes",
             ctx.histfile_max_us
+        )));
+    }
+    // The limits are judged again on replay: a crafted percentile must be
+    // refused here as `--limits` refuses it.
+    if let Some(p) =
+        ctx.limits.iter().flat_map(|l| &l.percentiles).find(|p| !(p.percent > 0.0 && p.percent < 100.0))
+    {
+        return Err(bad(&format!(
+            "its context has a percentile limit of {}, not above 0 and below 100",
+            p.percent
         )));
     }
     let stream_start = 17 + u64::from(len);

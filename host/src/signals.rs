@@ -19,6 +19,14 @@ static ABORT: Mutex<Option<String>> = Mutex::new(None);
 pub const STOP_SIGNALS: [i32; 3] =
     [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP];
 
+/// A file-size limit (ulimit -f) must be a write error that keeps the
+/// measurement and names the file, not a signal that kills latprobe with
+/// every file unwritten (`report` and `import` too, not only a run).
+pub fn ignore_file_size_limit() {
+    // SAFETY: setting SIGXFSZ's disposition to SIG_IGN has no handler code.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
 /// Install the handlers (once per process) and reset the count to zero.
 ///
 /// An abort is left as it is: a watcher (the demo's responder) may have
@@ -29,10 +37,7 @@ pub fn install() -> Result<Arc<AtomicUsize>, Error> {
         c.store(0, Ordering::SeqCst);
         return Ok(c.clone());
     }
-    // A file-size limit (ulimit -f) must be a write error that keeps the
-    // measurement, not a signal that kills it with every file unwritten.
-    // SAFETY: setting SIGXFSZ's disposition to SIG_IGN has no handler code.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    ignore_file_size_limit();
     let counter = Arc::new(AtomicUsize::new(0));
     for sig in STOP_SIGNALS {
         let c = counter.clone();

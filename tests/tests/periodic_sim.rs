@@ -195,6 +195,7 @@ fn check(o: &Outcome, ppm: f64) {
         target: None,
         notes: Vec::new(),
         started_unix_ns: None,
+        limits: None,
     };
     let end = Ending {
         ended_by: EndedBy::CountReached,

@@ -78,7 +78,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         target_log: None,
         show_naive: false,
     };
-    super::check_outputs(&out, &super::Delivery::default())?;
+    super::check_outputs(&out, &super::Delivery::default(), &[])?;
+    if let Some(report) = &args.report {
+        let mut set = super::PathSet::default();
+        set.output("--output", &args.output);
+        set.output("--report", report);
+        set.check()?;
+    }
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
         source: args.port.clone(),
@@ -88,6 +94,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         histfile_max_us: out.histfile_max_us,
         target: None,
         notes: Vec::new(),
+        limits: None,
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;

@@ -104,6 +104,17 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
 
 /// Run `latprobe compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.plot {
+        // Before anything is read: a file given as the directory, or a
+        // plot that would replace one of the runs, is refused.
+        super::check_plot_dir("--plot", dir)?;
+        let mut set = super::PathSet::default();
+        for f in &args.files {
+            set.input("FILE", f);
+        }
+        set.plot_dir("--plot", dir, &plot::OVERLAY_FILES);
+        set.check()?;
+    }
     let mut cols = Vec::new();
     let mut hists = Vec::new();
     for f in &args.files {

@@ -351,6 +351,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
                 |p| format!("virtual probe thread at SCHED_FIFO {p}"),
             ),
         ],
+        limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {

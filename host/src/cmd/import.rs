@@ -36,7 +36,8 @@ pub struct ImportArgs {
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Write the document to FILE; with several threads or CPUs, one file each,
-    /// named FILE with the series inserted before the extension (run.T0.json, run.T1.json)
+    /// named FILE with the series inserted before the extension (run.T0.json, run.T1.json);
+    /// from several input files, the input's name first (run.ct-json.T0.json)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Label of the imported series [default: file name and series]
@@ -92,6 +93,29 @@ pub fn per_series_path(out: &Path, series: &str) -> PathBuf {
     out.with_file_name(name)
 }
 
+/// Where each of `docs` goes under `--output out`: `out` for one, else one
+/// file per series; from several input files (`several_files`), whose
+/// series may share names (T0 of each), the input's file name comes first:
+/// `run.ct-json.T0.json`.
+fn output_paths(out: &Path, docs: &[InKernelReport], several_files: bool) -> Vec<PathBuf> {
+    if docs.len() == 1 {
+        return vec![out.to_path_buf()];
+    }
+    docs.iter()
+        .map(|d| {
+            let series = if several_files {
+                let file = Path::new(&d.run.source_file)
+                    .file_name()
+                    .map_or_else(|| d.run.source_file.clone(), |n| n.to_string_lossy().into_owned());
+                format!("{file} {}", d.run.thread)
+            } else {
+                d.run.thread.clone()
+            };
+            per_series_path(out, &series)
+        })
+        .collect()
+}
+
 /// Run `latprobe import`.
 pub fn run(args: ImportArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.output {
@@ -108,9 +132,23 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
         .collect();
     match &args.output {
         Some(out) => {
-            for d in &docs {
-                let path = if several { per_series_path(out, &d.run.thread) } else { out.clone() };
-                d.write(&path)?;
+            let paths = output_paths(out, &docs, args.files.len() > 1);
+            let mut set = super::PathSet::default();
+            for f in &args.files {
+                set.input("FILE", f);
+            }
+            for p in &paths {
+                set.output("--output", p);
+            }
+            set.check().map_err(|e| match e {
+                Error::Usage(m) if paths.len() > 1 => Error::Usage(format!(
+                    "{m} (with several series, --output {} gives one file per series)",
+                    out.display()
+                )),
+                other => other,
+            })?;
+            for (d, path) in docs.iter().zip(&paths) {
+                d.write(path)?;
                 crate::say!(
                     "{}: {} samples → {}\n",
                     crate::out::clean(&d.label),

@@ -27,6 +27,7 @@ use crate::{signals, timefmt, Error};
 
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    signals::ignore_file_size_limit();
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
@@ -42,9 +43,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
 /// Check output paths and read `--target-meta` before a run starts, so a
 /// typo fails in a second rather than after an hour's measurement: each
 /// output must be writable and not a directory, no two may be one file, and
-/// none may be an input (`--target-meta`, `--target-log`).
-pub(crate) fn check_outputs(out: &OutputArgs, gates: &Delivery) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, gates, false)
+/// none may be an input (`--target-meta`, `--target-log`, `--limits`, and
+/// `inputs`, such as `--calibration`).
+pub(crate) fn check_outputs(
+    out: &OutputArgs,
+    gates: &Delivery,
+    inputs: &[(&str, &Path)],
+) -> Result<Option<serde_json::Value>, Error> {
+    check_output_set(out, gates, false, inputs)
 }
 
 /// [`check_outputs`] for `demo`, where the responder writes `--target-log`.
@@ -52,42 +58,45 @@ pub(crate) fn check_demo_outputs(
     out: &OutputArgs,
     gates: &Delivery,
 ) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, gates, true)
+    check_output_set(out, gates, true, &[])
 }
 
 fn check_output_set(
     out: &OutputArgs,
     gates: &Delivery,
     target_log_written: bool,
+    inputs: &[(&str, &Path)],
 ) -> Result<Option<serde_json::Value>, Error> {
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    let mut set = PathSet::default();
     for (flag, path) in [("--output", &out.output), ("--histfile", &out.histfile), ("--raw", &out.raw)] {
         if let Some(p) = path {
             check_parent(flag, p)?;
-            outputs.push((flag, p));
+            set.output(flag, p);
         }
     }
-    outputs.extend(gates.files());
+    gates.add_to(&mut set);
     if let Some(p) = &out.target_log {
         if target_log_written {
             check_parent("--target-log", p)?;
-            outputs.push(("--target-log", p));
+            set.output("--target-log", p);
         } else {
-            inputs.push(("--target-log", p));
+            set.input("--target-log", p);
         }
     }
     if let Some(p) = &out.target_meta {
-        inputs.push(("--target-meta", p));
+        set.input("--target-meta", p);
     }
-    check_distinct(&outputs, &inputs)?;
+    for (flag, p) in inputs {
+        set.input(flag, p);
+    }
+    set.check()?;
     out.target_meta.as_deref().map(read_target_meta).transpose()
 }
 
 /// What makes two paths one file: an existing regular file is its device
 /// and inode (so hard and symbolic links are caught), a new one its
-/// canonical directory and name. Devices and pipes (`/dev/null`) are never
-/// the same file as anything.
+/// canonical directory and name (a dangling symbolic link: its target's).
+/// Devices and pipes (`/dev/null`) are never the same file as anything.
 #[derive(Debug, PartialEq, Eq)]
 enum FileKey {
     Inode(u64, u64),
@@ -99,46 +108,85 @@ fn file_key(p: &Path) -> Option<FileKey> {
     match std::fs::metadata(p) {
         Ok(m) if m.is_file() => Some(FileKey::Inode(m.dev(), m.ino())),
         Ok(_) => None,
-        Err(_) => {
-            let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let dir = std::fs::canonicalize(parent).ok()?;
-            Some(FileKey::New(dir.join(p.file_name()?)))
+        Err(_) => Some(FileKey::New(canonical_new(&crate::fsout::target(p)))),
+    }
+}
+
+/// `p`, which does not exist, with its nearest existing ancestor
+/// canonicalized (a `--plot` directory that is still to be made, say).
+fn canonical_new(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = p;
+    loop {
+        let dir = if cur.as_os_str().is_empty() { Path::new(".") } else { cur };
+        if let Ok(c) = std::fs::canonicalize(dir) {
+            return rest.iter().rev().fold(c, |acc: PathBuf, n| acc.join(n));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return p.to_path_buf(),
         }
     }
 }
 
-/// No two `outputs` may be one file, and no output may be one of `inputs`:
-/// the second write would silently replace the first, or the input.
-pub(crate) fn check_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<(), Error> {
-    let keys: Vec<Option<FileKey>> = outputs.iter().map(|(_, p)| file_key(p)).collect();
-    for (i, (flag, p)) in outputs.iter().enumerate() {
-        for (j, (other, q)) in outputs.iter().enumerate().skip(i + 1) {
-            if keys[i].is_some() && keys[i] == keys[j] {
-                return Err(Error::Usage(format!(
-                    "{flag} {} and {other} {} are the same file: give each output its own file",
-                    p.display(),
-                    q.display()
-                )));
-            }
+/// Every file a command reads or writes, by the flag that names it: no two
+/// outputs may be one file, and no output may be an input (the second
+/// write would silently replace the first, or the input). Checked before
+/// anything is measured or written.
+#[derive(Debug, Default)]
+pub(crate) struct PathSet {
+    /// Flag, the path as shown, the file, and whether it is written.
+    entries: Vec<(String, String, PathBuf, bool)>,
+}
+
+impl PathSet {
+    /// A file the command reads.
+    pub fn input(&mut self, flag: &str, p: &Path) {
+        self.entries.push((flag.into(), p.display().to_string(), p.to_path_buf(), false));
+    }
+
+    /// A file the command writes.
+    pub fn output(&mut self, flag: &str, p: &Path) {
+        self.entries.push((flag.into(), p.display().to_string(), p.to_path_buf(), true));
+    }
+
+    /// The files `names` that `--plot DIR` (`flag`) writes into `dir`.
+    pub fn plot_dir(&mut self, flag: &str, dir: &Path, names: &[&str]) {
+        for n in names {
+            let p = dir.join(n);
+            let shown = format!("{} (its {n})", dir.display());
+            self.entries.push((flag.into(), shown, p, true));
         }
     }
-    for (in_flag, input) in inputs {
-        let key = file_key(input);
-        if key.is_none() {
-            continue;
-        }
-        for (i, (flag, p)) in outputs.iter().enumerate() {
-            if keys[i] == key {
-                return Err(Error::Usage(format!(
-                    "{flag} {} is the input {in_flag} {}: writing it would destroy the input; \
-                     write the output to another file",
-                    p.display(),
-                    input.display()
-                )));
+
+    /// Refuse (exit 2) two outputs on one file, or an output on an input.
+    pub fn check(&self) -> Result<(), Error> {
+        let keys: Vec<Option<FileKey>> = self.entries.iter().map(|e| file_key(&e.2)).collect();
+        for (i, (fa, pa, _, out_a)) in self.entries.iter().enumerate() {
+            for (j, (fb, pb, _, out_b)) in self.entries.iter().enumerate().skip(i + 1) {
+                if keys[i].is_none() || keys[i] != keys[j] || !(*out_a || *out_b) {
+                    continue;
+                }
+                return Err(Error::Usage(match (out_a, out_b) {
+                    (true, true) => {
+                        format!("{fa} {pa} and {fb} {pb} are the same file: give each output its own file")
+                    }
+                    (true, false) => format!(
+                        "{fa} {pa} is the input {fb} {pb}: writing it would destroy the input; \
+                         write the output to another file"
+                    ),
+                    _ => format!(
+                        "{fb} {pb} is the input {fa} {pa}: writing it would destroy the input; \
+                         write the output to another file"
+                    ),
+                }));
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// An OS error's text without Rust's " (os error N)" suffix.
@@ -191,6 +239,20 @@ pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
     let cannot = |e: std::io::Error| {
         Error::Usage(format!("{flag} {}: cannot write it: {} (check the path)", p.display(), os_message(&e)))
     };
+    // A symbolic link is followed, a dangling one too: its target is what
+    // gets written (`fsout`).
+    let link = p;
+    let p = &crate::fsout::target(p);
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "{flag} {} is a symbolic link to {}, whose directory {} does not exist: \
+             fix the link or give another file",
+            link.display(),
+            p.display(),
+            parent.display()
+        )));
+    }
     if p.exists() {
         std::fs::OpenOptions::new().append(true).open(p).map_err(cannot)?;
     } else {
@@ -207,15 +269,26 @@ fn read_target_meta(p: &Path) -> Result<serde_json::Value, Error> {
         .map_err(|e| Error::Usage(format!("--target-meta {} is not JSON: {e}", p.display())))
 }
 
+/// The first of `results`' errors, after saying every other one: each
+/// output that could not be written is named.
+fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
+    let mut errors = results.into_iter().filter_map(Result::err);
+    let first = errors.next();
+    for e in errors {
+        crate::tell!("latprobe: also: {e}");
+    }
+    first.map_or(Ok(()), Err)
+}
+
 /// Write `--output` and `--histfile`: each is tried whatever became of the
 /// other, and one that cannot be written where asked (a full disk, a
-/// vanished directory) goes to a fallback file, which is printed. The
-/// first failure is returned (exit 1), naming the fallback.
-pub(crate) fn write_outputs(r: &Report, output: Option<&Path>, histfile: Option<&Path>) -> Result<(), Error> {
+/// vanished directory) goes to a fallback file, which is printed. Each
+/// result apart, for [`first_error`].
+fn write_outputs_each(r: &Report, output: Option<&Path>, histfile: Option<&Path>) -> Vec<Result<(), Error>> {
     let json = output.map(|p| write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q)));
     let hist =
         histfile.map(|p| write_or_fallback("--histfile", "histogram", p, &|q| rep::histfile::write(r, q)));
-    json.unwrap_or(Ok(())).and(hist.unwrap_or(Ok(())))
+    json.into_iter().chain(hist).collect()
 }
 
 /// Where an output goes when its own path fails: the temporary directory,
@@ -315,6 +388,8 @@ pub(crate) fn attach_target_log(
 pub(crate) struct Delivery {
     /// The limits to judge the report against.
     pub limits: Limits,
+    /// `--limits FILE`, an input.
+    pub limits_file: Option<PathBuf>,
     /// `--junit FILE`.
     pub junit: Option<PathBuf>,
     /// `--lava`: `lava-test-case` lines on stdout, the summary on stderr.
@@ -335,56 +410,73 @@ impl Delivery {
             }
         }
         if let Some(dir) = &g.plot {
-            check_plot_dir(dir)?;
+            check_plot_dir("--plot", dir)?;
         }
-        Ok(Self { limits, junit: g.junit.clone(), lava: g.lava, plot: g.plot.clone(), html: g.html.clone() })
+        Ok(Self {
+            limits,
+            limits_file: g.limits.limits.clone(),
+            junit: g.junit.clone(),
+            lava: g.lava,
+            plot: g.plot.clone(),
+            html: g.html.clone(),
+        })
     }
 
-    /// The files this writes, for [`check_distinct`].
-    pub fn files(&self) -> Vec<(&'static str, &Path)> {
-        let mut v: Vec<(&'static str, &Path)> = Vec::new();
+    /// Its files, into `set`: `--limits` read, `--junit`, `--html` and the
+    /// plots of `--plot` written.
+    pub fn add_to(&self, set: &mut PathSet) {
+        if let Some(p) = &self.limits_file {
+            set.input("--limits", p);
+        }
         if let Some(p) = &self.junit {
-            v.push(("--junit", p));
+            set.output("--junit", p);
         }
         if let Some(p) = &self.html {
-            v.push(("--html", p));
+            set.output("--html", p);
         }
-        v
+        if let Some(dir) = &self.plot {
+            set.plot_dir("--plot", dir, &rep::plot::PLOT_FILES);
+        }
     }
 }
 
-/// `--plot DIR` can hold the plots: a directory, or a new one whose parent
-/// exists (it is created when the plots are written).
-fn check_plot_dir(dir: &Path) -> Result<(), Error> {
+/// `--plot DIR` (`flag`) can hold the plots: a directory it can write in,
+/// or a new one it can create (created here and removed again; the plots
+/// create it).
+pub(crate) fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
     if dir.as_os_str().is_empty() {
-        return Err(Error::Usage("--plot needs a directory name".into()));
+        return Err(Error::Usage(format!("{flag} needs a directory name")));
     }
+    let cannot = |e: std::io::Error| {
+        Error::Usage(format!(
+            "{flag} {}: cannot write the plots there: {} (give a directory you can write in)",
+            dir.display(),
+            os_message(&e)
+        ))
+    };
     if dir.exists() {
         if !dir.is_dir() {
             return Err(Error::Usage(format!(
-                "--plot {} is a file: give a directory for the plots (it is created if missing)",
+                "{flag} {} is a file: give a directory for the plots (it is created if missing)",
                 dir.display()
             )));
         }
         let probe = dir.join(format!(".latprobe-write-check-{}", std::process::id()));
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| {
-            Error::Usage(format!(
-                "--plot {}: cannot write in it: {} (check the path)",
-                dir.display(),
-                os_message(&e)
-            ))
-        })?;
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(cannot)?;
         let _ = std::fs::remove_file(&probe);
         return Ok(());
     }
     let parent = dir.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(Error::Usage(format!(
-            "--plot {}: the directory {} does not exist (the plot directory itself is created, not its parents)",
+            "{flag} {}: the directory {} does not exist (the plot directory itself is created, not its parents)",
             dir.display(),
             parent.display()
         )));
     }
+    // A read-only parent, or /proc, refuses only when asked.
+    std::fs::create_dir(dir).map_err(cannot)?;
+    let _ = std::fs::remove_dir(dir);
     Ok(())
 }
 
@@ -407,15 +499,15 @@ pub(crate) fn deliver(
         r.verdicts = crate::gates::evaluate(r, &d.limits, exact);
     }
     let r = &*r;
-    let mut results = vec![write_outputs(r, output, histfile)];
+    let mut results = vec![write_outputs_each(r, output, histfile)];
     if let Some(p) = &d.junit {
-        results.push(write_or_fallback("--junit", "JUnit report", p, &|q| rep::junit::write(r, q)));
+        results.push(vec![write_or_fallback("--junit", "JUnit report", p, &|q| rep::junit::write(r, q))]);
     }
     if let Some(dir) = d.plot.as_ref().filter(|_| r.counts.samples == 0) {
         // Not an error: the run says what became of it.
         crate::tell!("latprobe: no samples, so no plots in {} (--plot)", dir.display());
     } else if let Some(dir) = &d.plot {
-        results.push(match rep::plot::write_all(r, dir) {
+        results.push(vec![match rep::plot::write_all(r, dir) {
             Ok(paths) => {
                 crate::tell!("latprobe: {} plots in {}", paths.len(), dir.display());
                 Ok(())
@@ -424,10 +516,10 @@ pub(crate) fn deliver(
                 crate::tell!("latprobe: the plots could not be written: {e}");
                 Err(e)
             }
-        });
+        }]);
     }
     if let Some(p) = &d.html {
-        results.push(write_or_fallback("--html", "HTML report", p, &|q| rep::html::write(r, q)));
+        results.push(vec![write_or_fallback("--html", "HTML report", p, &|q| rep::html::write(r, q))]);
     }
     if let Some(text) = summary.map(|f| f(r)) {
         if d.lava {
@@ -441,7 +533,7 @@ pub(crate) fn deliver(
             crate::say!("{line}\n");
         }
     }
-    results.into_iter().collect::<Result<(), Error>>()?;
+    first_error(results.into_iter().flatten().collect())?;
     match crate::gates::violation_summary(&r.verdicts) {
         Some(v) => Err(Error::Threshold(v)),
         None => Ok(()),

@@ -29,7 +29,7 @@ pub struct ReportArgs {
     /// Periodic runs: also print the delays measured against the nominal schedule
     #[arg(long)]
     pub show_naive: bool,
-    /// Limits given here replace the ones the report was judged with; without any, a JSON report keeps its own
+    /// Limits given here replace the ones the report was judged with; without any, a JSON report keeps its own and a raw file is judged by its run's
     #[command(flatten)]
     pub gates: crate::cli::GateArgs,
 }
@@ -62,6 +62,11 @@ pub fn load_state(
     if rawfile::is_raw(file) {
         let mut r = session::replay_with(file, histfile_max_us, target_log.is_some())?;
         let mut rep = report::build(&r.ctx, &r.state, r.bad_frames, r.ending.clone());
+        // The run's own limits, judged again as a JSON report keeps its
+        // verdicts; limits given to `report` replace them (`deliver`).
+        if let Some(limits) = r.ctx.limits.as_ref().filter(|l| !l.is_empty()) {
+            rep.verdicts = crate::gates::evaluate(&rep, limits, r.state.analysis.as_ref());
+        }
         if let Some(log) = target_log {
             super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
         }
@@ -97,21 +102,21 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
 
 /// Run `latprobe report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    // Outputs checked before anything is read: none may be the input.
-    let mut outputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    // Outputs checked before anything is read: none may be an input.
+    let mut set = super::PathSet::default();
     for (flag, p) in [("--output", &args.output), ("--histfile", &args.histfile)] {
         if let Some(p) = p {
             super::check_parent(flag, p)?;
-            outputs.push((flag, p));
+            set.output(flag, p);
         }
     }
     let gates = super::Delivery::new(&args.gates)?;
-    outputs.extend(gates.files());
-    let mut inputs: Vec<(&str, &std::path::Path)> = vec![("FILE", &args.file)];
+    gates.add_to(&mut set);
+    set.input("FILE", &args.file);
     if let Some(log) = &args.target_log {
-        inputs.push(("--target-log", log));
+        set.input("--target-log", log);
     }
-    super::check_distinct(&outputs, &inputs)?;
+    set.check()?;
     if let Some(d) = in_kernel(&args.file) {
         let g = &args.gates;
         if !gates.limits.is_empty() || g.junit.is_some() || g.lava || g.plot.is_some() || g.html.is_some() {

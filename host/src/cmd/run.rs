@@ -99,7 +99,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     req.validate()?;
     super::check_periodic_flags(&args.out, req.mode)?;
     let gates = super::Delivery::new(&args.gates)?;
-    let target = super::check_outputs(&args.out, &gates)?;
+    let cal: Vec<(&str, &std::path::Path)> =
+        args.calibration.iter().map(|p| ("--calibration", p.as_path())).collect();
+    let target = super::check_outputs(&args.out, &gates, &cal)?;
     // With --flash this flashes (or finds the firmware in place) first.
     let (src, link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
     let ctx = RunContext {
@@ -111,6 +113,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         histfile_max_us: args.out.histfile_max_us,
         target,
         notes: link_notes,
+        limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     crate::tell!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), ctx.source);

@@ -86,7 +86,7 @@ pub fn render(r: &Report) -> String {
 
 /// Write `r` to `path` in the histfile layout.
 pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
-    std::fs::write(path, render(r))
+    crate::fsout::write(path, render(r).as_bytes())
         .map_err(|e| Error::io(format!("cannot write the histogram {} (--histfile)", path.display()), e))
 }
 

@@ -82,7 +82,7 @@ pub fn render(r: &Report) -> String {
 
 /// Write the HTML report of `r` to `path` (`--html`).
 pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
-    std::fs::write(path, render(r))
+    crate::fsout::write(path, render(r).as_bytes())
         .map_err(|e| Error::io(format!("cannot write the HTML report {} (--html)", path.display()), e))
 }
 

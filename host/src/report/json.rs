@@ -18,7 +18,7 @@ pub fn to_string(r: &Report) -> String {
 
 /// Write `r` to `path`.
 pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
-    std::fs::write(path, to_string(r))
+    crate::fsout::write(path, to_string(r).as_bytes())
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 

@@ -904,6 +904,7 @@ mod tests {
             target: None,
             notes: Vec::new(),
             started_unix_ns: None,
+            limits: None,
         };
         let hz = 1_000_000_000;
         let config: Config = request.config(hz, Capabilities::UART_ECHO).unwrap();

@@ -89,6 +89,13 @@ pub fn overlay_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
     png(&hist::Overlay::of_runs(runs)?)
 }
 
+/// Every file [`write_all`] may write into its directory (the timeline
+/// only for a run that has one), for the same-file check of `--plot`.
+pub const PLOT_FILES: [&str; 6] =
+    ["histogram.svg", "histogram.png", "timeline.svg", "timeline.png", "ccdf.svg", "ccdf.png"];
+/// The files of [`write_overlay`].
+pub const OVERLAY_FILES: [&str; 2] = ["compare-histogram.svg", "compare-histogram.png"];
+
 /// Write every plot of `r` into `dir` (created when missing):
 /// `histogram.svg`, `histogram.png`, `timeline.svg` and `timeline.png`
 /// (when the report has a timeline), `ccdf.svg`, `ccdf.png`. Returns the
@@ -134,7 +141,7 @@ fn write_files(dir: &Path, flag: &str, files: &[(&str, Vec<u8>)]) -> Result<Vec<
     let mut written = Vec::new();
     for (name, bytes) in files {
         let path = dir.join(name);
-        std::fs::write(&path, bytes)
+        crate::fsout::write(&path, bytes)
             .map_err(|e| Error::io(format!("cannot write the plot {} ({flag})", path.display()), e))?;
         written.push(path);
     }
