@@ -24,6 +24,7 @@ pub mod error;
 pub mod gates;
 pub mod import;
 pub mod inkernel;
+pub mod input;
 pub mod link;
 pub mod out;
 pub mod periodic;

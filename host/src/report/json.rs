@@ -22,28 +22,23 @@ pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 
-/// The largest JSON document latprobe reads: far above any report it
-/// writes (a million 1 µs bins are about 20 MB), far below what would
-/// exhaust memory (`latprobe report /dev/zero`).
-pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+/// The largest JSON document latprobe reads (`latprobe report /dev/zero`
+/// must not exhaust memory): the cap of every input read whole.
+pub const MAX_REPORT_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
 
 /// The text of `path`, if it is at most [`MAX_REPORT_BYTES`] of UTF-8.
 /// Every failure is a usage error naming the file (exit 2): an input that
 /// cannot be read is the user's to change, whatever is wrong with it.
 pub fn read_text(path: &Path) -> Result<String, Error> {
-    use std::io::Read as _;
+    use crate::input::ReadError;
     let fail = |what: String| Error::Usage(format!("{}: {what}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_REPORT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(format!("cannot read it: {e}")))?;
-    if bytes.len() as u64 > MAX_REPORT_BYTES {
-        return Err(fail(format!(
-            "longer than {} MiB: neither a latprobe raw file nor a JSON report",
-            MAX_REPORT_BYTES >> 20
-        )));
-    }
+    let bytes = crate::input::read_capped(path).map_err(|e| match e {
+        ReadError::Io(e) => fail(format!("cannot read it: {e}")),
+        ReadError::TooLong => fail(format!(
+            "longer than {}: neither a latprobe raw file nor a JSON report",
+            crate::input::cap_text()
+        )),
+    })?;
     String::from_utf8(bytes)
         .map_err(|_| fail("neither a latprobe raw file nor a JSON report (it is not UTF-8 text)".into()))
 }
