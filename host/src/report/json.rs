@@ -86,6 +86,16 @@ pub fn read(path: &Path) -> Result<Report, Error> {
             r.histogram.max_us
         )));
     }
+    // The bins hold measured samples: more than the report's samples (or
+    // more than a u64, which would wrap the histfile's `# Total:`) is damage.
+    let in_bins = r.histogram.bins.iter().try_fold(0u64, |a, b| a.checked_add(b[1]));
+    if in_bins.is_none_or(|n| n > r.counts.samples) {
+        return Err(not_a_report(format!(
+            "its histogram bins hold {} samples, more than its {} samples",
+            in_bins.map_or_else(|| "over 2^64".to_string(), |n| n.to_string()),
+            r.counts.samples
+        )));
+    }
     if let Some(t) = &r.timeline {
         let n = t.samples.len();
         if t.row_s == 0 || t.timeouts.len() != n || t.max_ns.len() != n || t.p99_ns.len() != n {
@@ -242,6 +252,18 @@ mod tests {
         r.histogram.bins.push([u64::MAX, 1]);
         write(&r, &path).unwrap();
         assert!(read(&path).expect_err("a bin beyond").to_string().contains("beyond its range"));
+        // Three bins of u64::MAX: their sum does not fit, the histfile's
+        // `# Total:` would wrap.
+        let mut r = good.clone();
+        r.histogram.bins = vec![[1, u64::MAX], [2, u64::MAX], [3, u64::MAX]];
+        write(&r, &path).unwrap();
+        let e = read(&path).expect_err("bins over 2^64").to_string();
+        assert!(e.contains("bins hold over 2^64 samples"), "{e}");
+        assert!(crate::report::histfile::render(&r).contains(&format!("# Total: {}", u64::MAX)), "saturates");
+        let mut r = good.clone();
+        r.histogram.bins[0][1] += r.counts.samples;
+        write(&r, &path).unwrap();
+        assert!(read(&path).expect_err("bins over samples").to_string().contains("more than its"));
     }
 
     /// A version 1 report as latprobe 0.1 wrote it: 1000 samples, 10
