@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use latprobe::rawfile::{RawWriter, RunContext};
 use latprobe_protocol::{
-    encode_message, Anomalies, Capabilities, Config, Mode, Outcome, ProbeInfo, ProbeMsg, Sample,
-    SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,
+    encode_message, Anomalies, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, Mode, Outcome, ProbeInfo,
+    ProbeMsg, Sample, SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,
 };
 
 fn tmp() -> tempfile::TempDir {
@@ -711,4 +711,84 @@ fn a_probe_reset_mid_run_stops_the_run_and_says_so() {
     let again = dir.path().join("again.json");
     assert_eq!(run(&["report", p(&raw), "-o", p(&again)]).status.code(), Some(0));
     assert_eq!(json(&again)["error"], r["error"]);
+}
+
+/// A periodic run of `n` edges 1 ms apart (the target at the probe's rate,
+/// a few µs of jitter) whose edge `bad` carries a tick `jump` ticks ahead:
+/// a CRC-valid batch with a nonsensical tick. Also the fuzz seed
+/// `fuzz/seeds/raw_file/periodic_clock_jump` (with `jump` 2^62).
+pub(crate) fn periodic_stream_with_a_jump(n: u64, bad: u64, jump: u64) -> Vec<u8> {
+    let mut stream = frame(&ProbeMsg::Hello(info()));
+    stream.extend(frame(&ProbeMsg::Configured(config(
+        Mode::Periodic,
+        Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+    ))));
+    stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: 0 }));
+    let mut b = EdgeBatchBuilder::new(64);
+    for seq in 0..n {
+        let mut tick = 2_000 + seq * 100_000 + (seq * 7919) % 500;
+        if seq == bad {
+            tick += jump;
+        }
+        let e = EdgeStamp { seq, tick };
+        if b.push(&e).is_err() {
+            stream.extend(frame(&ProbeMsg::EdgeBatch(b.batch())));
+            b.clear();
+            b.push(&e).unwrap();
+        }
+    }
+    stream.extend(frame(&ProbeMsg::EdgeBatch(b.batch())));
+    stream.extend(frame(&stopped(n)));
+    stream
+}
+
+// Issue 18: one CRC-valid edge whose tick jumps 2^43 ticks (a day and
+// more at 100 MHz) once made `report --target-log` write 16 bytes per
+// "missed" cycle (1.4 GB here, 68 GB for 2^62) and count them all as
+// timeouts. Now: an anomaly named in the notes, the cycles around it
+// compared with the log, no timeout, no file left in the temp dir. The
+// child's file-size limit (64 MiB) keeps a regression from filling the
+// disk: it fails instead.
+#[test]
+fn i18_an_edge_tick_jumping_past_a_day_is_an_anomaly_not_a_flood_of_missed_cycles() {
+    let dir = tmp();
+    let tmpdir = dir.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let raw = dir.path().join("jump.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 1 << 43));
+    let log = dir.path().join("target.log");
+    let mut text = String::from("# latprobe-responder periodic log 1\n# interval_ns 1000000\n");
+    for k in 0..3_000u64 {
+        text += &format!("{k} {}\n", 3_000 + (k * 7919) % 500 * 10);
+    }
+    std::fs::write(&log, text).unwrap();
+    let out = dir.path().join("r.json");
+    let mut cmd = latprobe();
+    cmd.args(["report", p(&raw), "--target-log", p(&log), "-o", p(&out)]).env("TMPDIR", &tmpdir);
+    // SAFETY: setrlimit is async-signal-safe; it touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 64 << 20, rlim_max: 64 << 20 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // A hang guard, not a measurement.
+    let o = wait_with_timeout(&mut child, Duration::from_secs(120));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    let per = &r["periodic"];
+    assert_eq!(per["clock_jumps"], 1, "{per}");
+    assert_eq!(per["first_clock_jump"]["seq"], 1_500, "{per}");
+    assert_eq!(per["missed_periods"], 0, "{per}");
+    assert_eq!(r["counts"]["timeouts"], 0, "{}", r["counts"]);
+    assert!(notes(&r).contains("anomaly: 1 edges had a tick more than a day"), "{}", notes(&r));
+    let t = &per["target_log"];
+    assert_eq!(t["aligned"], 2_999, "{t}");
+    assert_eq!(t["offset"], 0, "{t}");
+    let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left in the temp dir: {left:?}");
 }
