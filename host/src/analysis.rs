@@ -541,14 +541,16 @@ impl Analysis {
             if let Some(fit) = &mut self.fit {
                 if verdict != SeqVerdict::New {
                     fit.out_of_order += 1;
-                } else if fit.check_jump(e.seq, e.tick) {
-                    // A damaged tick: left out like an edge lost on the
-                    // link (the next edge counts it in its `lost`).
-                    jumped = true;
                 } else {
                     let lost = self.last_edge_seq.map_or(0, |l| e.seq.saturating_sub(l).saturating_sub(1));
-                    self.last_edge_seq = Some(e.seq);
-                    fit.push(e.seq, e.tick, lost, &mut self.events);
+                    // A damaged tick or sequence number is left out like an
+                    // edge lost on the link (the next edge counts it in its
+                    // `lost`).
+                    jumped = fit.check_jump(e.seq, e.tick, lost);
+                    if !jumped {
+                        self.last_edge_seq = Some(e.seq);
+                        fit.push(e.seq, e.tick, lost, &mut self.events);
+                    }
                 }
             }
             ed.edges += 1;

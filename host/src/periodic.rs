@@ -45,7 +45,8 @@
 //! counted missed.
 //!
 //! **A jump of the clock.** An edge more than [`MAX_GAP_S`] (a day) of the
-//! probe's clock after the previous edge is no outage a periodic run can
+//! probe's clock after the previous edge, or more sequence numbers after it
+//! than a day holds periods, is no outage a periodic run can
 //! have (a silent target line fails the run long before); it is a damaged
 //! tick (a CRC-valid batch can still carry one). It is counted
 //! ([`PeriodicFit::clock_jumps`], named in the report's notes) and left out
@@ -259,8 +260,8 @@ pub struct PeriodicFit {
     pub conflicts: u64,
     /// Edges that came out of sequence order: not used by the fit.
     pub out_of_order: u64,
-    /// Edges more than [`MAX_GAP_S`] after the previous edge: damaged
-    /// ticks, not used by the fit.
+    /// Edges more than [`MAX_GAP_S`] (or as many periods of sequence
+    /// numbers) after the previous edge: damaged stamps, not used by the fit.
     pub clock_jumps: u64,
     /// The first of them: its sequence number and its gap in ticks.
     pub first_jump: Option<(u64, u64)>,
@@ -343,10 +344,14 @@ impl PeriodicFit {
     /// [`MAX_GAP_S`] past the last edge taken: if so it is counted in
     /// [`PeriodicFit::clock_jumps`] and must not be pushed (the caller
     /// treats it as lost on the link).
-    pub fn check_jump(&mut self, seq: u64, tick: u64) -> bool {
+    /// `lost_before` is its gap in sequence numbers: more edges lost than a
+    /// day holds cycles is a damaged sequence number, counted the same way
+    /// (taken, it overflowed the cycle arithmetic).
+    pub fn check_jump(&mut self, seq: u64, tick: u64, lost_before: u64) -> bool {
         let Some(last) = self.last_tick else { return false };
         let gap = tick.saturating_sub(last);
-        if gap <= self.max_gap_ticks {
+        let max_lost = (self.max_gap_ticks as f64 / self.nominal) as u64;
+        if gap <= self.max_gap_ticks && lost_before <= max_lost {
             return false;
         }
         self.clock_jumps += 1;
@@ -853,7 +858,7 @@ mod tests {
         let mut lost = 0;
         for k in 0..3_000u64 {
             let t = 5 + k * 1_000 + (k % 3) + if k == 100 { 1 << 62 } else { 0 };
-            if fit.check_jump(k, t) {
+            if fit.check_jump(k, t, 0) {
                 lost = 1;
                 continue;
             }
@@ -866,8 +871,11 @@ mod tests {
         // A gap of a day is still an outage (missed periods).
         let mut fit = PeriodicFit::new(1_000, 8_000, 1_000_000);
         fit.push(0, 0, 0, &mut out);
-        assert!(!fit.check_jump(1, MAX_GAP_S * 1_000_000));
-        assert!(fit.check_jump(1, MAX_GAP_S * 1_000_000 + 1));
+        assert!(!fit.check_jump(1, MAX_GAP_S * 1_000_000, 0));
+        assert!(fit.check_jump(1, MAX_GAP_S * 1_000_000 + 1, 0));
+        // As is a sequence number beyond a day's cycles.
+        assert!(!fit.check_jump(1, 2_000, MAX_GAP_S * 1_000));
+        assert!(fit.check_jump(1, 2_000, 1 << 62));
     }
 
     #[test]

@@ -718,6 +718,12 @@ fn a_probe_reset_mid_run_stops_the_run_and_says_so() {
 /// a CRC-valid batch with a nonsensical tick. Also the fuzz seed
 /// `fuzz/seeds/raw_file/periodic_clock_jump` (with `jump` 2^62).
 pub(crate) fn periodic_stream_with_a_jump(n: u64, bad: u64, jump: u64) -> Vec<u8> {
+    periodic_stream(n, bad, jump, 0)
+}
+
+/// [`periodic_stream_with_a_jump`], the sequence numbers from `bad` on
+/// also `seq_jump` ahead.
+fn periodic_stream(n: u64, bad: u64, jump: u64, seq_jump: u64) -> Vec<u8> {
     let mut stream = frame(&ProbeMsg::Hello(info()));
     stream.extend(frame(&ProbeMsg::Configured(config(
         Mode::Periodic,
@@ -730,7 +736,7 @@ pub(crate) fn periodic_stream_with_a_jump(n: u64, bad: u64, jump: u64) -> Vec<u8
         if seq == bad {
             tick += jump;
         }
-        let e = EdgeStamp { seq, tick };
+        let e = EdgeStamp { seq: if seq >= bad { seq + seq_jump } else { seq }, tick };
         if b.push(&e).is_err() {
             stream.extend(frame(&ProbeMsg::EdgeBatch(b.batch())));
             b.clear();
@@ -785,10 +791,37 @@ fn i18_an_edge_tick_jumping_past_a_day_is_an_anomaly_not_a_flood_of_missed_cycle
     assert_eq!(per["first_clock_jump"]["seq"], 1_500, "{per}");
     assert_eq!(per["missed_periods"], 0, "{per}");
     assert_eq!(r["counts"]["timeouts"], 0, "{}", r["counts"]);
-    assert!(notes(&r).contains("anomaly: 1 edges had a tick more than a day"), "{}", notes(&r));
+    assert!(
+        notes(&r).contains("anomaly: 1 edges had a tick or sequence number more than a day"),
+        "{}",
+        notes(&r)
+    );
     let t = &per["target_log"];
     assert_eq!(t["aligned"], 2_999, "{t}");
     assert_eq!(t["offset"], 0, "{t}");
     let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "left in the temp dir: {left:?}");
+}
+
+// The same for a sequence number: edges from 1500 on numbered 2^62
+// ahead overflowed the fit's cycle arithmetic (a panic in a debug build,
+// nonsense in a release one). Each is a damaged stamp, named, and the run
+// up to it is kept.
+#[test]
+fn i18_edge_sequence_numbers_jumping_2_62_ahead_are_named_not_a_panic() {
+    let dir = tmp();
+    let raw = dir.path().join("seq.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream(3_000, 1_500, 0, 1 << 62));
+    let out = dir.path().join("r.json");
+    let o = run_within(&["report", p(&raw), "-o", p(&out)], Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    let per = &r["periodic"];
+    assert_eq!(
+        (per["clock_jumps"].as_u64(), per["missed_periods"].as_u64()),
+        (Some(1_500), Some(0)),
+        "{per}"
+    );
+    assert_eq!(r["counts"]["responses"], 1_500, "{}", r["counts"]);
+    assert!(notes(&r).contains("anomaly: 1500 edges had a tick or sequence number"), "{}", notes(&r));
 }
