@@ -825,3 +825,21 @@ fn i18_edge_sequence_numbers_jumping_2_62_ahead_are_named_not_a_panic() {
     assert_eq!(r["counts"]["responses"], 1_500, "{}", r["counts"]);
     assert!(notes(&r).contains("anomaly: 1500 edges had a tick or sequence number"), "{}", notes(&r));
 }
+
+/// The fuzz seed `fuzz/seeds/raw_file/periodic_clock_jump` is this stream
+/// with a 2^62 jump, behind a first byte of 3 (the raw_file target: odd,
+/// the file as it is; bit 1, the `--target-log` path). A changed protocol
+/// fails here; `LATPROBE_WRITE_SEEDS=1` writes it again.
+#[test]
+fn i18_the_fuzz_seed_is_the_crafted_clock_jump() {
+    let dir = tmp();
+    let raw = dir.path().join("seed.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 1 << 62));
+    let mut want = vec![3u8];
+    want.extend(std::fs::read(&raw).unwrap());
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/raw_file/periodic_clock_jump");
+    if std::env::var_os("LATPROBE_WRITE_SEEDS").is_some() {
+        std::fs::write(&seed, &want).unwrap();
+    }
+    assert!(std::fs::read(&seed).ok() == Some(want), "{} is stale: LATPROBE_WRITE_SEEDS=1", seed.display());
+}
