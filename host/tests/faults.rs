@@ -843,3 +843,45 @@ fn i18_the_fuzz_seed_is_the_crafted_clock_jump() {
     }
     assert!(std::fs::read(&seed).ok() == Some(want), "{} is stale: LATPROBE_WRITE_SEEDS=1", seed.display());
 }
+
+// Issue 18: `latprobe report` had no signal handler, so Ctrl-C killed it
+// mid-replay (leaving its cycle file in the temp dir). Now it stops
+// reading, writes what it read (complete: false, a note) and exits 0, as
+// `run` does. The raw file holds a periodic run, then 32 GiB of nothing
+// (sparse), so the replay is still reading when the signal comes.
+#[test]
+fn i18_report_stops_reading_on_a_signal_and_writes_what_it_read() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tmp();
+        let tmpdir = dir.path().join("tmp");
+        std::fs::create_dir(&tmpdir).unwrap();
+        let raw = dir.path().join("long.raw");
+        write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 0));
+        // Past the ending: the replay reads it all as the probe's bytes.
+        std::fs::OpenOptions::new().write(true).open(&raw).unwrap().set_len(32 << 30).unwrap();
+        let log = dir.path().join("target.log");
+        std::fs::write(&log, "# latprobe-responder periodic log 1\n# interval_ns 1000000\n0 5\n1 6\n")
+            .unwrap();
+        let out = dir.path().join("r.json");
+        let mut child = latprobe()
+            .args(["report", p(&raw), "--target-log", p(&log), "-o", p(&out)])
+            .env("TMPDIR", &tmpdir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1_500));
+        signal(child.id(), sig);
+        // A hang guard, not a measurement.
+        let o = wait_with_timeout(&mut child, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", show(&o));
+        assert!(stderr(&o).contains("interrupted"), "{}", show(&o));
+        let r = json(&out);
+        assert_eq!(r["complete"], false, "{r}");
+        assert!(notes(&r).contains("latprobe report was interrupted"), "{}", notes(&r));
+        assert_eq!(r["periodic"]["edges"], 3_000, "{}", r["periodic"]);
+        assert!(r["periodic"]["target_log"].is_object(), "{}", r["periodic"]);
+        let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "left in the temp dir: {left:?}");
+    }
+}
