@@ -606,6 +606,29 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_10_12_missed_cycles_is_walked_as_one_record() {
+        let mut spill = CycleSpill::create().unwrap();
+        for c in 0..1_000u64 {
+            spill.write(c, lat(c));
+        }
+        spill.write_missed(1_000, 1_000_000_000_000);
+        for c in 1_000_000_001_000..1_000_000_002_000u64 {
+            spill.write(c, lat(c));
+        }
+        spill.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let mut text = format!("{MAGIC}\n# interval_ns 1000000\n");
+        for t in 0..2_000u64 {
+            text += &format!("{t} {}\n", lat(t));
+        }
+        std::fs::write(&log, text).unwrap();
+        let r = compare(&log, &spill, 1_000_000, None).unwrap();
+        assert_eq!((r.offset, r.aligned, r.missed_but_logged), (0, 1_000, 1_000), "{r:?}");
+        assert_eq!((r.probe_only, r.log_outside), (1_000, 0), "{r:?}");
+    }
+
+    #[test]
     fn a_log_of_another_interval_or_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut spill = spill_of(&[(0, Some(1))]);
