@@ -530,9 +530,7 @@ impl Analysis {
                     }
                     self.overflows += count - listed;
                     if let Some(s) = &mut self.spill {
-                        for c in first..first + count {
-                            s.write(c, crate::periodic::SPILL_MISSED);
-                        }
+                        s.write_missed(first, count);
                     }
                 }
             }
@@ -556,16 +554,27 @@ impl Analysis {
             if verdict == SeqVerdict::Duplicate {
                 continue;
             }
+            let mut jumped = false;
             if let Some(fit) = &mut self.fit {
-                if verdict == SeqVerdict::New {
-                    let lost = self.last_edge_seq.map_or(0, |l| e.seq.saturating_sub(l).saturating_sub(1));
-                    self.last_edge_seq = Some(e.seq);
-                    fit.push(e.seq, e.tick, lost, &mut self.events);
-                } else {
+                if verdict != SeqVerdict::New {
                     fit.out_of_order += 1;
+                } else {
+                    let lost = self.last_edge_seq.map_or(0, |l| e.seq.saturating_sub(l).saturating_sub(1));
+                    // A damaged tick or sequence number is left out like an
+                    // edge lost on the link (the next edge counts it in its
+                    // `lost`).
+                    jumped = fit.check_jump(e.seq, e.tick, lost);
+                    if !jumped {
+                        self.last_edge_seq = Some(e.seq);
+                        fit.push(e.seq, e.tick, lost, &mut self.events);
+                    }
                 }
             }
             ed.edges += 1;
+            if jumped {
+                // Nor is its gap an interval of the target's.
+                continue;
+            }
             if let Some((seq, tick)) = ed.last {
                 if seq.checked_add(1) == Some(e.seq) && e.tick >= tick {
                     let ns = self.conv.ns(e.tick - tick);

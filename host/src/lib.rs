@@ -25,6 +25,7 @@ pub mod fsout;
 pub mod gates;
 pub mod import;
 pub mod inkernel;
+pub mod input;
 pub mod link;
 pub mod out;
 pub mod periodic;

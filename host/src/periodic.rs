@@ -44,10 +44,24 @@
 //! Edges the link lost (sequence gaps) take their cycles without being
 //! counted missed.
 //!
+//! **A jump of the clock.** An edge more than [`MAX_GAP_S`] (a day) of the
+//! probe's clock after the previous edge, or more sequence numbers after it
+//! than a day holds periods, is no outage a periodic run can
+//! have (a silent target line fails the run long before); it is a damaged
+//! tick (a CRC-valid batch can still carry one). It is counted
+//! ([`PeriodicFit::clock_jumps`], named in the report's notes) and left out
+//! like an edge lost on the link: its cycle is neither a delay nor a missed
+//! period, and the edges after it are measured against the edge before it.
+//! Taken as an edge, one tick 2^62 ahead made 4.6 × 10¹² "missed periods".
+//!
 //! Memory: a block and its look-ahead (about 2100 edges, 16 bytes each) and
 //! the hull of one block; everything else is running sums.
 
 use std::io::Write as _;
+
+/// The longest gap between two edges taken as the target's own (an
+/// outage), in seconds of the probe's clock: longer is a damaged tick.
+pub const MAX_GAP_S: u64 = 86_400;
 
 /// Edges per fitted block.
 pub const BLOCK_EDGES: usize = 2048;
@@ -246,6 +260,15 @@ pub struct PeriodicFit {
     pub conflicts: u64,
     /// Edges that came out of sequence order: not used by the fit.
     pub out_of_order: u64,
+    /// Edges more than [`MAX_GAP_S`] (or as many periods of sequence
+    /// numbers) after the previous edge: damaged stamps, not used by the fit.
+    pub clock_jumps: u64,
+    /// The first of them: its sequence number and its gap in ticks.
+    pub first_jump: Option<(u64, u64)>,
+    /// The last edge taken.
+    last_tick: Option<u64>,
+    /// [`MAX_GAP_S`] in ticks.
+    max_gap_ticks: u64,
     /// The same edges against the nominal schedule (first edge + k × the
     /// configured period, one edge per cycle): what a tool that trusts the
     /// target's clock would report. ns, before re-zeroing at its minimum.
@@ -275,6 +298,10 @@ impl PeriodicFit {
             lost: 0,
             conflicts: 0,
             out_of_order: 0,
+            clock_jumps: 0,
+            first_jump: None,
+            last_tick: None,
+            max_gap_ticks: u64::from(hz.max(1)).saturating_mul(MAX_GAP_S),
             naive: SignedHist::new(),
             ns_per_tick: 1e9 / f64::from(hz.max(1)),
         }
@@ -313,6 +340,25 @@ impl PeriodicFit {
         self.pending.len()
     }
 
+    /// Whether an edge at `tick` (sequence number `seq`) jumps more than
+    /// [`MAX_GAP_S`] past the last edge taken: if so it is counted in
+    /// [`PeriodicFit::clock_jumps`] and must not be pushed (the caller
+    /// treats it as lost on the link).
+    /// `lost_before` is its gap in sequence numbers: more edges lost than a
+    /// day holds cycles is a damaged sequence number, counted the same way
+    /// (taken, it overflowed the cycle arithmetic).
+    pub fn check_jump(&mut self, seq: u64, tick: u64, lost_before: u64) -> bool {
+        let Some(last) = self.last_tick else { return false };
+        let gap = tick.saturating_sub(last);
+        let max_lost = (self.max_gap_ticks as f64 / self.nominal) as u64;
+        if gap <= self.max_gap_ticks && lost_before <= max_lost {
+            return false;
+        }
+        self.clock_jumps += 1;
+        self.first_jump.get_or_insert((seq, gap));
+        true
+    }
+
     /// One edge, in sequence order; `lost_before` edges were lost on the
     /// link just before it. Finished cycles are appended to `out`.
     pub fn push(&mut self, seq: u64, tick: u64, lost_before: u64, out: &mut Vec<CycleEvent>) {
@@ -326,6 +372,7 @@ impl PeriodicFit {
             return;
         }
         self.lost += lost_before;
+        self.last_tick = Some(tick);
         self.pending.push(Pending { tick, lost_before });
         let x = (tick - origin) as f64;
         let k = seq.saturating_sub(self.first_seq) as f64;
@@ -508,74 +555,181 @@ pub fn ppm(nominal: f64, fitted: f64) -> f64 {
     (nominal / fitted - 1.0) * 1e6
 }
 
-/// Where each cycle's delay goes for `--target-log`: a file of
-/// `(cycle u64 LE, delay ns u64 LE)` records in cycle order, a missed cycle
-/// being `u64::MAX`. Written as the fit finishes blocks, read back once the
-/// run is over; it lives in the temp directory and is removed on drop.
+/// Where each cycle's delay goes for `--target-log`: a file of 16-byte
+/// records `(cycle u64 LE, value u64 LE)` in cycle order. A value below
+/// [`SPILL_RUN`] is an edge's delay in ns; a value with that bit set is a
+/// run of missed cycles from `cycle`, its count in the other bits (one
+/// record however long the run: a run of 10¹² missed cycles once wrote 16
+/// bytes each). Written as the fit finishes blocks, read back once the run
+/// is over, at most [`SPILL_CAP_BYTES`] (then the cycles after are not
+/// kept and [`CycleSpill::kept_until`] says from which cycle).
+///
+/// The file lives in the temp directory without a name: it is unlinked as
+/// soon as it is made and read through its open handle, so no exit path (a
+/// signal, a panic, SIGKILL) can leave it behind.
 #[derive(Debug)]
 pub struct CycleSpill {
-    path: std::path::PathBuf,
+    file: std::fs::File,
     out: Option<std::io::BufWriter<std::fs::File>>,
+    cap: u64,
+    written: u64,
+    /// The first cycle not kept when the cap was reached.
+    kept_until: Option<u64>,
     /// The first write error, if any.
     pub error: Option<String>,
 }
 
-/// A missed cycle's delay in the spill file.
-pub const SPILL_MISSED: u64 = u64::MAX;
+/// The bit of a spill record's value that marks a run of missed cycles.
+pub const SPILL_RUN: u64 = 1 << 63;
+
+/// The most a spill file holds: 2 GiB, 1.3 × 10⁸ cycles (37 hours at
+/// 1 kHz).
+pub const SPILL_CAP_BYTES: u64 = 2 << 30;
+
+/// One record of a spill file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpillRecord {
+    /// Cycle `cycle` had its edge `delay_ns` after the fit.
+    Edge {
+        /// The cycle.
+        cycle: u64,
+        /// Its delay, ns.
+        delay_ns: u64,
+    },
+    /// `count` cycles from `first` had no edge.
+    Missed {
+        /// The first.
+        first: u64,
+        /// How many (≥ 1).
+        count: u64,
+    },
+}
+
+impl SpillRecord {
+    /// The record's first cycle.
+    pub fn first(&self) -> u64 {
+        match *self {
+            SpillRecord::Edge { cycle, .. } => cycle,
+            SpillRecord::Missed { first, .. } => first,
+        }
+    }
+
+    /// One past its last cycle.
+    pub fn end(&self) -> u64 {
+        match *self {
+            SpillRecord::Edge { cycle, .. } => cycle.saturating_add(1),
+            SpillRecord::Missed { first, count } => first.saturating_add(count),
+        }
+    }
+}
 
 impl CycleSpill {
-    /// A new spill file in the temp directory.
+    /// A new spill file in the temp directory, of at most [`SPILL_CAP_BYTES`].
     pub fn create() -> std::io::Result<Self> {
+        Self::with_cap(SPILL_CAP_BYTES)
+    }
+
+    /// A new spill file of at most `cap` bytes.
+    pub fn with_cap(cap: u64) -> std::io::Result<Self> {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("latprobe-cycles-{}-{k}.bin", std::process::id()));
-        let file = std::fs::File::create(&path)?;
-        Ok(Self { path, out: Some(std::io::BufWriter::with_capacity(1 << 16, file)), error: None })
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        // Nameless from here on: removed by the system when the handle closes.
+        std::fs::remove_file(&path)?;
+        let w = file.try_clone()?;
+        Ok(Self {
+            file,
+            out: Some(std::io::BufWriter::with_capacity(1 << 16, w)),
+            cap,
+            written: 0,
+            kept_until: None,
+            error: None,
+        })
     }
 
-    /// Append one cycle.
-    pub fn write(&mut self, cycle: u64, delay_ns: u64) {
+    fn record(&mut self, cycle: u64, value: u64) {
+        if self.written + 16 > self.cap {
+            self.kept_until.get_or_insert(cycle);
+            self.out = None;
+        }
         if let Some(w) = &mut self.out {
             let mut rec = [0u8; 16];
             rec[..8].copy_from_slice(&cycle.to_le_bytes());
-            rec[8..].copy_from_slice(&delay_ns.to_le_bytes());
+            rec[8..].copy_from_slice(&value.to_le_bytes());
             if let Err(e) = w.write_all(&rec) {
                 self.error = Some(e.to_string());
                 self.out = None;
             }
+            self.written += 16;
         }
     }
 
-    /// Flush and return the path to read.
-    pub fn finish(&mut self) -> std::io::Result<&std::path::Path> {
+    /// Append one cycle's delay (at most `SPILL_RUN - 1` ns).
+    pub fn write(&mut self, cycle: u64, delay_ns: u64) {
+        self.record(cycle, delay_ns.min(SPILL_RUN - 1));
+    }
+
+    /// Append a run of `count` missed cycles from `first`: one record.
+    pub fn write_missed(&mut self, first: u64, count: u64) {
+        let mut first = first;
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(SPILL_RUN - 1);
+            self.record(first, SPILL_RUN | n);
+            first = first.saturating_add(n);
+            left -= n;
+        }
+    }
+
+    /// The first cycle not kept because the file reached its cap.
+    pub fn kept_until(&self) -> Option<u64> {
+        self.kept_until
+    }
+
+    /// Flush: the records can then be read.
+    pub fn finish(&mut self) -> std::io::Result<()> {
         if let Some(w) = &mut self.out {
             w.flush()?;
         }
         match &self.error {
             Some(e) => Err(std::io::Error::other(e.clone())),
-            None => Ok(&self.path),
+            None => Ok(()),
         }
     }
-}
 
-impl Drop for CycleSpill {
-    fn drop(&mut self) {
-        self.out = None;
-        let _ = std::fs::remove_file(&self.path);
+    /// The records written, in order (after [`CycleSpill::finish`]). Each
+    /// reader has its own position.
+    pub fn records(&self) -> impl Iterator<Item = SpillRecord> + '_ {
+        use std::os::unix::fs::FileExt as _;
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut at, mut len, mut pos) = (0u64, 0usize, 0usize);
+        let end = self.written;
+        std::iter::from_fn(move || {
+            if pos + 16 > len {
+                if at >= end {
+                    return None;
+                }
+                let want = (end - at).min(buf.len() as u64) as usize;
+                let got = self.file.read_at(&mut buf[..want], at).ok()?;
+                if got < 16 {
+                    return None;
+                }
+                let got = got - got % 16;
+                at += got as u64;
+                (len, pos) = (got, 0);
+            }
+            let rec = &buf[pos..pos + 16];
+            pos += 16;
+            let cycle = u64::from_le_bytes(rec[..8].try_into().ok()?);
+            let v = u64::from_le_bytes(rec[8..].try_into().ok()?);
+            Some(if v & SPILL_RUN != 0 {
+                SpillRecord::Missed { first: cycle, count: v & !SPILL_RUN }
+            } else {
+                SpillRecord::Edge { cycle, delay_ns: v }
+            })
+        })
     }
-}
-
-/// Read a spill file: `(cycle, delay ns or None when missed)` in order.
-pub fn read_spill(path: &std::path::Path) -> std::io::Result<impl Iterator<Item = (u64, Option<u64>)>> {
-    use std::io::Read as _;
-    let mut r = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path)?);
-    Ok(std::iter::from_fn(move || {
-        let mut rec = [0u8; 16];
-        r.read_exact(&mut rec).ok()?;
-        let cycle = u64::from_le_bytes(rec[..8].try_into().ok()?);
-        let d = u64::from_le_bytes(rec[8..].try_into().ok()?);
-        Some((cycle, (d != SPILL_MISSED).then_some(d)))
-    }))
 }
 
 #[cfg(test)]
@@ -694,6 +848,58 @@ mod tests {
             assert!(fit.pending() <= BLOCK_EDGES + fit.lookahead);
             out.clear();
         }
+    }
+
+    #[test]
+    fn a_tick_jumping_past_a_day_is_counted_not_placed() {
+        // 1 MHz, 1 ms: edge 100 is 2^62 ticks ahead.
+        let mut fit = PeriodicFit::new(1_000, 8_000, 1_000_000);
+        let mut out = Vec::new();
+        let mut lost = 0;
+        for k in 0..3_000u64 {
+            let t = 5 + k * 1_000 + (k % 3) + if k == 100 { 1 << 62 } else { 0 };
+            if fit.check_jump(k, t, 0) {
+                lost = 1;
+                continue;
+            }
+            fit.push(k, t, lost, &mut out);
+            lost = 0;
+        }
+        fit.finish(&mut out);
+        assert_eq!((fit.clock_jumps, fit.missed, fit.lost, fit.edges), (1, 0, 1, 2_999));
+        assert_eq!(fit.first_jump, Some((100, (1 << 62) + 1_001)));
+        // A gap of a day is still an outage (missed periods).
+        let mut fit = PeriodicFit::new(1_000, 8_000, 1_000_000);
+        fit.push(0, 0, 0, &mut out);
+        assert!(!fit.check_jump(1, MAX_GAP_S * 1_000_000, 0));
+        assert!(fit.check_jump(1, MAX_GAP_S * 1_000_000 + 1, 0));
+        // As is a sequence number beyond a day's cycles.
+        assert!(!fit.check_jump(1, 2_000, MAX_GAP_S * 1_000));
+        assert!(fit.check_jump(1, 2_000, 1 << 62));
+    }
+
+    #[test]
+    fn a_run_of_missed_cycles_is_one_record_and_the_spill_is_capped() {
+        let mut s = CycleSpill::with_cap(16 * 4).unwrap();
+        s.write(0, 7);
+        s.write_missed(1, 1 << 40);
+        s.write((1 << 40) + 1, 9);
+        s.write((1 << 40) + 2, 10);
+        s.write((1 << 40) + 3, 11);
+        s.finish().unwrap();
+        let got: Vec<SpillRecord> = s.records().collect();
+        assert_eq!(
+            got,
+            [
+                SpillRecord::Edge { cycle: 0, delay_ns: 7 },
+                SpillRecord::Missed { first: 1, count: 1 << 40 },
+                SpillRecord::Edge { cycle: (1 << 40) + 1, delay_ns: 9 },
+                SpillRecord::Edge { cycle: (1 << 40) + 2, delay_ns: 10 },
+            ]
+        );
+        assert_eq!(s.kept_until(), Some((1 << 40) + 3));
+        // Two readers, each from the start.
+        assert_eq!(s.records().count(), s.records().count());
     }
 
     #[test]

@@ -1395,7 +1395,15 @@ pub fn replay_with(
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.keep_cycles = keep_cycles;
     let mut link = Link::new(Box::new(source), None);
-    while link.poll(Duration::ZERO, |inc| state.on_incoming(inc))? != Polled::Closed {}
+    // A stop signal (`latprobe report` installs the handlers) ends the
+    // reading where it is: the report holds what was read.
+    let mut interrupted = false;
+    while link.poll(Duration::ZERO, |inc| state.on_incoming(inc))? != Polled::Closed {
+        if crate::signals::requested() {
+            interrupted = true;
+            break;
+        }
+    }
     link.end_of_stream();
     state.finalize();
     // A recording of a probe of another protocol version (an older
@@ -1427,13 +1435,21 @@ pub fn replay_with(
     };
     // The live run's own ending, when it lived to write one: a replay then
     // says what the live run said.
-    let (ended_by, complete, error) = match recorded {
+    let (ended_by, mut complete, error) = match recorded {
         Some(e) => {
             state.notes = e.notes;
             (e.ended_by, e.complete, e.error)
         }
         None => inferred,
     };
+    if interrupted {
+        complete = false;
+        state.notes.push(format!(
+            "latprobe report was interrupted (a stop signal) while reading {}: the figures hold only \
+             the part read before it; run `latprobe report` again for the whole file",
+            path.display()
+        ));
+    }
     let ended_at = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map_or_else(|_| ctx.started_at.clone(), crate::timefmt::rfc3339);

@@ -59,6 +59,13 @@ pub fn clear_abort() {
     *ABORT.lock().unwrap_or_else(|p| p.into_inner()) = None;
 }
 
+/// Whether a stop signal came since the last [`install`] (false when
+/// none was installed): for work that is not a session (`latprobe report`
+/// re-reading a raw file).
+pub fn requested() -> bool {
+    COUNTER.get().is_some_and(|c| c.load(Ordering::SeqCst) > 0)
+}
+
 /// Ask the running session to stop the probe and fail with `reason`. The
 /// first reason stays.
 pub fn abort(reason: String) {

@@ -51,7 +51,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::periodic::{read_spill, SignedHist};
+use crate::periodic::{CycleSpill, SignedHist, SpillRecord};
 use crate::Error;
 
 /// The log's first line.
@@ -303,19 +303,36 @@ fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// Compare the log at `log` with the probe's cycles in the spill file at
-/// `spill` (see [`crate::periodic::CycleSpill`]); `interval_ns` is the
-/// nominal period.
+/// The probe's cycles as `(cycle, delay ns or None when missed)`, runs of
+/// missed cycles expanded: only for the first [`ALIGN_CYCLES`].
+fn head_of(spill: &CycleSpill) -> Vec<(u64, Option<u64>)> {
+    let mut head = Vec::new();
+    for r in spill.records() {
+        if r.first() >= ALIGN_CYCLES {
+            break;
+        }
+        match r {
+            SpillRecord::Edge { cycle, delay_ns } => head.push((cycle, Some(delay_ns))),
+            SpillRecord::Missed { first, .. } => {
+                head.extend((first..r.end().min(ALIGN_CYCLES)).map(|c| (c, None)))
+            }
+        }
+    }
+    head
+}
+
+/// Compare the log at `log` with the probe's cycles in `spill` (written
+/// and finished); `interval_ns` is the nominal period. A run of missed
+/// cycles is walked as one record: the work grows with the log and the
+/// edges, never with the missed cycles.
 pub fn compare(
     log: &Path,
-    spill: &Path,
+    spill: &CycleSpill,
     interval_ns: u64,
     anchor: Option<Anchor>,
 ) -> Result<TargetLogReport, Error> {
-    let spill_err = |e: std::io::Error| Error::io("cannot read back the run's cycles", e);
     // The probe's first cycles, for the alignment.
-    let head: Vec<(u64, Option<u64>)> =
-        read_spill(spill).map_err(spill_err)?.take_while(|&(c, _)| c < ALIGN_CYCLES).collect();
+    let head = head_of(spill);
     let head_info = read_header(log)?;
     let interval = match head_info.interval_ns {
         Some(i) if i != interval_ns => {
@@ -417,49 +434,50 @@ pub fn compare(
     let mut first_probe: Option<u64> = None;
     let mut last_probe: Option<u64> = None;
     {
-        let mut probe = read_spill(spill).map_err(spill_err)?.peekable();
+        let mut probe = spill.records().peekable();
         let mut next_log = reader.next(&mut header)?;
         while let Some((tc, lat)) = next_log {
             log_cycles += 1;
             internal_all.add(lat as i64);
             let pc = tc as i64 - offset;
             // Probe cycles before this log line: not in the log.
-            while let Some(&(c, d)) = probe.peek() {
-                if (c as i64) >= pc {
+            while let Some(&r) = probe.peek() {
+                if (r.end() as i64) > pc {
                     break;
                 }
-                first_probe.get_or_insert(c);
-                last_probe = Some(c);
-                if d.is_some() {
+                first_probe.get_or_insert(r.first());
+                last_probe = Some(r.end() - 1);
+                if let SpillRecord::Edge { .. } = r {
                     probe_only += 1;
                 }
                 probe.next();
             }
             match probe.peek().copied() {
-                Some((c, d)) if c as i64 == pc => {
+                Some(SpillRecord::Edge { cycle: c, delay_ns: ext }) if c as i64 == pc => {
                     first_probe.get_or_insert(c);
                     last_probe = Some(c);
                     probe.next();
-                    match d {
-                        Some(ext) => {
-                            aligned += 1;
-                            internal.add(lat as i64);
-                            external.add(ext as i64);
-                            let dv = ext as i64 - lat as i64;
-                            diff.add(dv);
-                            *bins.entry(dv.div_euclid(1000)).or_default() += 1;
-                        }
-                        None => missed_but_logged += 1,
-                    }
+                    aligned += 1;
+                    internal.add(lat as i64);
+                    external.add(ext as i64);
+                    let dv = ext as i64 - lat as i64;
+                    diff.add(dv);
+                    *bins.entry(dv.div_euclid(1000)).or_default() += 1;
+                }
+                // A missed run holding this cycle stays for the lines after.
+                Some(r @ SpillRecord::Missed { first, .. }) if (first as i64) <= pc => {
+                    first_probe.get_or_insert(first);
+                    last_probe = Some(r.end() - 1);
+                    missed_but_logged += 1;
                 }
                 _ => log_outside += 1,
             }
             next_log = reader.next(&mut header)?;
         }
-        for (c, d) in probe {
-            first_probe.get_or_insert(c);
-            last_probe = Some(c);
-            if d.is_some() {
+        for r in probe {
+            first_probe.get_or_insert(r.first());
+            last_probe = Some(r.end() - 1);
+            if let SpillRecord::Edge { .. } = r {
                 probe_only += 1;
             }
         }
@@ -471,13 +489,13 @@ pub fn compare(
     let mut worst: Vec<Disagreement> = Vec::new();
     if let Some(med) = difference.as_ref().map(|d| d.p50) {
         let (mut reader, mut header) = LogReader::open(log)?;
-        let mut probe = read_spill(spill).map_err(spill_err)?.peekable();
+        let mut probe = spill.records().peekable();
         while let Some((tc, lat)) = reader.next(&mut header)? {
             let pc = tc as i64 - offset;
-            while probe.peek().is_some_and(|&(c, _)| (c as i64) < pc) {
+            while probe.peek().is_some_and(|r| (r.end() as i64) <= pc) {
                 probe.next();
             }
-            if let Some(&(c, Some(ext))) = probe.peek() {
+            if let Some(&SpillRecord::Edge { cycle: c, delay_ns: ext }) = probe.peek() {
                 if c as i64 == pc {
                     let dv = ext as i64 - lat as i64;
                     let far = (dv - med).unsigned_abs();
@@ -536,7 +554,10 @@ mod tests {
     fn spill_of(cycles: &[(u64, Option<u64>)]) -> CycleSpill {
         let mut s = CycleSpill::create().unwrap();
         for &(c, d) in cycles {
-            s.write(c, d.unwrap_or(crate::periodic::SPILL_MISSED));
+            match d {
+                Some(d) => s.write(c, d),
+                None => s.write_missed(c, 1),
+            }
         }
         s
     }
@@ -558,7 +579,7 @@ mod tests {
             cycles.push((c, ext));
         }
         let mut spill = spill_of(&cycles);
-        let path = spill.finish().unwrap().to_path_buf();
+        spill.finish().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("t.log");
         let mut text = format!("{MAGIC}\n# interval_ns 1000000\n# columns: cycle latency_ns\n");
@@ -568,7 +589,7 @@ mod tests {
             text += &format!("{t} {}\n", lat(t).saturating_sub(under));
         }
         std::fs::write(&log, text).unwrap();
-        let r = compare(&log, &path, 1_000_000, None).unwrap();
+        let r = compare(&log, &spill, 1_000_000, None).unwrap();
         assert_eq!(r.offset, 250, "{r:?}");
         assert_eq!(r.log_cycles, 4_601);
         assert_eq!(r.missed_but_logged, 3);
@@ -585,22 +606,45 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_10_12_missed_cycles_is_walked_as_one_record() {
+        let mut spill = CycleSpill::create().unwrap();
+        for c in 0..1_000u64 {
+            spill.write(c, lat(c));
+        }
+        spill.write_missed(1_000, 1_000_000_000_000);
+        for c in 1_000_000_001_000..1_000_000_002_000u64 {
+            spill.write(c, lat(c));
+        }
+        spill.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let mut text = format!("{MAGIC}\n# interval_ns 1000000\n");
+        for t in 0..2_000u64 {
+            text += &format!("{t} {}\n", lat(t));
+        }
+        std::fs::write(&log, text).unwrap();
+        let r = compare(&log, &spill, 1_000_000, None).unwrap();
+        assert_eq!((r.offset, r.aligned, r.missed_but_logged), (0, 1_000, 1_000), "{r:?}");
+        assert_eq!((r.probe_only, r.log_outside), (1_000, 0), "{r:?}");
+    }
+
+    #[test]
     fn a_log_of_another_interval_or_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut spill = spill_of(&[(0, Some(1))]);
-        let path = spill.finish().unwrap().to_path_buf();
+        spill.finish().unwrap();
         let log = dir.path().join("t.log");
         std::fs::write(&log, format!("{MAGIC}\n# interval_ns 2000000\n0 5\n")).unwrap();
-        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
         assert!(e.contains("--target-log") && e.contains("interval_ns is 2000000"), "{e}");
         std::fs::write(&log, "hello\n").unwrap();
-        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
         std::fs::write(&log, format!("{MAGIC}\n0 5\nbad line\n1 6\n")).unwrap();
-        let e = compare(&log, &path, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("CYCLE LATENCY_NS"), "{e}");
         // A last line cut short (a live file) is the end, not an error.
         std::fs::write(&log, format!("{MAGIC}\n0 5\n1 6\n2")).unwrap();
-        assert_eq!(compare(&log, &path, 1_000_000, None).unwrap().log_cycles, 2);
+        assert_eq!(compare(&log, &spill, 1_000_000, None).unwrap().log_cycles, 2);
     }
 }

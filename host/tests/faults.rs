@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use latprobe::rawfile::{RawWriter, RunContext};
 use latprobe_protocol::{
-    encode_message, Anomalies, Capabilities, Config, Mode, Outcome, ProbeInfo, ProbeMsg, Sample,
-    SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,
+    encode_message, Anomalies, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, Mode, Outcome, ProbeInfo,
+    ProbeMsg, Sample, SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,
 };
 
 fn tmp() -> tempfile::TempDir {
@@ -1007,4 +1007,177 @@ fn i18_a_silence_timeout_below_two_polls_is_a_usage_error() {
         "{}",
         show(&o)
     );
+}
+
+/// A periodic run of `n` edges 1 ms apart (the target at the probe's rate,
+/// a few µs of jitter) whose edge `bad` carries a tick `jump` ticks ahead:
+/// a CRC-valid batch with a nonsensical tick. Also the fuzz seed
+/// `fuzz/seeds/raw_file/periodic_clock_jump` (with `jump` 2^62).
+pub(crate) fn periodic_stream_with_a_jump(n: u64, bad: u64, jump: u64) -> Vec<u8> {
+    periodic_stream(n, bad, jump, 0)
+}
+
+/// [`periodic_stream_with_a_jump`], the sequence numbers from `bad` on
+/// also `seq_jump` ahead.
+fn periodic_stream(n: u64, bad: u64, jump: u64, seq_jump: u64) -> Vec<u8> {
+    let mut stream = frame(&ProbeMsg::Hello(info()));
+    stream.extend(frame(&ProbeMsg::Configured(config(
+        Mode::Periodic,
+        Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+    ))));
+    stream.extend(frame(&ProbeMsg::Started { start_tick: 1_000, first_seq: 0 }));
+    let mut b = EdgeBatchBuilder::new(64);
+    for seq in 0..n {
+        let mut tick = 2_000 + seq * 100_000 + (seq * 7919) % 500;
+        if seq == bad {
+            tick += jump;
+        }
+        let e = EdgeStamp { seq: if seq >= bad { seq + seq_jump } else { seq }, tick };
+        if b.push(&e).is_err() {
+            stream.extend(frame(&ProbeMsg::EdgeBatch(b.batch())));
+            b.clear();
+            b.push(&e).unwrap();
+        }
+    }
+    stream.extend(frame(&ProbeMsg::EdgeBatch(b.batch())));
+    stream.extend(frame(&stopped(n)));
+    stream
+}
+
+// Issue 18: one CRC-valid edge whose tick jumps 2^43 ticks (a day and
+// more at 100 MHz) once made `report --target-log` write 16 bytes per
+// "missed" cycle (1.4 GB here, 68 GB for 2^62) and count them all as
+// timeouts. Now: an anomaly named in the notes, the cycles around it
+// compared with the log, no timeout, no file left in the temp dir. The
+// child's file-size limit (64 MiB) keeps a regression from filling the
+// disk: it fails instead.
+#[test]
+fn i18_an_edge_tick_jumping_past_a_day_is_an_anomaly_not_a_flood_of_missed_cycles() {
+    let dir = tmp();
+    let tmpdir = dir.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let raw = dir.path().join("jump.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 1 << 43));
+    let log = dir.path().join("target.log");
+    let mut text = String::from("# latprobe-responder periodic log 1\n# interval_ns 1000000\n");
+    for k in 0..3_000u64 {
+        text += &format!("{k} {}\n", 3_000 + (k * 7919) % 500 * 10);
+    }
+    std::fs::write(&log, text).unwrap();
+    let out = dir.path().join("r.json");
+    let mut cmd = latprobe();
+    cmd.args(["report", p(&raw), "--target-log", p(&log), "-o", p(&out)]).env("TMPDIR", &tmpdir);
+    // SAFETY: setrlimit is async-signal-safe; it touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 64 << 20, rlim_max: 64 << 20 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // A hang guard, not a measurement.
+    let o = wait_with_timeout(&mut child, Duration::from_secs(120));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    let per = &r["periodic"];
+    assert_eq!(per["clock_jumps"], 1, "{per}");
+    assert_eq!(per["first_clock_jump"]["seq"], 1_500, "{per}");
+    assert_eq!(per["missed_periods"], 0, "{per}");
+    assert_eq!(r["counts"]["timeouts"], 0, "{}", r["counts"]);
+    assert!(
+        notes(&r).contains("anomaly: 1 edges had a tick or sequence number more than a day"),
+        "{}",
+        notes(&r)
+    );
+    let t = &per["target_log"];
+    assert_eq!(t["aligned"], 2_999, "{t}");
+    assert_eq!(t["offset"], 0, "{t}");
+    let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left in the temp dir: {left:?}");
+}
+
+// The same for a sequence number: edges from 1500 on numbered 2^62
+// ahead overflowed the fit's cycle arithmetic (a panic in a debug build,
+// nonsense in a release one). Each is a damaged stamp, named, and the run
+// up to it is kept.
+#[test]
+fn i18_edge_sequence_numbers_jumping_2_62_ahead_are_named_not_a_panic() {
+    let dir = tmp();
+    let raw = dir.path().join("seq.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream(3_000, 1_500, 0, 1 << 62));
+    let out = dir.path().join("r.json");
+    let o = run_within(&["report", p(&raw), "-o", p(&out)], Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&out);
+    let per = &r["periodic"];
+    assert_eq!(
+        (per["clock_jumps"].as_u64(), per["missed_periods"].as_u64()),
+        (Some(1_500), Some(0)),
+        "{per}"
+    );
+    assert_eq!(r["counts"]["responses"], 1_500, "{}", r["counts"]);
+    assert!(notes(&r).contains("anomaly: 1500 edges had a tick or sequence number"), "{}", notes(&r));
+}
+
+/// The fuzz seed `fuzz/seeds/raw_file/periodic_clock_jump` is this stream
+/// with a 2^62 jump, behind a first byte of 3 (the raw_file target: odd,
+/// the file as it is; bit 1, the `--target-log` path). A changed protocol
+/// fails here; `LATPROBE_WRITE_SEEDS=1` writes it again.
+#[test]
+fn i18_the_fuzz_seed_is_the_crafted_clock_jump() {
+    let dir = tmp();
+    let raw = dir.path().join("seed.raw");
+    write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 1 << 62));
+    let mut want = vec![3u8];
+    want.extend(std::fs::read(&raw).unwrap());
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/raw_file/periodic_clock_jump");
+    if std::env::var_os("LATPROBE_WRITE_SEEDS").is_some() {
+        std::fs::write(&seed, &want).unwrap();
+    }
+    assert!(std::fs::read(&seed).ok() == Some(want), "{} is stale: LATPROBE_WRITE_SEEDS=1", seed.display());
+}
+
+// Issue 18: `latprobe report` had no signal handler, so Ctrl-C killed it
+// mid-replay (leaving its cycle file in the temp dir). Now it stops
+// reading, writes what it read (complete: false, a note) and exits 0, as
+// `run` does. The raw file holds a periodic run, then 32 GiB of nothing
+// (sparse), so the replay is still reading when the signal comes.
+#[test]
+fn i18_report_stops_reading_on_a_signal_and_writes_what_it_read() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tmp();
+        let tmpdir = dir.path().join("tmp");
+        std::fs::create_dir(&tmpdir).unwrap();
+        let raw = dir.path().join("long.raw");
+        write_raw(&raw, &context("periodic", None), &periodic_stream_with_a_jump(3_000, 1_500, 0));
+        // Past the ending: the replay reads it all as the probe's bytes.
+        std::fs::OpenOptions::new().write(true).open(&raw).unwrap().set_len(32 << 30).unwrap();
+        let log = dir.path().join("target.log");
+        std::fs::write(&log, "# latprobe-responder periodic log 1\n# interval_ns 1000000\n0 5\n1 6\n")
+            .unwrap();
+        let out = dir.path().join("r.json");
+        let mut child = latprobe()
+            .args(["report", p(&raw), "--target-log", p(&log), "-o", p(&out)])
+            .env("TMPDIR", &tmpdir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1_500));
+        signal(child.id(), sig);
+        // A hang guard, not a measurement.
+        let o = wait_with_timeout(&mut child, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(0), "signal {sig}: {}", show(&o));
+        assert!(stderr(&o).contains("interrupted"), "{}", show(&o));
+        let r = json(&out);
+        assert_eq!(r["complete"], false, "{r}");
+        assert!(notes(&r).contains("latprobe report was interrupted"), "{}", notes(&r));
+        assert_eq!(r["periodic"]["edges"], 3_000, "{}", r["periodic"]);
+        assert!(r["periodic"]["target_log"].is_object(), "{}", r["periodic"]);
+        let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "left in the temp dir: {left:?}");
+    }
 }

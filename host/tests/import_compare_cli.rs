@@ -118,6 +118,26 @@ fn damaged_input_is_one_error_naming_file_and_line() {
 }
 
 #[test]
+fn an_input_beyond_the_cap_is_refused_naming_file_and_cap() {
+    // Sparse: 257 MiB on the command line, a few bytes on the disk.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, "{\"cmdline:\": \"cyclictest -h 10\", \"thread\": {").unwrap();
+    std::fs::OpenOptions::new().write(true).open(&big).unwrap().set_len(257 << 20).unwrap();
+    let small = fixture("cyclictest/ct_t2_h100.json");
+    for args in [
+        vec!["import", big.to_str().unwrap()],
+        vec!["compare", big.to_str().unwrap(), small.to_str().unwrap()],
+        vec!["compare", small.to_str().unwrap(), big.to_str().unwrap()],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("big.json: longer than 256 MiB"), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn markdown_compare_of_two_tools_censors_what_the_histogram_cannot_give() {
     let a = fixture("cyclictest/ct_t2_h2.hist");
     let b = fixture("rtla/rtla_doc_example.txt");

@@ -73,8 +73,17 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
         let r = super::report::load(path, None)?;
         return Ok(of_report(&r));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    let bytes = crate::input::read_capped(path).map_err(|e| match e {
+        crate::input::ReadError::Io(e) => Error::io(format!("cannot read {}", path.display()), e),
+        crate::input::ReadError::TooLong => Error::Usage(format!(
+            "{}: longer than {}, the most latprobe reads of one file: compare a shorter output \
+             (a JSON report, a raw file, or a tool's histogram with fewer bins)",
+            path.display(),
+            crate::input::cap_text()
+        )),
+    })?;
+    // Not UTF-8: no JSON document; the importer names the line.
+    let text = String::from_utf8_lossy(&bytes);
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
         if inkernel::is_in_kernel(&value) {
             let d: InKernelReport = serde_json::from_value(value).map_err(|e| {
@@ -90,7 +99,11 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
             return Ok(of_report(&r));
         }
     }
-    // Anything else must be a tool's own output; its error names the line.
+    // Anything else must be a tool's own output (read again, by the
+    // importer: the two copies are never held at once); its error names the
+    // line.
+    drop(text);
+    drop(bytes);
     let runs = import_all(&[path.to_path_buf()], unit)?;
     let several = runs.len() > 1;
     Ok(runs

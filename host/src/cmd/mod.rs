@@ -376,8 +376,16 @@ pub(crate) fn attach_target_log(
             state.keep_error.as_deref().map_or_else(String::new, |e| format!(" ({e})"))
         )));
     };
-    let path = spill.finish().map_err(|e| Error::io("cannot keep the run's cycles", e))?.to_path_buf();
-    p.target_log = Some(crate::targetlog::compare(log, &path, interval_ns, anchor)?);
+    spill.finish().map_err(|e| Error::io("cannot keep the run's cycles", e))?;
+    p.target_log = Some(crate::targetlog::compare(log, spill, interval_ns, anchor)?);
+    if let Some(c) = spill.kept_until() {
+        r.notes.push(format!(
+            "--target-log: the probe's cycles were kept up to cycle {c} only (the {} GiB cap of the \
+             cycle file in the temp directory): the comparison covers those, the later log lines count \
+             as outside the probe's cycles",
+            crate::periodic::SPILL_CAP_BYTES >> 30
+        ));
+    }
     Ok(())
 }
 

@@ -141,7 +141,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         crate::say!("{}", crate::out::clean_lines(&crate::inkernel::summary(&d)));
         return Ok(());
     }
+    // Ctrl-C, SIGTERM, SIGHUP as in `run`: the re-reading of a raw file
+    // stops where it is, the outputs of what was read are written
+    // (`complete: false`), and every temporary file goes with the state.
+    crate::signals::install()?;
     let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
+    if crate::signals::requested() {
+        crate::tell!("latprobe: interrupted: the report holds what was read (complete: false)");
+    }
     let exact = state.as_ref().and_then(|s| s.analysis.as_ref());
     // `deliver` writes the files before printing the summary: a closed
     // stdout must not cost them.

@@ -19,6 +19,18 @@ use super::cyclictest_hist::check_against_bins;
 use super::{clip, unit_extra, HistogramRange, ImportError, ImportedRun, TimeUnit};
 
 pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportError> {
+    parse_counting(name, text, &std::cell::Cell::new(0))
+}
+
+/// [`parse`], adding to `scanned` every line the search for an error's
+/// line number looks at. Line numbers are looked up only for an error:
+/// looking one up per histogram bin made a 4-thread file of 50 000 bins
+/// each take minutes (every lookup rescans the text).
+fn parse_counting(
+    name: &str,
+    text: &str,
+    scanned: &std::cell::Cell<u64>,
+) -> Result<Vec<ImportedRun>, ImportError> {
     let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let root: Value = serde_json::from_str(text)
         .map_err(|e| err(e.line().max(1), format!("expected cyclictest JSON: {e}")))?;
@@ -29,6 +41,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
         text.lines()
             .enumerate()
             .skip(after.saturating_sub(1))
+            .inspect(|_| scanned.set(scanned.get() + 1))
             .find(|(_, l)| l.contains(needle))
             .map_or(after.max(1), |(i, _)| i + 1)
     };
@@ -83,14 +96,24 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
             ));
         }
     }
+    if threads.is_empty() {
+        return Err(err(
+            line_of("\"thread\"", 1),
+            "expected at least one thread in 'thread', found none: cyclictest measured nothing \
+             (rerun it; its -t/-a pick the threads)"
+                .into(),
+        ));
+    }
     let mut keyed = Vec::with_capacity(threads.len());
     let thread_line = line_of("\"thread\"", 1);
     for (key, value) in threads {
-        let line = line_of(&format!("\"{key}\""), thread_line);
-        let index = key
-            .parse::<u32>()
-            .map_err(|_| err(line, format!("expected a thread number as key, found '{}'", clip(key))))?;
-        keyed.push((index, line, value));
+        let index = key.parse::<u32>().map_err(|_| {
+            err(
+                line_of(&format!("\"{key}\""), thread_line),
+                format!("expected a thread number as key, found '{}'", clip(key)),
+            )
+        })?;
+        keyed.push((index, key.as_str(), value));
     }
     keyed.sort_by_key(|k| k.0);
 
@@ -98,10 +121,12 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
     // highest bin in any thread (overflows lie beyond it).
     let mut parsed = Vec::with_capacity(keyed.len());
     let mut highest_end = 0;
-    for &(index, line, value) in &keyed {
-        let t =
-            value.as_object().ok_or_else(|| err(line, format!("expected thread {index} to be an object")))?;
-        let field_line = |k: &str| line_of(&format!("\"{k}\""), line);
+    for &(index, key, value) in &keyed {
+        let line = || line_of(&format!("\"{key}\""), thread_line);
+        let t = value
+            .as_object()
+            .ok_or_else(|| err(line(), format!("expected thread {index} to be an object")))?;
+        let field_line = |k: &str| line_of(&format!("\"{k}\""), line());
         let need_u64 = |k: &str| -> Result<u64, ImportError> {
             match t.get(k) {
                 Some(v) => v.as_u64().ok_or_else(|| {
@@ -114,7 +139,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
                     )
                 }),
                 None => Err(err(
-                    line,
+                    line(),
                     format!("expected '{k}' in thread {index}, found none (the file is incomplete)"),
                 )),
             }
@@ -131,7 +156,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
             })?,
             None => {
                 return Err(err(
-                    line,
+                    line(),
                     format!("expected 'avg' in thread {index}, found none (the file is incomplete)"),
                 ))
             }
@@ -141,13 +166,13 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
             None => {}
             Some(Value::Object(h)) => {
                 for (k, v) in h {
-                    let l = line_of(&format!("\"{k}\""), line);
+                    let l = || line_of(&format!("\"{k}\""), line());
                     let bin = k.parse::<u64>().map_err(|_| {
-                        err(l, format!("expected a histogram bin number, found '{}'", clip(k)))
+                        err(l(), format!("expected a histogram bin number, found '{}'", clip(k)))
                     })?;
                     let n = v.as_u64().ok_or_else(|| {
                         err(
-                            l,
+                            l(),
                             format!(
                                 "expected a number of samples in bin {bin}, found {}",
                                 clip(&v.to_string())
@@ -171,7 +196,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
             highest_end = highest_end.max(last.saturating_add(1));
         }
         let cpu = t.get("cpu").and_then(Value::as_i64).and_then(|c| u32::try_from(c).ok());
-        parsed.push((index, line, cycles, min, max, avg, bins, cpu, t.get("node").cloned()));
+        parsed.push((index, key, cycles, min, max, avg, bins, cpu, t.get("node").cloned()));
     }
     let range_units = match hist_arg.map(|v| v.parse::<u64>()) {
         Some(Ok(h)) => Some(HistogramRange::Exact(h)),
@@ -180,12 +205,13 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
     };
 
     let mut runs = Vec::with_capacity(parsed.len());
-    for (index, line, cycles, min, max, avg, bins, cpu, node) in parsed {
+    for (index, key, cycles, min, max, avg, bins, cpu, node) in parsed {
+        let line = || line_of(&format!("\"{key}\""), thread_line);
         let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
         let overflows = if range_units.is_some() {
             cycles.checked_sub(in_hist).ok_or_else(|| {
                 err(
-                    line,
+                    line(),
                     format!(
                         "thread {index}'s histogram holds {in_hist} samples, more than its {cycles} cycles"
                     ),
@@ -200,16 +226,19 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
                     let bins_ns: Vec<(u64, u64)> =
                         bins.iter().map(|&(b, n)| (b.saturating_mul(u), n)).collect();
                     check_against_bins(&bins_ns, u, h, overflows, min, max, index as usize)
-                        .map_err(|(_, m)| err(line, m))?;
+                        .map_err(|(_, m)| err(line(), m))?;
                 }
                 _ => {
                     if min > max {
-                        return Err(err(line, format!("thread {index}'s min {min} is above its max {max}")));
+                        return Err(err(
+                            line(),
+                            format!("thread {index}'s min {min} is above its max {max}"),
+                        ));
                     }
                     if let Some(&(first, _)) = bins.first() {
                         if first != min {
                             return Err(err(
-                                line,
+                                line(),
                                 format!("thread {index}'s min {min} is not its lowest histogram bin {first}"),
                             ));
                         }
@@ -280,4 +309,48 @@ fn option_value<'a>(args: &[&'a str], short: &str, long: &str) -> Option<&'a str
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `-N -h BINS` file of `threads` threads with `bins` filled bins each.
+    fn file(threads: usize, bins: u64) -> String {
+        let mut s = format!(
+            "{{\n  \"cmdline:\": \"cyclictest -N -h {bins} --json=x.json\",\n  \"resolution_in_ns\": 1,\n  \"thread\": {{\n"
+        );
+        for t in 0..threads {
+            s += &format!("    \"{t}\": {{\n      \"histogram\": {{\n");
+            for b in 0..bins {
+                let sep = if b + 1 < bins { "," } else { "" };
+                s += &format!("        \"{b}\": 1{sep}\n");
+            }
+            let sep = if t + 1 < threads { "," } else { "" };
+            s += &format!(
+                "      }},\n      \"cycles\": {bins},\n      \"min\": 0,\n      \"max\": {},\n      \"avg\": 1.0,\n      \"cpu\": {t}\n    }}{sep}\n",
+                bins - 1
+            );
+        }
+        s + "  }\n}\n"
+    }
+
+    #[test]
+    fn the_work_of_finding_lines_does_not_grow_with_the_bins() {
+        // Counted, not timed: the lines the line-number search looks at.
+        let text = file(4, 5_000);
+        let lines = text.lines().count() as u64;
+        let scanned = std::cell::Cell::new(0);
+        let runs = parse_counting("x.json", &text, &scanned).unwrap();
+        assert_eq!(runs.len(), 4);
+        assert_eq!(runs[3].bins_ns.len(), 5_000);
+        assert!(scanned.get() <= 2 * lines, "{} lines scanned for a file of {lines}", scanned.get());
+    }
+
+    #[test]
+    fn an_empty_thread_object_is_an_error_naming_the_file() {
+        let text = "{\n \"cmdline:\": \"cyclictest -h 10\",\n \"thread\": {}\n}\n";
+        let e = parse("empty.json", text).unwrap_err().to_string();
+        assert!(e.starts_with("empty.json:3:") && e.contains("found none"), "{e}");
+    }
 }

@@ -161,6 +161,17 @@ pub enum ImportError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is longer than latprobe reads whole.
+    #[error(
+        "{file}: longer than {cap}, the most latprobe reads of one file: import a shorter output \
+         (cyclictest with a smaller -h, one file per run)"
+    )]
+    TooLong {
+        /// The file.
+        file: String,
+        /// The cap, in words.
+        cap: String,
+    },
     /// The file is not what it should be at `line` (1-based).
     #[error("{file}:{line}: {message}")]
     Parse {
@@ -188,7 +199,12 @@ pub fn import_file(path: &Path) -> Result<Vec<ImportedRun>, ImportError> {
 /// [`import_file`] with options.
 pub fn import_file_with(path: &Path, options: &ImportOptions) -> Result<Vec<ImportedRun>, ImportError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io { file: name.clone(), source })?;
+    let bytes = crate::input::read_capped(path).map_err(|e| match e {
+        crate::input::ReadError::Io(source) => ImportError::Io { file: name.clone(), source },
+        crate::input::ReadError::TooLong => {
+            ImportError::TooLong { file: name.clone(), cap: crate::input::cap_text() }
+        }
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|&&b| b == b'\n').count();
         ImportError::at(&name, line, "expected text, found bytes that are not UTF-8")

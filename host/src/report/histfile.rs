@@ -36,7 +36,9 @@ pub fn render(r: &Report) -> String {
     let mut counts = vec![0u64; h.max_us as usize];
     for [bin, count] in &h.bins {
         if let Some(c) = counts.get_mut(*bin as usize) {
-            *c += count;
+            // A damaged report's counts must not wrap (json::read refuses
+            // them; a report built in memory is saturated).
+            *c = c.saturating_add(*count);
         }
     }
     let mut s = String::with_capacity(16 * counts.len() + 512);
@@ -61,7 +63,7 @@ pub fn render(r: &Report) -> String {
     for (i, c) in counts.iter().enumerate() {
         let _ = writeln!(s, "{i:06} {c:06}");
     }
-    let total: u64 = counts.iter().sum();
+    let total = counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
     let us = |v: Option<u64>| v.map_or(0, |v| v / 1000);
     let (min, avg, max) = l.map_or((0, 0, 0), |l| (us(l.min), us(l.mean), us(l.max_measured)));
     let _ = writeln!(s, "# Total: {total:09}");

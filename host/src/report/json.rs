@@ -22,28 +22,23 @@ pub fn write(r: &Report, path: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot write the report {} (--output)", path.display()), e))
 }
 
-/// The largest JSON document latprobe reads: far above any report it
-/// writes (a million 1 µs bins are about 20 MB), far below what would
-/// exhaust memory (`latprobe report /dev/zero`).
-pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+/// The largest JSON document latprobe reads (`latprobe report /dev/zero`
+/// must not exhaust memory): the cap of every input read whole.
+pub const MAX_REPORT_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
 
 /// The text of `path`, if it is at most [`MAX_REPORT_BYTES`] of UTF-8.
 /// Every failure is a usage error naming the file (exit 2): an input that
 /// cannot be read is the user's to change, whatever is wrong with it.
 pub fn read_text(path: &Path) -> Result<String, Error> {
-    use std::io::Read as _;
+    use crate::input::ReadError;
     let fail = |what: String| Error::Usage(format!("{}: {what}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_REPORT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(format!("cannot read it: {e}")))?;
-    if bytes.len() as u64 > MAX_REPORT_BYTES {
-        return Err(fail(format!(
-            "longer than {} MiB: neither a latprobe raw file nor a JSON report",
-            MAX_REPORT_BYTES >> 20
-        )));
-    }
+    let bytes = crate::input::read_capped(path).map_err(|e| match e {
+        ReadError::Io(e) => fail(format!("cannot read it: {e}")),
+        ReadError::TooLong => fail(format!(
+            "longer than {}: neither a latprobe raw file nor a JSON report",
+            crate::input::cap_text()
+        )),
+    })?;
     String::from_utf8(bytes)
         .map_err(|_| fail("neither a latprobe raw file nor a JSON report (it is not UTF-8 text)".into()))
 }
@@ -89,6 +84,16 @@ pub fn read(path: &Path) -> Result<Report, Error> {
         return Err(not_a_report(format!(
             "its histogram has a bin at {start} us, beyond its range max_us {}",
             r.histogram.max_us
+        )));
+    }
+    // The bins hold measured samples: more than the report's samples (or
+    // more than a u64, which would wrap the histfile's `# Total:`) is damage.
+    let in_bins = r.histogram.bins.iter().try_fold(0u64, |a, b| a.checked_add(b[1]));
+    if in_bins.is_none_or(|n| n > r.counts.samples) {
+        return Err(not_a_report(format!(
+            "its histogram bins hold {} samples, more than its {} samples",
+            in_bins.map_or_else(|| "over 2^64".to_string(), |n| n.to_string()),
+            r.counts.samples
         )));
     }
     if let Some(t) = &r.timeline {
@@ -247,6 +252,18 @@ mod tests {
         r.histogram.bins.push([u64::MAX, 1]);
         write(&r, &path).unwrap();
         assert!(read(&path).expect_err("a bin beyond").to_string().contains("beyond its range"));
+        // Three bins of u64::MAX: their sum does not fit, the histfile's
+        // `# Total:` would wrap.
+        let mut r = good.clone();
+        r.histogram.bins = vec![[1, u64::MAX], [2, u64::MAX], [3, u64::MAX]];
+        write(&r, &path).unwrap();
+        let e = read(&path).expect_err("bins over 2^64").to_string();
+        assert!(e.contains("bins hold over 2^64 samples"), "{e}");
+        assert!(crate::report::histfile::render(&r).contains(&format!("# Total: {}", u64::MAX)), "saturates");
+        let mut r = good.clone();
+        r.histogram.bins[0][1] += r.counts.samples;
+        write(&r, &path).unwrap();
+        assert!(read(&path).expect_err("bins over samples").to_string().contains("more than its"));
     }
 
     /// A version 1 report as latprobe 0.1 wrote it: 1000 samples, 10

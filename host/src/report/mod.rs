@@ -37,7 +37,7 @@
 //! | `worst` | the worst *measured* sample: `seq`, `latency_ns`, `at_ns_from_start` (a timeout is worse but has no latency) |
 //! | `histogram` | `bin_ns` (1000), `max_us` (bins cover 0..max_us µs), `bins` (sparse `[start_us, count]` pairs of measured latencies, non-empty bins only), `overflows` (latencies ≥ max_us and timeouts: bins + overflows = samples), `overflow_seqs` (sequence numbers of the first 1024 overflows; the rest are only counted) |
 //! | `target` | target metadata (`--target-meta FILE`, or the responder's in `demo`), verbatim JSON |
-//! | `periodic` | periodic mode only (absent or `null` otherwise). The cycles are the report's samples: `latency_ns`, `histogram` (and the histfile) and `worst` hold each cycle's **wake-up delay against the fitted schedule** (sequence number = cycle, 0 = the first edge's cycle), and `config.timeout_ns` is the horizon (`--timeout`, default 8 intervals): an edge later than that after its cycle's fitted time, and a cycle without an edge, are timeout samples. Fields: `edges`, `lost` (edges lost on the link: their cycles are neither measured nor missed), `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals; `fit` {`estimator`, `block_edges`, `nominal_period_ns`, `period_ns` (mean fitted period on the probe's clock, a float), `offset_ppm` (how much faster the target's clock runs than the probe's, `nominal / fitted − 1`, float), `drift` {`blocks`, `first_ppm`, `last_ppm`, `min_ppm`, `max_ppm`, `ppm_per_hour` (least-squares slope)}, `zero` (what a delay of 0 means: the earliest edge the fit allows)}; `cycles` (first to last edge's cycle), `missed_periods`, `late_edges`, `fit_conflicts` (edges the fit could not place: 0 in a sound run), `out_of_order`; `naive` {`count`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}: the same edges against the nominal schedule (first edge + k × interval), re-zeroed at their earliest, for comparison only; `target_log` (with `--target-log`): `file`, `offset` (target cycle = probe cycle + offset), `alignment`, `correlation`, `log_cycles`, `aligned`, `probe_only`, `missed_but_logged`, `log_outside`, `internal_all`, `internal`, `external`, `difference` (each {`count`, `min`, `mean`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}, ns, signed; `difference` = external − internal per cycle), `difference_histogram` (sparse 1 µs `[start_us, count]`), `disagreements` (up to 10 {`cycle`, `target_cycle`, `external_ns`, `internal_ns`, `difference_ns`}, farthest from the median difference first); and a `note`. Reports of latprobe 0.1 have only `edges`, `lost`, `duplicates`, `intervals` and `note`, and read as such |
+//! | `periodic` | periodic mode only (absent or `null` otherwise). The cycles are the report's samples: `latency_ns`, `histogram` (and the histfile) and `worst` hold each cycle's **wake-up delay against the fitted schedule** (sequence number = cycle, 0 = the first edge's cycle), and `config.timeout_ns` is the horizon (`--timeout`, default 8 intervals): an edge later than that after its cycle's fitted time, and a cycle without an edge, are timeout samples. Fields: `edges`, `lost` (edges lost on the link: their cycles are neither measured nor missed), `duplicates`, `intervals` {`count`, `min_ns`, `max_ns`, `mean_ns`} of raw edge-to-edge intervals; `fit` {`estimator`, `block_edges`, `nominal_period_ns`, `period_ns` (mean fitted period on the probe's clock, a float), `offset_ppm` (how much faster the target's clock runs than the probe's, `nominal / fitted − 1`, float), `drift` {`blocks`, `first_ppm`, `last_ppm`, `min_ppm`, `max_ppm`, `ppm_per_hour` (least-squares slope)}, `zero` (what a delay of 0 means: the earliest edge the fit allows)}; `cycles` (first to last edge's cycle), `missed_periods`, `late_edges`, `fit_conflicts` (edges the fit could not place: 0 in a sound run), `out_of_order`, `clock_jumps` (edges whose tick, or sequence number in periods, is more than a day after the edge before: damaged stamps, left out like lost edges; absent when 0) and `first_clock_jump` {`seq`, `gap_s`}; `naive` {`count`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}: the same edges against the nominal schedule (first edge + k × interval), re-zeroed at their earliest, for comparison only; `target_log` (with `--target-log`): `file`, `offset` (target cycle = probe cycle + offset), `alignment`, `correlation`, `log_cycles`, `aligned`, `probe_only`, `missed_but_logged`, `log_outside`, `internal_all`, `internal`, `external`, `difference` (each {`count`, `min`, `mean`, `p50`, `p90`, `p99`, `p99_9`, `p99_99`, `max`}, ns, signed; `difference` = external − internal per cycle), `difference_histogram` (sparse 1 µs `[start_us, count]`), `disagreements` (up to 10 {`cycle`, `target_cycle`, `external_ns`, `internal_ns`, `difference_ns`}, farthest from the median difference first); and a `note`. Reports of latprobe 0.1 have only `edges`, `lost`, `duplicates`, `intervals` and `note`, and read as such |
 //! | `timeline` | latency over time, one row per `row_s` seconds of the probe's clock from the start (1 s; for runs longer than 3 600 s a power of two, so that there are at most 3 600 rows): columns `samples`, `timeouts`, `max_ns` (largest measured latency, `null` when none in the row), `p99_ns` (the worst per-second p99 within the row, timeouts ranked above every response; `null` when it fell among the timeouts, i.e. above `latency_ns.censored_above`, or the row is empty). A sample belongs to its stimulus's second, a periodic cycle to its edge's; a missed periodic cycle to the second of the edge before it. `null` without samples; absent in older reports |
 //! | `verdicts` | the limits the report was judged against (`--max`, `--percentile`, `--max-timeouts`, `--max-lost`, `--max-late`, `--limits`): each {`name` (`max`, `p99.9`, `timeouts`, `lost`, `late`), `unit` (`ns` or `count`), `limit`, `measured` {`kind`: `value` with `value`, `above` with `bound`, `between` with `low` and `high`, or `nothing`}, `pass`, `margin` (limit − measured, or null), `why` (the failure in words, or null)}; absent when no limit was given |
 //! | `notes` | plain-language remarks (e.g. that a virtual probe's clock is this machine's, or what the anomalies mean) |
@@ -363,6 +363,15 @@ pub struct PeriodicReport {
     /// Edges out of sequence order, not used.
     #[serde(default)]
     pub out_of_order: u64,
+    /// Edges more than a day of the probe's clock (or of periods in
+    /// sequence numbers) after the edge before
+    /// ([`crate::periodic::MAX_GAP_S`]): damaged stamps, not used; absent
+    /// when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clock_jumps: u64,
+    /// The first of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_clock_jump: Option<ClockJump>,
     /// The same edges against the nominal schedule.
     #[serde(default)]
     pub naive: Option<NaiveReport>,
@@ -497,6 +506,15 @@ pub fn latency_of(a: &crate::analysis::Analysis) -> Option<Latency> {
     })
 }
 
+/// An edge whose tick jumped beyond any outage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockJump {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its gap after the edge before, in seconds of the probe's clock.
+    pub gap_s: f64,
+}
+
 /// What the periodic accounting means for the figures.
 fn periodic_notes(p: &PeriodicReport, config: &ConfigReport, notes: &mut Vec<String>) {
     let timeout = format_ns(config.timeout_ns);
@@ -512,6 +530,18 @@ fn periodic_notes(p: &PeriodicReport, config: &ConfigReport, notes: &mut Vec<Str
             "{} edges came more than the timeout ({timeout}) after their cycle's fitted time: timeout \
              samples, their delay not timed",
             p.late_edges
+        ));
+    }
+    if p.clock_jumps > 0 {
+        let first = p.first_clock_jump.as_ref().map_or_else(String::new, |j| {
+            format!(" (the first: edge {}, {:.3e} s after the edge before)", j.seq, j.gap_s)
+        });
+        notes.push(format!(
+            "anomaly: {} edges had a tick or sequence number more than a day ({} s of the probe's \
+             clock, or as many periods) after the edge before{first}: damaged stamps, no outage a run \
+             can have; they are left out like edges lost on the link, not counted as missed periods",
+            p.clock_jumps,
+            crate::periodic::MAX_GAP_S
         ));
     }
     if p.fit_conflicts > 0 {
@@ -589,6 +619,10 @@ fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
         late_edges: a.map_or(0, |a| a.late_edges),
         fit_conflicts: fit.map_or(0, |f| f.conflicts),
         out_of_order: fit.map_or(0, |f| f.out_of_order),
+        clock_jumps: fit.map_or(0, |f| f.clock_jumps),
+        first_clock_jump: fit
+            .and_then(|f| f.first_jump)
+            .map(|(seq, gap)| ClockJump { seq, gap_s: gap as f64 * ns_per_tick / 1e9 }),
         naive,
         target_log: None,
         note: PERIODIC_NOTE.into(),
