@@ -152,7 +152,7 @@ impl Link {
     /// Wait up to `timeout` for bytes; hand every completed message to `on`.
     ///
     /// A raw recording that cannot be written (a full disk) stops being
-    /// recorded, and the measurement goes on: see [`Link::raw_error`].
+    /// recorded, and the measurement goes on: see `Link::raw_error`.
     pub fn poll(&mut self, timeout: Duration, on: impl FnMut(Incoming<'_>)) -> Result<Polled, Error> {
         if let Some(raw) = &mut self.raw {
             if let Err(e) = raw.tick() {
