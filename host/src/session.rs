@@ -1026,19 +1026,25 @@ impl Driver<'_> {
         if sent.elapsed() < after || self.last_frame > sent {
             return Ok(false);
         }
-        self.send(msg)?;
-        self.state.resent += 1;
         let what = match msg {
             HostMsg::Stop => "Stop",
             HostMsg::Configure(_) => "Configure",
             _ => "a message",
         };
-        self.state.notes.push(format!(
-            "the probe said nothing for {} after {what}, so latprobe sent {what} again (the first was \
-             lost on the link)",
-            crate::units::format_duration(after)
-        ));
+        let why = format!("the probe said nothing for {} after {what}", crate::units::format_duration(after));
+        self.resend(msg, what, &why)?;
         Ok(true)
+    }
+
+    /// Send `msg` (`what`) a second time because `why` shows the first was
+    /// lost: counted in `counts.host_resends` and said in a note.
+    fn resend(&mut self, msg: &HostMsg, what: &str, why: &str) -> Result<(), Error> {
+        self.send(msg)?;
+        self.state.resent += 1;
+        self.state
+            .notes
+            .push(format!("{why}, so latprobe sent {what} again (the first was lost on the link)"));
+        Ok(())
     }
 
     fn refused(&self, code: ErrorCode, detail: String) -> Error {
@@ -1258,14 +1264,12 @@ pub fn run(
             stop_resent = d.resend_if_unheard(&HostMsg::Stop, at, opts.silence.min(opts.stop_wait) / 2)?;
             if let (false, Some(limit), Some(h)) = (stop_resent, stop_deadline_tick, d.state.heartbeat) {
                 if h.running && h.tick > limit {
-                    d.send(&HostMsg::Stop)?;
-                    d.state.resent += 1;
-                    stop_resent = true;
-                    d.state.notes.push(format!(
-                        "the probe went on measuring {} after latprobe's Stop (its heartbeat said so), so \
-                         latprobe sent Stop again (the first was lost on the link)",
+                    let why = format!(
+                        "the probe went on measuring {} after latprobe's Stop (its heartbeat said so)",
                         format_ns(ticks_to_ns(h.tick.saturating_sub(stop_tick_estimate), timer_hz))
-                    ));
+                    );
+                    d.resend(&HostMsg::Stop, "Stop", &why)?;
+                    stop_resent = true;
                 }
             }
         }
