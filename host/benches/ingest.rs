@@ -10,6 +10,9 @@
 //! 3. Periodic mode: a 24-hour run at 1 kHz (8.64 × 10⁷ edges of a target
 //!    clock 20 ppm fast), generated on the fly, through the same path and
 //!    the streaming fit: its peak RSS, and the fit's own buffer.
+//! 4. The per-sample export (`report --samples`) of a 24-hour run at 1 kHz
+//!    to CSV and to Parquet: rows/s, bytes/row, and the peak RSS, which
+//!    must not grow with the run.
 //!
 //! `cargo bench -p latprobe --bench ingest`. Without `--bench` (as `cargo
 //! test --all-targets` runs it) it does a small smoke run only.
@@ -210,6 +213,12 @@ fn vm_hwm_kib() -> i64 {
         .unwrap_or(-1)
 }
 
+/// Reset the process's peak RSS to its size now (Linux ≥ 4.0); without it
+/// the figure that follows is the peak since the start.
+fn reset_hwm() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (n_mem, n_stream) = if full { (10_000_000u64, 100_000_000u64) } else { (10_000, 100_000) };
@@ -269,6 +278,53 @@ fn main() {
         (latprobe::periodic::BLOCK_EDGES + 76) * 16 / 1024
     );
     drop(state);
+
+    // 4: the per-sample export (`report --samples`) of a 24-hour run at
+    // 1 kHz, generated on the fly: CSV and Parquet, each from a peak reset
+    // to the process's size now, so the peak is the export's own.
+    let n_rows = if full { 86_400_000u64 } else { 100_000 };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for name in ["samples.csv", "samples.parquet"] {
+        let path = dir.path().join(name);
+        let (export, sink) = latprobe::samples::Export::create(&path).expect("create the export");
+        reset_hwm();
+        let hwm_before = vm_hwm_kib();
+        let t = Instant::now();
+        let mut state = RunState::new(1000, false);
+        state.rows = Some(sink);
+        let mut gen = Gen::new();
+        let mut deframer = Deframer::new();
+        let mut chunk = Vec::with_capacity(80 * 1024);
+        preamble(&mut chunk);
+        let mut left = n_rows;
+        while left > 0 {
+            let n = left.min(16_384);
+            gen.frames(n, &mut chunk);
+            if n == left {
+                gen.flush(&mut chunk);
+            }
+            ingest(&mut state, &mut deframer, &chunk);
+            chunk.clear();
+            left -= n;
+        }
+        let feed = state.analysis.as_mut().and_then(|a| a.rows.take()).expect("the rows' feed");
+        let rows = feed.finish(&latprobe::samples::RunInfo::default()).expect("write the export");
+        assert_eq!(rows, n_rows);
+        let secs = t.elapsed().as_secs_f64();
+        let path = export.commit().expect("name the export");
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        println!(
+            "export of {n_rows} samples (24 h at 1 kHz in the full run) to {name}: {:.1} s ({:.2} M rows/s), \
+             {:.1} MB ({:.2} bytes/row), peak RSS (VmHWM) {:.1} MiB from {:.1} MiB before it",
+            secs,
+            n_rows as f64 / secs / 1e6,
+            size as f64 / 1e6,
+            size as f64 / n_rows as f64,
+            vm_hwm_kib() as f64 / 1024.0,
+            hwm_before as f64 / 1024.0,
+        );
+        drop(state);
+    }
 
     // 1: the stream in memory.
     let mut stream = Vec::with_capacity((n_mem * 4) as usize);

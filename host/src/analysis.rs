@@ -315,6 +315,8 @@ pub struct Analysis {
     pub spill: Option<CycleSpill>,
     /// Latency over time: per-second counts, max and p99.
     pub timeline: crate::timeline::Timeline,
+    /// Every counted sample as a row (`report --samples`).
+    pub rows: Option<crate::samples::Feed>,
     last_edge_seq: Option<u64>,
     events: Vec<CycleEvent>,
 }
@@ -364,6 +366,7 @@ impl Analysis {
             late_edges: 0,
             spill: None,
             timeline: crate::timeline::Timeline::new(),
+            rows: None,
             last_edge_seq: None,
             events: Vec::new(),
             overflows: 0,
@@ -432,20 +435,12 @@ impl Analysis {
                 continue;
             }
             match s.outcome {
-                Outcome::Timeout => {
-                    self.timeouts += 1;
-                    self.overflow(s.seq);
-                    let ticks = s.stimulus_tick.saturating_sub(self.start_tick);
-                    self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
-                }
+                Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick),
                 Outcome::Response(t)
                     if self.probe_timeout_ns > 0 && self.conv.ns32(t) > self.probe_timeout_ns =>
                 {
                     self.beyond_timeout += 1;
-                    self.timeouts += 1;
-                    self.overflow(s.seq);
-                    let ticks = s.stimulus_tick.saturating_sub(self.start_tick);
-                    self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+                    self.timed_out(s.seq, s.stimulus_tick);
                 }
                 Outcome::Response(t) => {
                     let raw = self.conv.ns32(t);
@@ -455,6 +450,17 @@ impl Analysis {
                     self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns));
                 }
             }
+        }
+    }
+
+    /// A timeout sample of the stimulus (periodic: the edge) at `tick`.
+    fn timed_out(&mut self, seq: u64, tick: u64) {
+        self.timeouts += 1;
+        self.overflow(seq);
+        let ticks = tick.saturating_sub(self.start_tick);
+        self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+        if let Some(rows) = &mut self.rows {
+            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns);
         }
     }
 
@@ -475,6 +481,9 @@ impl Analysis {
         self.last_ns = Some(ns);
         let ticks = stimulus_tick.saturating_sub(self.start_tick);
         self.timeline.push_ticks(ticks, self.conv.hz().into(), Some(ns));
+        if let Some(rows) = &mut self.rows {
+            rows.measured(seq, self.conv.ns(ticks), ns);
+        }
         if ns > self.max_ns || self.worst.is_none() {
             self.max_ns = self.max_ns.max(ns);
             self.worst = Some(Worst {
@@ -512,10 +521,7 @@ impl Analysis {
                     }
                     if ns > self.timeout_ns {
                         self.late_edges += 1;
-                        self.timeouts += 1;
-                        self.overflow(cycle);
-                        let ticks = tick.saturating_sub(self.start_tick);
-                        self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+                        self.timed_out(cycle, tick);
                     } else {
                         self.record(cycle, tick, ns);
                     }
@@ -531,6 +537,11 @@ impl Analysis {
                     self.overflows += count - listed;
                     if let Some(s) = &mut self.spill {
                         s.write_missed(first, count);
+                    }
+                    if let Some(rows) = &mut self.rows {
+                        for c in first..first.saturating_add(count) {
+                            rows.timeout(c, None, self.timeout_ns);
+                        }
                     }
                 }
             }

@@ -32,6 +32,7 @@ pub mod periodic;
 pub mod probe;
 pub mod rawfile;
 pub mod report;
+pub mod samples;
 pub mod session;
 pub mod signals;
 pub mod source;

@@ -575,6 +575,9 @@ pub struct RunState {
     pub refused: u64,
     /// The refusal the live session must fail on (a replay only notes it).
     pub fault: Option<String>,
+    /// Where every counted sample goes as a row (`report --samples`),
+    /// handed to the analysis at Started.
+    pub rows: Option<Box<dyn crate::samples::Sink>>,
 }
 
 impl RunState {
@@ -603,6 +606,7 @@ impl RunState {
             sent_config: None,
             refused: 0,
             fault: None,
+            rows: None,
         }
     }
 
@@ -763,6 +767,9 @@ impl RunState {
                             Err(e) => self.keep_error = Some(format!("cannot keep the cycles: {e}")),
                         }
                     }
+                }
+                if let Some(sink) = self.rows.take() {
+                    a.rows = Some(crate::samples::Feed::new(sink, config.stimulus));
                 }
                 self.analysis = Some(a);
             }
@@ -1391,6 +1398,19 @@ pub fn replay_with(
     histfile_max_us: Option<u32>,
     keep_cycles: bool,
 ) -> Result<Replayed, Error> {
+    replay_rows(path, histfile_max_us, keep_cycles, None)
+}
+
+/// [`replay_with`], writing every counted sample as a row into `rows`
+/// (`report --samples`): the rows' feed is left in the analysis
+/// ([`Analysis::rows`](crate::analysis::Analysis::rows)) for the caller to
+/// finish. No Started in the file: no rows, and `rows` is dropped.
+pub fn replay_rows(
+    path: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    keep_cycles: bool,
+    rows: Option<Box<dyn crate::samples::Sink>>,
+) -> Result<Replayed, Error> {
     let (mut ctx, source, recorded) = crate::rawfile::open_with_ending(path)?;
     if let Some(m) = histfile_max_us {
         ctx.histfile_max_us = m;
@@ -1398,6 +1418,7 @@ pub fn replay_with(
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.keep_cycles = keep_cycles;
+    state.rows = rows;
     let mut link = Link::new(Box::new(source), None);
     // A stop signal (`latprobe report` installs the handlers) ends the
     // reading where it is: the report holds what was read.

@@ -23,6 +23,9 @@ pub struct ReportArgs {
     /// Range of the 1 us histogram when re-analysing a raw file [default: the recorded run's]
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub histfile_max_us: Option<u32>,
+    /// Write one row per sample (sequence, time, latency or empty for a timeout, censored flag, bound, stimulus byte) to FILE: CSV, or Parquet when FILE ends in .parquet; needs the raw file (--raw) of the run
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
     /// Periodic runs: set the target's own per-cycle log (`latprobe-responder periodic --log FILE`) beside the probe's figures; needs the raw file (--raw) of the run
     #[arg(long, value_name = "FILE")]
     pub target_log: Option<PathBuf>,
@@ -49,6 +52,20 @@ pub fn load_with(
     load_state(file, histfile_max_us, target_log).map(|(r, _)| r)
 }
 
+/// [`load_state`] of a raw file, writing every sample as a row into
+/// `rows` (`--samples`).
+fn load_rows(
+    file: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    target_log: Option<&std::path::Path>,
+    rows: Option<Box<dyn crate::samples::Sink>>,
+) -> Result<(Report, Option<session::RunState>), crate::Error> {
+    if rows.is_none() {
+        return load_state(file, histfile_max_us, target_log);
+    }
+    replay_report(file, histfile_max_us, target_log, rows).map(|(r, s)| (r, Some(s)))
+}
+
 /// [`load_with`], with the replayed run's state when `file` is a raw file
 /// (its analysis gives any percentile exactly).
 pub fn load_state(
@@ -60,17 +77,7 @@ pub fn load_state(
         return Err(crate::Error::Usage(format!("{}: no such file", file.display())));
     }
     if rawfile::is_raw(file) {
-        let mut r = session::replay_with(file, histfile_max_us, target_log.is_some())?;
-        let mut rep = report::build(&r.ctx, &r.state, r.bad_frames, r.ending.clone());
-        // The run's own limits, judged again as a JSON report keeps its
-        // verdicts; limits given to `report` replace them (`deliver`).
-        if let Some(limits) = r.ctx.limits.as_ref().filter(|l| !l.is_empty()) {
-            rep.verdicts = crate::gates::evaluate(&rep, limits, r.state.analysis.as_ref());
-        }
-        if let Some(log) = target_log {
-            super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
-        }
-        Ok((rep, Some(r.state)))
+        replay_report(file, histfile_max_us, target_log, None).map(|(r, s)| (r, Some(s)))
     } else {
         if let Some(log) = target_log {
             return Err(crate::Error::Usage(format!(
@@ -85,6 +92,87 @@ pub fn load_state(
         }
         report::json::read(file).map(|r| (r, None))
     }
+}
+
+/// The report of raw file `file`, replayed (rows into `rows`).
+fn replay_report(
+    file: &std::path::Path,
+    histfile_max_us: Option<u32>,
+    target_log: Option<&std::path::Path>,
+    rows: Option<Box<dyn crate::samples::Sink>>,
+) -> Result<(Report, session::RunState), crate::Error> {
+    let mut r = session::replay_rows(file, histfile_max_us, target_log.is_some(), rows)?;
+    let mut rep = report::build(&r.ctx, &r.state, r.bad_frames, r.ending.clone());
+    // The run's own limits, judged again as a JSON report keeps its
+    // verdicts; limits given to `report` replace them (`deliver`).
+    if let Some(limits) = r.ctx.limits.as_ref().filter(|l| !l.is_empty()) {
+        rep.verdicts = crate::gates::evaluate(&rep, limits, r.state.analysis.as_ref());
+    }
+    if let Some(log) = target_log {
+        super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
+    }
+    Ok((rep, r.state))
+}
+
+/// What a per-sample export records about its run (Parquet metadata).
+fn run_info(r: &Report, raw: &std::path::Path) -> crate::samples::RunInfo {
+    let mut pairs = vec![
+        ("latprobe.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("latprobe.raw_file".to_string(), raw.display().to_string()),
+        ("latprobe.mode".to_string(), r.config.mode.mode().name().to_string()),
+        ("latprobe.stimulus".to_string(), r.config.stimulus.clone()),
+        ("latprobe.interval_ns".to_string(), r.config.interval_ns.to_string()),
+        ("latprobe.timeout_ns".to_string(), r.config.timeout_ns.to_string()),
+        ("latprobe.started_at".to_string(), r.started_at.clone()),
+        ("latprobe.samples".to_string(), r.counts.samples.to_string()),
+        ("latprobe.timeouts".to_string(), r.counts.timeouts.to_string()),
+        ("latprobe.lost".to_string(), r.counts.lost.to_string()),
+        ("latprobe.complete".to_string(), r.complete.to_string()),
+    ];
+    if let Some(p) = &r.probe {
+        pairs.push(("latprobe.board".to_string(), p.hello.board.clone()));
+        pairs.push(("latprobe.timer_hz".to_string(), p.hello.timer_hz.to_string()));
+    }
+    crate::samples::RunInfo { pairs }
+}
+
+/// Finish the `--samples` export of the replayed `state`: every sample the
+/// report counts is a row, or the file is not written.
+fn finish_samples(
+    export: crate::samples::Export,
+    state: Option<&mut session::RunState>,
+    r: &Report,
+    raw: &std::path::Path,
+) -> Result<(), crate::Error> {
+    let info = run_info(r, raw);
+    let path = export.path().display().to_string();
+    let state = state.expect("a raw file's replay keeps its state");
+    let written = match (state.analysis.as_mut().and_then(|a| a.rows.take()), state.rows.take()) {
+        (Some(feed), _) => feed.finish(&info),
+        // The measurement never started: a file of no rows.
+        (None, Some(sink)) => sink.finish(&info).map(|()| 0),
+        (None, None) => Ok(0),
+    };
+    let rows = match written {
+        Ok(n) => n,
+        Err(cause) => {
+            export.abandon();
+            return Err(crate::Error::Io { context: format!("--samples {path}: writing the rows"), cause });
+        }
+    };
+    if rows != r.counts.samples {
+        export.abandon();
+        return Err(crate::Error::Usage(format!(
+            "--samples {path}: {rows} rows for the report's {} samples: a latprobe bug, please report it; \
+             the file was not written",
+            r.counts.samples
+        )));
+    }
+    let path = export
+        .commit()
+        .map_err(|cause| crate::Error::Io { context: format!("--samples {path}: naming the file"), cause })?;
+    crate::tell!("latprobe: wrote {} ({rows} samples)", path.display());
+    Ok(())
 }
 
 /// An in-kernel document (`latprobe import`), if `file` is one.
@@ -104,7 +192,9 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // Outputs checked before anything is read: none may be an input.
     let mut set = super::PathSet::default();
-    for (flag, p) in [("--output", &args.output), ("--histfile", &args.histfile)] {
+    for (flag, p) in
+        [("--output", &args.output), ("--histfile", &args.histfile), ("--samples", &args.samples)]
+    {
         if let Some(p) = p {
             super::check_parent(flag, p)?;
             set.output(flag, p);
@@ -117,6 +207,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         set.input("--target-log", log);
     }
     set.check()?;
+    if args.samples.is_some() && !rawfile::is_raw(&args.file) {
+        return Err(crate::Error::Usage(format!(
+            "--samples needs the raw file of the run (`latprobe run --raw FILE`): {} is not one, and a \
+             report or an imported histogram keeps no per-sample figures",
+            args.file.display()
+        ))
+        .into());
+    }
     if let Some(d) = in_kernel(&args.file) {
         let g = &args.gates;
         if !gates.limits.is_empty() || g.junit.is_some() || g.lava || g.plot.is_some() || g.html.is_some() {
@@ -145,7 +243,30 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // stops where it is, the outputs of what was read are written
     // (`complete: false`), and every temporary file goes with the state.
     crate::signals::install()?;
-    let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
+    let export = match &args.samples {
+        Some(p) => {
+            let (export, sink) = crate::samples::Export::create(p)?;
+            Some((export, sink))
+        }
+        None => None,
+    };
+    let (export, sink) = match export {
+        Some((e, s)) => (Some(e), Some(s)),
+        None => (None, None),
+    };
+    let (mut r, mut state) =
+        match load_rows(&args.file, args.histfile_max_us, args.target_log.as_deref(), sink) {
+            Ok(v) => v,
+            Err(e) => {
+                if let Some(x) = export {
+                    x.abandon();
+                }
+                return Err(e.into());
+            }
+        };
+    if let Some(x) = export {
+        finish_samples(x, state.as_mut(), &r, &args.file)?;
+    }
     if crate::signals::requested() {
         crate::tell!("latprobe: interrupted: the report holds what was read (complete: false)");
     }
