@@ -122,7 +122,7 @@ fn count_run_writes_a_report_whose_counts_add_up() {
         "{}",
         show(&o)
     );
-    assert!(stdout.contains("worst measured 400us at sample 250, 250ms after start"), "{}", show(&o));
+    assert!(stdout.contains("worst measured 400.00 µs at sample 250, 250ms after start"), "{}", show(&o));
 }
 
 #[test]

@@ -191,8 +191,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     if let Some(w) = &r.worst {
         let _ = writeln!(
             s,
-            "worst measured {} at sample {}, {} after start",
-            format_ns(w.latency_ns),
+            // In the table's own unit and precision: one max, one way.
+            "worst measured {} µs at sample {}, {} after start",
+            us_fixed(w.latency_ns, 2),
             w.seq,
             format_ns(w.at_ns_from_start)
         );
