@@ -4,8 +4,8 @@
 //! cyclictest-style histfile.
 //!
 //! A timeout is a *censored* sample: a latency known only to exceed the
-//! timeout. It stays in the population of every figure (DESIGN.md, "The
-//! tail is never cut off"): percentiles rank the timeouts above every
+//! timeout. It stays in the population of every figure (README, "The
+//! tail is measured, never cut off"): percentiles rank the timeouts above every
 //! measured latency, so a percentile or max that falls among them is
 //! [`Quantile::Above`] the timeout, never a smaller number; the 1 µs bins
 //! count a timeout as an overflow, so bins + overflows = samples, as in

@@ -9,7 +9,7 @@
 //!                    └─▶ report/  text summary, JSON, cyclictest histfile
 //! ```
 //!
-//! Each layer talks only to its neighbour (DESIGN.md). The binary is a thin
+//! Each layer talks only to its neighbour (README, "What is in the repository"). The binary is a thin
 //! shell over [`cmd::dispatch`], so tests drive the same code.
 
 pub mod analysis;

@@ -97,7 +97,7 @@ pub const fn identity_of(byte: u8) -> Option<usize> {
     Some(byte.leading_ones() as usize)
 }
 
-/// Measurement modes; see DESIGN.md, "Measurement modes and lines".
+/// Measurement modes; see the README, "What is in the repository".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Mode {

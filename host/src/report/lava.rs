@@ -61,8 +61,8 @@
 //!   `latprobe-max` (µs): `pass` with the figure; these cases record, they
 //!   do not judge (the limits do).
 //! - **A censored figure has no number.** A latency that falls among the
-//!   timeouts is only known to exceed the timeout (DESIGN.md, "The tail is
-//!   never cut off"), and a measurement would chart the timeout as if it
+//!   timeouts is only known to exceed the timeout (README, "The tail is
+//!   measured, never cut off"), and a measurement would chart the timeout as if it
 //!   were the latency. Its limit case is `--result fail` (it cannot be
 //!   proven within any limit) and its headline case `--result unknown`,
 //!   both without `--measurement`; so is a headline figure of a run
