@@ -126,7 +126,11 @@ pub fn summary(r: &InKernelReport) -> String {
     }
     let _ = writeln!(s, "{head}");
     let _ = writeln!(s, "{row}");
-    let _ = writeln!(s, "percentiles from the histogram: bin upper edges ({})", bin_width(run.bin_width_ns));
+    let _ = writeln!(
+        s,
+        "percentiles from the histogram: bin upper edges ({})",
+        crate::import::bin_width(run.bin_width_ns)
+    );
     if let Some(n) = col.avg_over {
         let _ =
             writeln!(s, "avg over the {n} measured samples: the {} timeouts have no latency", run.count - n);
@@ -156,15 +160,6 @@ pub fn summary(r: &InKernelReport) -> String {
         _ => {}
     }
     s
-}
-
-/// A bin width for a sentence: `1 µs`, `1 ns`, `10 µs`.
-pub fn bin_width(ns: u64) -> String {
-    if ns >= 1000 && ns % 1000 == 0 {
-        format!("{} µs", ns / 1000)
-    } else {
-        format!("{ns} ns")
-    }
 }
 
 #[cfg(test)]

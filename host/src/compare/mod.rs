@@ -240,7 +240,7 @@ fn percentile_basis(run: &ImportedRun) -> String {
     if run.histogram == crate::import::HistogramRange::None {
         "none (no histogram)".to_owned()
     } else {
-        format!("bin upper edges ({})", crate::inkernel::bin_width(run.bin_width_ns))
+        format!("bin upper edges ({})", crate::import::bin_width(run.bin_width_ns))
     }
 }
 
