@@ -205,6 +205,7 @@ fn a_nanosecond_histfile_read_as_microseconds_is_warned_about() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--unit ns") && err.contains("7178"), "{}", show(&o));
+    assert!(err.contains("7.178ms") && !err.contains("  "), "{err}");
     let o = run(&["compare", ns.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--unit ns"), "{}", show(&o));
     for args in [vec!["import", ns.to_str().unwrap(), "--unit", "ns"], vec!["import", us.to_str().unwrap()]] {

@@ -465,8 +465,9 @@ fn unit_warning(
     let assumed = options.cyclictest_unit.is_none() && source.contains("does not say");
     (assumed && unit == TimeUnit::Micros && min >= 1000).then(|| {
         format!(
-            "thread {thread}'s min {min} read as µs would be {} ms, which no timer wake-up takes: if              cyclictest ran with -N (nanoseconds), import with --unit ns",
-            min / 1000
+            "thread {thread}'s min {min} read as µs would be {}, which no timer wake-up takes: if \
+             cyclictest ran with -N (nanoseconds), import with --unit ns",
+            crate::units::format_ns(min.saturating_mul(1000))
         )
     })
 }
