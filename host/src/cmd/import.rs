@@ -32,7 +32,7 @@ impl UnitArg {
 /// `latprobe import` options.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// cyclictest --json / --histfile / -h stdout, or rtla timerlat hist output
+    /// cyclictest --json / --histfile / -h stdout, rtla timerlat hist output, or latprobe's own --histfile
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Write the document to FILE; with several threads or CPUs, one file each,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  file ─▶ detect ─┬─▶ cyclictest_json   (--json=FILE)
-//!                  ├─▶ cyclictest_hist   (--histfile=FILE, -h N stdout with status lines)
+//!                  ├─▶ cyclictest_hist   (--histfile=FILE, -h N stdout with status lines;
+//!                  │     └─ latprobe_hist   latprobe's own --histfile: its `# latprobe` header)
 //!                  └─▶ rtla              (rtla timerlat hist stdout)
 //!                           └─▶ Vec<ImportedRun> ─▶ compare::Column
 //! ```
