@@ -21,14 +21,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::Cell;
 use crate::import::{HistogramRange, ImportedRun};
-use crate::units::format_ns;
+use crate::units::us_fixed;
 use crate::Error;
 
 /// The `kind` of an in-kernel document.
 pub const KIND: &str = "in-kernel";
 
+/// The `kind` of a document of latprobe's own histfile imported back: the
+/// same layout, but the probe measured it.
+pub const KIND_EXTERNAL: &str = "imported-external";
+
 /// What every in-kernel document says it is.
 pub const MEASUREMENT: &str = "in-kernel self-measurement: the target timed itself";
+
+/// What a document of latprobe's own histfile says it is.
+pub const MEASUREMENT_EXTERNAL: &str =
+    "external probe measurement: latprobe's histfile, timed by the probe's clock";
 
 /// One imported series as a latprobe document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,10 +58,11 @@ pub struct InKernelReport {
 impl InKernelReport {
     /// The document for `run`, labelled `label`.
     pub fn new(run: ImportedRun, label: String) -> Self {
+        let external = run.tool == "latprobe";
         Self {
             schema_version: crate::report::SCHEMA_VERSION,
-            kind: KIND.into(),
-            measurement: MEASUREMENT.into(),
+            kind: if external { KIND_EXTERNAL } else { KIND }.into(),
+            measurement: if external { MEASUREMENT_EXTERNAL } else { MEASUREMENT }.into(),
             tool_version: crate::TOOL_VERSION.into(),
             label,
             run,
@@ -69,55 +78,104 @@ impl InKernelReport {
     }
 }
 
-/// Whether a parsed JSON document is an in-kernel one.
+/// Whether a parsed JSON document is one `latprobe import` wrote: an
+/// in-kernel one, or latprobe's own histfile imported back.
 pub fn is_in_kernel(value: &serde_json::Value) -> bool {
-    value.get("kind").and_then(serde_json::Value::as_str) == Some(KIND)
+    matches!(value.get("kind").and_then(serde_json::Value::as_str), Some(KIND | KIND_EXTERNAL))
 }
 
+/// A figure as the run's summary prints it: µs with two decimals,
+/// `>bound` (rounded down) when censored, `n/a` when unknown.
 fn cell(c: Cell) -> String {
     match c {
-        Cell::Value(ns) => format_ns(ns),
-        Cell::Above(ns) => format!(">{}", format_ns(ns)),
+        Cell::Value(ns) => us_fixed(ns, 2),
+        Cell::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, 2)),
         Cell::Unknown => "n/a".into(),
     }
 }
 
-/// The terminal summary of an in-kernel document.
+/// The terminal summary of an imported document: who measured, the
+/// tool's own count, min, avg and max, and the percentiles of its
+/// histogram (bin upper edges), in µs as a run's summary prints them.
 pub fn summary(r: &InKernelReport) -> String {
     let run = &r.run;
     let mut s = String::new();
     let version = run.tool_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
     let _ = writeln!(s, "{} — {}{version} {} from {}", r.label, run.tool, run.thread, run.source_file);
-    let _ = writeln!(s, "{MEASUREMENT}");
+    let _ = writeln!(s, "{}", r.measurement);
     if let Some(c) = &run.cmdline {
         let _ = writeln!(s, "command: {c}");
     }
-    let opt = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), format_ns);
+    let col = crate::compare::Column::from_imported(run, &r.label);
+    let _ = writeln!(s, "samples {}  overflows {}", run.count, run.overflows);
+    let figures = [
+        ("min", col.min),
+        ("avg", col.avg),
+        ("p50", col.p50),
+        ("p90", col.p90),
+        ("p99", col.p99),
+        ("p99.9", col.p99_9),
+        ("p99.99", col.p99_99),
+        ("max", col.max),
+    ];
+    let mut head = String::from("latency µs");
+    let mut row = String::from("          ");
+    for (name, c) in figures {
+        let _ = write!(head, "  {name:>9}");
+        let _ = write!(row, "  {:>9}", cell(c));
+    }
+    let _ = writeln!(s, "{head}");
+    let _ = writeln!(s, "{row}");
     let _ = writeln!(
         s,
-        "samples {}  min {}  avg {}  max {}  overflows {}",
-        run.count,
-        opt(run.min_ns),
-        opt(run.avg_ns),
-        opt(run.max_ns),
-        run.overflows
+        "percentiles from the histogram: bin upper edges ({})",
+        crate::import::bin_width(run.bin_width_ns)
     );
-    let qs = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999)];
-    let cells: Vec<String> = qs.iter().map(|(n, q)| format!("{n} {}", cell(run.quantile(*q)))).collect();
-    let _ = writeln!(s, "{}  (from the histogram: bin upper edges)", cells.join("  "));
+    if let Some(n) = col.avg_over {
+        let _ =
+            writeln!(s, "avg over the {n} measured samples: the {} timeouts have no latency", run.count - n);
+    }
+    if run.timeouts > 0 {
+        if let Some(t) = run.timeout_ns {
+            let _ = writeln!(
+                s,
+                "{} samples timed out: latencies above the probe's timeout ({} µs), censored",
+                run.timeouts,
+                crate::report::text::us_floor(t, 2)
+            );
+        }
+    }
+    let beyond = run.overflows.saturating_sub(run.timeouts);
     match run.histogram {
         HistogramRange::None => {
             let _ = writeln!(s, "no histogram in the file: percentiles unknown");
         }
-        HistogramRange::Exact(end) | HistogramRange::AtLeast(end) if run.overflows > 0 => {
+        HistogramRange::Exact(end) | HistogramRange::AtLeast(end) if beyond > 0 => {
             let _ = writeln!(
                 s,
-                "{} samples beyond the histogram's end ({}): percentiles among them are censored",
-                run.overflows,
-                format_ns(end)
+                "{beyond} samples beyond the histogram's end ({} µs): percentiles among them are censored",
+                crate::report::text::us_floor(end, 2)
             );
         }
         _ => {}
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_prints_figures_in_us_as_a_runs_summary_does() {
+        let text = include_str!("../tests/fixtures/import/cyclictest/ct_t2_h100.json");
+        let run = crate::import::import_str("ct.json", text).unwrap().remove(0);
+        let s = summary(&InKernelReport::new(run, "ct".into()));
+        let table =
+            s.lines().skip_while(|l| !l.starts_with("latency µs")).nth(1).unwrap_or_else(|| panic!("{s}"));
+        // min 11, avg 15.69, max 410 µs as cyclictest printed them.
+        let cells: Vec<&str> = table.split_whitespace().collect();
+        assert_eq!((cells[0], cells[1], cells[7]), ("11.00", "15.69", "410.00"), "{s}");
+        assert!(s.contains("bin upper edges (1 µs)") && s.contains(MEASUREMENT), "{s}");
+    }
 }

@@ -99,6 +99,10 @@ pub struct RunContext {
     /// of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::gates::Limits>,
+    /// latprobe's own command line ([`crate::report::command_line`]);
+    /// absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
 }
 
 /// Appends received bytes to a raw file in blocks.

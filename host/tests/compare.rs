@@ -28,6 +28,7 @@ fn probe_column() -> Column {
         samples: 10_006,
         min: Cell::Value(11_940),
         avg: Cell::Value(43_120),
+        avg_over: None,
         p50: Cell::Value(46_980),
         p90: Cell::Value(54_560),
         p99: Cell::Value(60_670),
@@ -36,10 +37,13 @@ fn probe_column() -> Column {
         max: Cell::Value(480_618),
         timeouts_or_overflows: 33,
         lost: Some(0),
+        resolution_ns: 1,
+        timeout_ns: None,
         meta: vec![
             ("kernel release".into(), "6.18.44-fc-v595".into()),
             ("preemption model".into(), "PREEMPT_DYNAMIC".into()),
             ("host".into(), "vm".into()),
+            ("percentiles".into(), "HdrHistogram (3 digits)".into()),
         ],
     }
 }

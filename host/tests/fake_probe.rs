@@ -583,6 +583,7 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
         notes: Vec::new(),
         started_unix_ns: None,
         limits: None,
+        command_line: None,
     };
     let mut w = RawWriter::create(&raw, &ctx).unwrap();
     w.append(&hello_frame_of_version(1)).unwrap();

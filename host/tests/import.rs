@@ -354,6 +354,8 @@ fn synthetic(bins: &[(u64, u64)], overflows: u64, min: u64, max: u64) -> Importe
         overflow_cycles: vec![],
         overflow_others: 0,
         histogram: HistogramRange::Exact(100_000),
+        timeouts: 0,
+        timeout_ns: None,
         extra: serde_json::Value::Null,
     }
 }
@@ -498,4 +500,79 @@ fn every_prefix_of_every_fixture_is_handled() {
             }
         }
     }
+}
+
+/// A latprobe histfile of 20 samples in a 100 µs range: 10 measured
+/// inside, 8 measured beyond the range (gpio-echo's timeout lies above it)
+/// and 2 timeouts above 500 µs; `new_header` adds the lines of issue 19.
+fn latprobe_histfile(new_header: bool) -> String {
+    let mut s = String::from("# latprobe 0.1.0: latencies measured by the probe's clock, 1 us bins\n");
+    s.push_str("# latprobe: samples 20 responses 18 timeouts 2 lost 1\n");
+    if new_header {
+        s.push_str(
+            "# latprobe: mode gpio-echo\n# latprobe: interval_ns 1000000\n# latprobe: timeout_ns 500000\n",
+        );
+        s.push_str("# latprobe: unit us\n# latprobe: probe nucleo-f411re 0.1.0, 100000000 Hz timer\n");
+        s.push_str("# latprobe: started 2026-01-01T00:00:00.000Z\n");
+        s.push_str("# latprobe: command_line [\"latprobe\",\"run\",\"--mode\",\"gpio-echo\"]\n");
+    }
+    s.push_str(
+        "# latprobe: the 2 timeouts are latencies above 500.000 us, counted as overflows; Max Latencies is \
+         the largest measured: the true max is censored (>500.000 us)\n# Histogram\n",
+    );
+    for i in 0..100 {
+        s.push_str(&format!("{i:06} {:06}\n", if (10..20).contains(&i) { 1 } else { 0 }));
+    }
+    s.push_str(
+        "# Total: 000000010\n# Min Latencies: 00010\n# Avg Latencies: 00150\n# Max Latencies: 00420\n",
+    );
+    s.push_str("# Histogram Overflows: 00010\n# Histogram Overflow at cycle number:\n");
+    s.push_str("# Thread 0: 00010 00011 00012 00013 00014 00015 00016 00017 00018 00019\n");
+    s
+}
+
+#[test]
+fn latprobes_histfile_censors_its_timeouts_at_the_timeout_and_the_rest_at_the_range() {
+    for new_header in [true, false] {
+        let runs = import_str("run.hist", &latprobe_histfile(new_header)).unwrap_or_else(|e| panic!("{e}"));
+        let r = &runs[0];
+        assert_eq!((r.tool.as_str(), r.tool_version.as_deref()), ("latprobe", Some("0.1.0")), "{new_header}");
+        assert_eq!(
+            (r.count, r.overflows, r.timeouts, r.timeout_ns),
+            (20, 10, 2, Some(500_000)),
+            "{new_header}"
+        );
+        assert_eq!(r.extra["time_unit_source"], "latprobe's header", "{new_header}");
+        assert_eq!(r.quantile(0.5), Cell::Value(20_000));
+        // Ranks 11..=18 are measured beyond the range, 19 and 20 timed out.
+        assert_eq!(r.quantile(0.9), Cell::Above(100_000), "{new_header}");
+        assert_eq!(r.quantile(0.95), Cell::Above(500_000), "{new_header}");
+        assert_eq!(r.quantile(1.0), Cell::Above(500_000), "{new_header}");
+        let c = latprobe::compare::Column::from_imported(r, "run.hist");
+        assert_eq!(c.max, Cell::Above(500_000), "{new_header}");
+        assert_eq!((c.avg, c.avg_over, c.lost), (Cell::Value(150_000), Some(18), Some(1)), "{new_header}");
+        assert!(c.source.starts_with("external probe"), "{}", c.source);
+        if new_header {
+            assert_eq!(c.source, "external probe (nucleo-f411re)");
+            assert_eq!((c.mode.as_deref(), c.interval_ns), (Some("gpio-echo"), Some(1_000_000)));
+            assert_eq!(r.cmdline.as_deref(), Some("latprobe run --mode gpio-echo"));
+        }
+        // Both bounds explained, neither line a Markdown blockquote.
+        let md = latprobe::compare::render(&[c], latprobe::compare::Format::Markdown, None);
+        assert!(
+            md.contains("`>x` = above the probe's timeout") && md.contains("`>x` = beyond the histogram"),
+            "{md}"
+        );
+        assert!(!md.lines().any(|l| l.starts_with('>')), "{md}");
+    }
+}
+
+#[test]
+fn a_latprobe_report_or_import_document_is_not_taken_for_cyclictest() {
+    let report = r#"{"schema_version": 2, "tool_version": "0.1.0", "counts": {"samples": 1}}"#;
+    let e = import_str("run.json", report).unwrap_err().to_string();
+    assert!(e.contains("a latprobe report") && e.contains("`latprobe report run.json`"), "{e}");
+    let doc = r#"{"schema_version": 2, "kind": "in-kernel", "run": {}}"#;
+    let e = import_str("doc.json", doc).unwrap_err().to_string();
+    assert!(e.contains("latprobe import already wrote") && e.contains("latprobe compare doc.json"), "{e}");
 }

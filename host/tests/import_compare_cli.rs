@@ -44,8 +44,9 @@ fn latprobes_own_histfile_imported_back_gives_the_same_figures() {
     let o = run(&["import", hist.to_str().unwrap(), "-o", doc.to_str().unwrap(), "--label", "demo"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let d = json(&doc);
-    assert_eq!(d["kind"], "in-kernel");
-    assert!(d["measurement"].as_str().unwrap().contains("self-measurement"));
+    // latprobe's own measurement, read back: not an in-kernel one.
+    assert_eq!(d["kind"], "imported-external");
+    assert!(d["measurement"].as_str().unwrap().contains("external probe"));
     let imp = &d["run"];
     let samples = r["counts"]["samples"].as_u64().unwrap();
     assert_eq!(imp["count"].as_u64(), Some(samples), "count = total + overflows");
@@ -73,7 +74,7 @@ fn latprobes_own_histfile_imported_back_gives_the_same_figures() {
     // The report's document is read as the report it is.
     let o = run(&["report", doc.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("in-kernel self-measurement"), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("external probe measurement"), "{}", show(&o));
     // Limits and CI outputs belong to latprobe runs: said, not ignored.
     for flag in [&["--max", "1ms"][..], &["--plot", "plots"], &["--lava"]] {
         let o = run(&[&["report", doc.to_str().unwrap()][..], flag].concat());

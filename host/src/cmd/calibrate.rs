@@ -95,6 +95,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         target: None,
         notes: Vec::new(),
         limits: None,
+        command_line: crate::report::command_line(),
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;

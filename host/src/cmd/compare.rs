@@ -62,12 +62,11 @@ pub fn columns_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<Column>, Err
 /// The runs one file gives, as [`columns_of`] does, each with its
 /// histogram for `--plot` (`None` when the tool kept none).
 pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option<HistData>)>, Error> {
-    if !path.is_file() {
-        return Err(Error::Usage(format!("{}: no such file", path.display())));
-    }
+    super::import::check_input(path)?;
     let label = file_label(path);
+    let file = path.display().to_string();
     let of_report = |r: &crate::report::Report| {
-        vec![(Column::from_report(r, &label), Some(HistData::from_report(r, &label)))]
+        vec![(Column::from_report(r, &label, &file), Some(HistData::from_report(r, &label)))]
     };
     if rawfile::is_raw(path) {
         let r = super::report::load(path, None)?;

@@ -352,6 +352,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             ),
         ],
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
+        command_line: crate::report::command_line(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {

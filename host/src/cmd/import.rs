@@ -32,7 +32,7 @@ impl UnitArg {
 /// `latprobe import` options.
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// cyclictest --json / --histfile / -h stdout, or rtla timerlat hist output
+    /// cyclictest --json / --histfile / -h stdout, rtla timerlat hist output, or latprobe's own --histfile
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Write the document to FILE; with several threads or CPUs, one file each,
@@ -53,13 +53,39 @@ pub fn import_all(files: &[PathBuf], unit: Option<UnitArg>) -> Result<Vec<Import
     let options = ImportOptions { cyclictest_unit: unit.map(UnitArg::unit) };
     let mut runs = Vec::new();
     for f in files {
-        if !f.is_file() {
-            return Err(Error::Usage(format!("{}: no such file", f.display())));
+        check_input(f)?;
+        if crate::rawfile::is_raw(f) {
+            return Err(Error::Usage(format!(
+                "{0}: this is a latprobe raw file, not cyclictest or rtla output: read it with `latprobe \
+                 report {0}`, or set it beside other runs with `latprobe compare {0} …`",
+                f.display()
+            )));
         }
         let got = import::import_file_with(f, &options).map_err(|e| Error::Usage(e.to_string()))?;
+        for r in &got {
+            if let Some(w) = r.extra.get("unit_warning").and_then(|w| w.as_str()) {
+                crate::tell!("latprobe: warning: {}: {}", crate::out::clean(&r.source_file), w);
+            }
+        }
         runs.extend(got);
     }
     Ok(runs)
+}
+
+/// An input file must be a file: a directory, or a path that does not
+/// exist, is said as such.
+pub fn check_input(f: &Path) -> Result<(), Error> {
+    if f.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: this is a directory; give a file in it (cyclictest --json or --histfile output, rtla timerlat hist \
+             output, or a latprobe report)",
+            f.display()
+        )));
+    }
+    if !f.is_file() {
+        return Err(Error::Usage(format!("{}: no such file", f.display())));
+    }
+    Ok(())
 }
 
 /// A label for `run`: `--label` (with the series when there are several),

@@ -114,6 +114,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         target,
         notes: link_notes,
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
+        command_line: crate::report::command_line(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     crate::tell!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), ctx.source);

@@ -51,6 +51,10 @@ pub struct Column {
     pub min: Cell,
     /// Mean latency.
     pub avg: Cell,
+    /// When the mean leaves samples out: over how many it is (a probe's
+    /// timeouts have no latency, so its mean is over the measured ones, as
+    /// the run's summary says). `None`: over every sample.
+    pub avg_over: Option<u64>,
     /// Median.
     pub p50: Cell,
     /// 90th percentile.
@@ -68,6 +72,14 @@ pub struct Column {
     pub timeouts_or_overflows: u64,
     /// Samples lost on the way, when the source can tell.
     pub lost: Option<u64>,
+    /// How finely the source states its latencies, ns: 1 for the probe,
+    /// 1000 for a tool that prints whole µs. A table prints a column
+    /// stated in whole µs without decimals when every figure is whole,
+    /// every other column with two, as the run's summary does.
+    pub resolution_ns: u64,
+    /// The probe's timeout, when its timeouts are censored at it: a cell
+    /// `Above` it is a timeout, any other `Above` a histogram's end.
+    pub timeout_ns: Option<u64>,
     /// Facts about the run (kernel release, preemption model, command
     /// line, ...) as `(name, value)`, in the order they should print.
     /// [`render`] prints the ones every column shares once, outside the
@@ -91,8 +103,14 @@ pub enum Format {
 impl Column {
     /// The column for one imported thread or CPU context, headed `label`.
     /// Percentiles come from [`ImportedRun::quantile`] (bin upper edges,
-    /// censored among overflows); min, avg and max are the tool's own.
+    /// censored among overflows); min, avg and max are the tool's own. A
+    /// latprobe histfile read back is the probe's measurement: its source,
+    /// mode and lost are the probe's, its timeouts censored at the timeout
+    /// (the max too), and its avg over the measured samples.
     pub fn from_imported(run: &ImportedRun, label: &str) -> Column {
+        if run.tool == "latprobe" {
+            return Self::from_latprobe_histfile(run, label);
+        }
         let opt = |v: Option<u64>| v.map_or(Cell::Unknown, Cell::Value);
         let version = run.tool_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
         let extra = &run.extra;
@@ -132,8 +150,13 @@ impl Column {
         let unit_source = extra.get("time_unit_source").and_then(|v| v.as_str()).unwrap_or("");
         if unit_source.contains("does not say") {
             let unit = extra.get("time_unit").and_then(|v| v.as_str()).unwrap_or("us");
-            push("time unit", Some(format!("{unit}, assumed ({unit_source})")));
+            let warning = extra
+                .get("unit_warning")
+                .and_then(|v| v.as_str())
+                .map_or(String::new(), |w| format!("; {w}"));
+            push("time unit", Some(format!("{unit}, assumed ({unit_source}){warning}")));
         }
+        push("percentiles", Some(percentile_basis(run)));
         Column {
             label: label.to_owned(),
             source: format!("in-kernel self-measurement ({}{version})", run.tool),
@@ -150,8 +173,74 @@ impl Column {
             max: opt(run.max_ns),
             timeouts_or_overflows: run.overflows,
             lost: None,
+            resolution_ns: run.avg_resolution_ns,
+            timeout_ns: None,
+            avg_over: None,
             meta,
         }
+    }
+
+    fn from_latprobe_histfile(run: &ImportedRun, label: &str) -> Column {
+        let lp = run.extra.get("latprobe");
+        let get = |k: &str| lp.and_then(|l| l.get(k));
+        let text = |k: &str| get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        let source = match (text("probe"), get("emulated").and_then(|v| v.as_bool()) == Some(true)) {
+            (Some(p), emulated) => {
+                let board = p.rsplit_once(' ').map_or(p.as_str(), |(b, _)| b).to_owned();
+                if emulated {
+                    format!("external probe ({board}, emulated)")
+                } else {
+                    format!("external probe ({board})")
+                }
+            }
+            (None, _) => "external probe".to_owned(),
+        };
+        let opt = |v: Option<u64>| v.map_or(Cell::Unknown, Cell::Value);
+        let censored = run.timeout_ns.filter(|_| run.timeouts > 0);
+        let mut meta = Vec::new();
+        let mut push = |k: &str, v: Option<String>| {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                meta.push((k.to_owned(), v));
+            }
+        };
+        push("cmdline", run.cmdline.clone());
+        push("file", Some(run.source_file.clone()));
+        push("started", text("started"));
+        push("percentiles", Some(percentile_basis(run)));
+        push("probe firmware", text("probe"));
+        Column {
+            label: label.to_owned(),
+            source,
+            mode: Some(text("mode").unwrap_or_else(|| "latprobe histfile".to_owned())),
+            interval_ns: run.interval_ns,
+            samples: run.count,
+            min: opt(run.min_ns),
+            avg: opt(run.avg_ns),
+            avg_over: (run.timeouts > 0).then(|| run.count.saturating_sub(run.timeouts)),
+            p50: run.quantile(0.50),
+            p90: run.quantile(0.90),
+            p99: run.quantile(0.99),
+            p99_9: run.quantile(0.999),
+            p99_99: run.quantile(0.9999),
+            max: match (run.max_ns, censored) {
+                (_, Some(t)) => Cell::Above(t),
+                (m, None) => opt(m),
+            },
+            timeouts_or_overflows: run.overflows,
+            lost: get("lost").and_then(|v| v.as_u64()),
+            resolution_ns: run.avg_resolution_ns,
+            timeout_ns: censored,
+            meta,
+        }
+    }
+}
+
+/// How an imported run's percentiles were found: `bin upper edges (1 µs)`.
+fn percentile_basis(run: &ImportedRun) -> String {
+    if run.histogram == crate::import::HistogramRange::None {
+        "none (no histogram)".to_owned()
+    } else {
+        format!("bin upper edges ({})", crate::import::bin_width(run.bin_width_ns))
     }
 }
 
@@ -166,27 +255,18 @@ fn preemption_model(version: &str) -> Option<String> {
 
 impl Column {
     /// The column for a latprobe report (a probe run, live or replayed),
-    /// headed `label`. Timeouts are censored samples: a percentile or the
-    /// max that falls among them is [`Cell::Above`] the timeout, and the
-    /// mean, when some timed out, is [`Cell::Above`] the smallest mean the
-    /// censored samples allow (each counted at the timeout).
-    pub fn from_report(r: &crate::report::Report, label: &str) -> Column {
+    /// read from `file`, headed `label`. Timeouts are censored samples: a
+    /// percentile or the max that falls among them is [`Cell::Above`] the
+    /// timeout; the mean is the summary's, over the measured samples
+    /// ([`Column::avg_over`] says how many when some timed out).
+    pub fn from_report(r: &crate::report::Report, label: &str, file: &str) -> Column {
         let l = r.latency_ns.as_ref();
         let fig = |v: Option<Option<u64>>| match (l, v.flatten()) {
             (_, Some(ns)) => Cell::Value(ns),
             (Some(l), None) if l.measured + l.censored > 0 => Cell::Above(l.censored_above),
             _ => Cell::Unknown,
         };
-        let avg = match l {
-            Some(l) if l.censored == 0 => l.mean.map_or(Cell::Unknown, Cell::Value),
-            Some(l) => {
-                let n = u128::from(l.measured + l.censored);
-                let sum = u128::from(l.mean.unwrap_or(0)) * u128::from(l.measured)
-                    + u128::from(l.censored_above) * u128::from(l.censored);
-                Cell::Above((sum / n) as u64)
-            }
-            None => Cell::Unknown,
-        };
+        let avg = l.and_then(|l| l.mean).map_or(Cell::Unknown, Cell::Value);
         let probe = r.probe.as_ref();
         let source = match probe {
             Some(p) if p.hello.is_emulated() => format!("external probe ({}, emulated)", p.hello.board),
@@ -214,7 +294,11 @@ impl Column {
             };
             push("kernel release", get(&["uname", "release"]));
             push("kernel version", get(&["uname", "version"]));
-            push("preemption model", get(&["preemption", "model"]));
+            let model = get(&["preemption", "model"]);
+            push("preemption model", model.clone());
+            // The responder names PREEMPT_RT as the model when the kernel is
+            // one (/sys/kernel/realtime, uname -v or its config).
+            push("PREEMPT_RT", model.map(|m| if m == "PREEMPT_RT" { "yes" } else { "no" }.to_owned()));
             push("machine", get(&["uname", "machine"]));
             push("host", get(&["hostname"]));
             push("kernel cmdline", get(&["kernel_cmdline", "raw"]));
@@ -229,6 +313,14 @@ impl Column {
             uniq.dedup();
             push("governor", (!uniq.is_empty()).then(|| uniq.join(",")));
         }
+        if let Some(c) = &r.command_line {
+            meta.push(("cmdline".to_owned(), crate::import::shell_words(c)));
+        }
+        meta.push(("file".to_owned(), file.to_owned()));
+        if !r.started_at.is_empty() {
+            meta.push(("started".to_owned(), r.started_at.clone()));
+        }
+        meta.push(("percentiles".to_owned(), "HdrHistogram (3 digits)".to_owned()));
         if let Some(p) = probe {
             meta.push((
                 "probe firmware".to_owned(),
@@ -243,6 +335,7 @@ impl Column {
             samples: r.counts.samples,
             min: fig(l.map(|l| l.min)),
             avg,
+            avg_over: l.filter(|l| l.censored > 0).map(|l| l.measured),
             p50: fig(l.map(|l| l.p50)),
             p90: fig(l.map(|l| l.p90)),
             p99: fig(l.map(|l| l.p99)),
@@ -251,7 +344,57 @@ impl Column {
             max: fig(l.map(|l| l.max)),
             timeouts_or_overflows: r.counts.timeouts,
             lost: Some(r.counts.lost),
+            resolution_ns: 1,
+            timeout_ns: l.filter(|l| l.censored > 0).map(|l| l.censored_above),
             meta,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{testkit, text};
+
+    fn row<'a>(table: &'a str, name: &str) -> &'a str {
+        table.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name}:\n{table}"))
+    }
+
+    #[test]
+    fn a_report_column_prints_its_figures_as_the_summary_does() {
+        // Whole µs figures, and a timeout that is not: the summary prints
+        // both with two decimals, the bound rounded down.
+        let mut r = testkit::run(3);
+        let l = r.latency_ns.as_mut().unwrap();
+        l.censored_above = 180_999;
+        l.min = Some(10_000);
+        l.mean = Some(20_000);
+        l.p50 = Some(20_000);
+        l.p90 = Some(30_000);
+        l.p99 = Some(40_000);
+        let summary = text::summary(&r);
+        let table = render(&[Column::from_report(&r, "run.json", "run.json")], Format::Text, None);
+        for (name, figure) in
+            [("min µs", "10.00"), ("p50 µs", "20.00"), ("p99.9 µs", ">180.99"), ("max µs", ">180.99")]
+        {
+            assert!(row(&table, name).ends_with(&format!(" {figure}")), "{name}: {table}");
+            assert!(summary.contains(figure), "{figure} not in the summary: {summary}");
+        }
+        // The avg is the summary's mean over the measured, not a bound.
+        assert!(row(&table, "avg µs").ends_with(" 20.00"), "{table}");
+        assert!(table.contains("avg of run.json: over the 297 measured samples of 300"), "{table}");
+    }
+
+    #[test]
+    fn the_report_column_names_its_rt_kernel_file_start_and_command_line() {
+        let mut r = testkit::run(0);
+        r.command_line = Some(["latprobe", "run", "--label", "a b"].map(String::from).into());
+        let c = Column::from_report(&r, "x", "runs/x.json");
+        let get = |k: &str| c.meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("PREEMPT_RT"), Some("yes"));
+        assert_eq!(get("file"), Some("runs/x.json"));
+        assert_eq!(get("started"), Some("2025-06-01T12:00:00.000Z"));
+        assert_eq!(get("cmdline"), Some("latprobe run --label 'a b'"));
+        assert_eq!(get("percentiles"), Some("HdrHistogram (3 digits)"));
     }
 }

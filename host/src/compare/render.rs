@@ -87,7 +87,9 @@ fn us(ns: u64, places: u32) -> String {
 fn cell_us(cell: Cell, places: u32) -> String {
     match cell {
         Cell::Value(ns) => us(ns, places),
-        Cell::Above(ns) => format!(">{}", us(ns, places)),
+        // A bound rounded down, as the summary prints it: `>x` never
+        // claims more than is known.
+        Cell::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, places)),
         Cell::Unknown => "n/a".into(),
     }
 }
@@ -109,14 +111,15 @@ fn interval(ns: Option<u64>) -> String {
     }
 }
 
-/// Decimals for a column's latencies in a table: none when every figure
-/// is whole µs (the source's resolution: cyclictest and rtla print whole
-/// µs), else two.
+/// Decimals for a column's latencies in a table: none when the source
+/// states whole µs (cyclictest and rtla) and every figure is whole, else
+/// two, as the run's summary prints them.
 fn places(c: &Column) -> u32 {
-    let whole = LATENCY_ROWS.iter().all(|(_, _, get)| match get(c) {
-        Cell::Value(ns) | Cell::Above(ns) => ns % 1000 == 0,
-        Cell::Unknown => true,
-    });
+    let whole = c.resolution_ns >= 1000
+        && LATENCY_ROWS.iter().all(|(_, _, get)| match get(c) {
+            Cell::Value(ns) | Cell::Above(ns) => ns % 1000 == 0,
+            Cell::Unknown => true,
+        });
     if whole {
         0
     } else {
@@ -197,13 +200,42 @@ fn long_meta<'a>(
         .collect()
 }
 
-fn footer_lines(columns: &[Column], baseline: Option<usize>, notes: &[String]) -> Vec<String> {
+/// The notes below a table: the baseline, what a `>x` cell means (the
+/// probe's timeout, or a histogram's end), which samples an avg is over.
+/// `code` puts `>x` in backticks (Markdown: a line starting with `>` is a
+/// blockquote).
+fn footer_lines(columns: &[Column], baseline: Option<usize>, notes: &[String], code: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(b) = baseline {
         out.push(format!("(×) = ratio to the baseline column '{}'", columns[b].label));
     }
-    if columns.iter().any(|c| LATENCY_ROWS.iter().any(|(_, _, g)| matches!(g(c), Cell::Above(_)))) {
-        out.push(">x = beyond the histogram's range: the value is at least x, not known more closely".into());
+    let above = |timeout: bool| {
+        columns.iter().any(|c| {
+            LATENCY_ROWS.iter().any(|(_, _, g)| match g(c) {
+                Cell::Above(v) => (Some(v) == c.timeout_ns) == timeout,
+                _ => false,
+            })
+        })
+    };
+    let x = if code { "`>x`" } else { ">x" };
+    if above(true) {
+        out.push(format!(
+            "{x} = above the probe's timeout x: the samples there timed out, their latency is known only to \
+             exceed it"
+        ));
+    }
+    if above(false) {
+        out.push(format!(
+            "{x} = beyond the histogram's range: the value is at least x, not known more closely"
+        ));
+    }
+    for c in columns {
+        if let Some(n) = c.avg_over {
+            out.push(format!(
+                "avg of {}: over the {n} measured samples of {} (a timeout has no latency), as its summary gives it",
+                c.label, c.samples
+            ));
+        }
     }
     out.extend(notes.iter().cloned());
     out
@@ -239,7 +271,7 @@ fn text(
     for (h, cells) in &rows {
         out.push_str(&line(h, cells.iter().map(String::as_str).collect()));
     }
-    let foot = footer_lines(columns, baseline, notes);
+    let foot = footer_lines(columns, baseline, notes, false);
     if !foot.is_empty() || !shared.is_empty() {
         out.push('\n');
     }
@@ -291,7 +323,7 @@ fn markdown(
         }
         out.push('\n');
     }
-    let foot = footer_lines(columns, baseline, notes);
+    let foot = footer_lines(columns, baseline, notes, true);
     if !foot.is_empty() || !shared.is_empty() {
         out.push('\n');
     }
@@ -334,6 +366,10 @@ fn csv(
     for (key, _, get) in LATENCY_ROWS {
         rows.push((format!("{key}_us"), columns.iter().map(|c| cell_us(get(c), 3)).collect()));
     }
+    rows.push((
+        "avg_over_samples".into(),
+        columns.iter().map(|c| c.avg_over.unwrap_or(c.samples).to_string()).collect(),
+    ));
     rows.extend(count_rows(columns, "timeouts_or_overflows"));
     rows.push((
         "interval_us".into(),
@@ -412,6 +448,8 @@ fn json_out(
                 "interval_ns": c.interval_ns,
                 "samples": c.samples,
                 "latency": latency,
+                "avg_over_samples": c.avg_over.unwrap_or(c.samples),
+                "timeout_ns": c.timeout_ns,
                 "ratio_to_baseline": if baseline.is_some() { Value::Object(ratios) } else { Value::Null },
                 "timeouts_or_overflows": c.timeouts_or_overflows,
                 "lost": c.lost,

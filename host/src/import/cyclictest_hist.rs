@@ -23,7 +23,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    clip, strip_escapes, unit_extra, HistogramRange, ImportError, ImportOptions, ImportedRun, TimeUnit,
+    clip, latprobe_hist, strip_escapes, unit_extra, HistogramRange, ImportError, ImportOptions, ImportedRun,
+    TimeUnit,
 };
 
 /// One `T:` status line.
@@ -308,8 +309,13 @@ pub(super) fn parse(
             TimeUnit::Micros
         }
     });
-    let evidence =
-        status_unit.map(|u| (u, "status line field width")).or(cmd_unit.map(|u| (u, "command line")));
+    // latprobe's own histfile says so in its header.
+    let comment_text: Vec<&str> = comments.iter().filter_map(Value::as_str).collect();
+    let latprobe = latprobe_hist::header(&comment_text);
+    let evidence = status_unit
+        .map(|u| (u, "status line field width"))
+        .or(cmd_unit.map(|u| (u, "command line")))
+        .or(latprobe.as_ref().and_then(|h| h.unit).map(|u| (u, "latprobe's header")));
     let (unit, unit_source) = match (options.cyclictest_unit, evidence) {
         (Some(asked), Some((seen, how))) if asked != seen => {
             return Err(err(
@@ -338,14 +344,7 @@ pub(super) fn parse(
     // above the timeout) while `Max Latencies` is its largest *measured*
     // one, and says so in a comment before `# Histogram`: those overflows
     // are not beyond the max, and the true max is not known.
-    let latprobe_timeouts: u64 = comments
-        .iter()
-        .filter_map(Value::as_str)
-        .find_map(|c| {
-            let rest = c.strip_prefix("# latprobe: the ")?;
-            rest.split_once(" timeouts are latencies above ")?.0.trim().parse().ok()
-        })
-        .unwrap_or(0);
+    let latprobe_timeouts = latprobe.as_ref().map_or(0, |h| h.timeouts);
     let mut runs = Vec::with_capacity(threads);
     for t in 0..threads {
         let bins: Vec<(u64, u64)> = rows
@@ -392,8 +391,15 @@ pub(super) fn parse(
         }
 
         let mut extra = Map::new();
-        extra.insert("format".into(), Value::from("cyclictest histogram"));
+        let format = if latprobe.is_some() { "latprobe histfile" } else { "cyclictest histogram" };
+        extra.insert("format".into(), Value::from(format));
         extra.extend(unit_extra(unit, unit_source));
+        if let Some(w) = unit_warning(options, unit, unit_source, tmin, t) {
+            extra.insert("unit_warning".into(), Value::from(w));
+        }
+        if let Some(h) = &latprobe {
+            extra.insert("latprobe".into(), h.extra());
+        }
         extra.insert("histofall".into(), Value::from(histofall));
         if !comments.is_empty() {
             extra.insert("comments".into(), Value::from(comments.clone()));
@@ -412,14 +418,20 @@ pub(super) fn parse(
             );
         }
         let (overflow_cycles, overflow_others) = cycles_listed[t].clone();
+        let lp = latprobe.as_ref();
         runs.push(ImportedRun {
-            tool: "cyclictest".into(),
-            tool_version: None,
-            cmdline: cmdline.clone(),
+            tool: if lp.is_some() { "latprobe" } else { "cyclictest" }.into(),
+            tool_version: lp.map(|h| h.version.clone()),
+            cmdline: lp
+                .and_then(|h| h.command_line.as_deref())
+                .map(latprobe_hist::shell_words)
+                .or_else(|| cmdline.clone()),
             source_file: name.to_owned(),
             thread: format!("T{t}"),
             cpu: None,
-            interval_ns: status.map(|s| s.interval_us.saturating_mul(1000)),
+            interval_ns: status
+                .map(|s| s.interval_us.saturating_mul(1000))
+                .or_else(|| lp.and_then(|h| h.interval_ns)),
             count,
             min_ns: (count > 0).then(|| tmin.saturating_mul(u)),
             avg_ns: (count > 0).then(|| tavg.saturating_mul(u)),
@@ -432,10 +444,32 @@ pub(super) fn parse(
             overflow_cycles,
             overflow_others,
             histogram: HistogramRange::Exact(limit.saturating_mul(u)),
+            timeouts,
+            timeout_ns: lp.and_then(|h| h.timeout_ns).filter(|_| timeouts > 0),
             extra: Value::Object(extra),
         });
     }
     Ok(runs)
+}
+
+/// A warning when cyclictest's default unit was assumed but the figures
+/// are not plausible in it: a minimum of a millisecond or more is what a
+/// `-N` (nanosecond) file read as µs looks like.
+fn unit_warning(
+    options: &ImportOptions,
+    unit: TimeUnit,
+    source: &str,
+    min: u64,
+    thread: usize,
+) -> Option<String> {
+    let assumed = options.cyclictest_unit.is_none() && source.contains("does not say");
+    (assumed && unit == TimeUnit::Micros && min >= 1000).then(|| {
+        format!(
+            "thread {thread}'s min {min} read as µs would be {}, which no timer wake-up takes: if \
+             cyclictest ran with -N (nanoseconds), import with --unit ns",
+            crate::units::format_ns(min.saturating_mul(1000))
+        )
+    })
 }
 
 /// The summary's min and max must sit where the bins say: both are whole

@@ -290,6 +290,8 @@ fn parse_counting(
                 Some(HistogramRange::AtLeast(h)) => HistogramRange::AtLeast(h.saturating_mul(u)),
                 _ => HistogramRange::None,
             },
+            timeouts: 0,
+            timeout_ns: None,
             extra: Value::Object(extra),
         });
     }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  file ─▶ detect ─┬─▶ cyclictest_json   (--json=FILE)
-//!                  ├─▶ cyclictest_hist   (--histfile=FILE, -h N stdout with status lines)
+//!                  ├─▶ cyclictest_hist   (--histfile=FILE, -h N stdout with status lines;
+//!                  │     └─ latprobe_hist   latprobe's own --histfile: its `# latprobe` header)
 //!                  └─▶ rtla              (rtla timerlat hist stdout)
 //!                           └─▶ Vec<ImportedRun> ─▶ compare::Column
 //! ```
@@ -27,7 +28,10 @@
 
 mod cyclictest_hist;
 mod cyclictest_json;
+mod latprobe_hist;
 mod rtla;
+
+pub use latprobe_hist::shell_words;
 
 use std::path::Path;
 
@@ -88,6 +92,15 @@ pub struct ImportedRun {
     /// Where the histogram ends, i.e. from which latency on a sample is an
     /// overflow.
     pub histogram: HistogramRange,
+    /// Of the overflows, the probe's timeouts (latprobe's own histfile):
+    /// latencies known only to exceed [`ImportedRun::timeout_ns`], ranked
+    /// above every other sample. 0 for the in-kernel tools (and in
+    /// documents of older versions).
+    #[serde(default)]
+    pub timeouts: u64,
+    /// The timeout the [`ImportedRun::timeouts`] exceeded.
+    #[serde(default)]
+    pub timeout_ns: Option<u64>,
     /// Format-specific facts kept verbatim (cyclictest JSON's `sysinfo`,
     /// `start_time`, `return_code`; rtla's duration and trailing notes; the
     /// time unit and where it was learnt, under `"time_unit"` and
@@ -228,7 +241,9 @@ pub fn import_str_with(
     options: &ImportOptions,
 ) -> Result<Vec<ImportedRun>, ImportError> {
     match detect(text) {
-        Some(Format::CyclictestJson) => cyclictest_json::parse(name, text),
+        Some(Format::CyclictestJson) => {
+            cyclictest_json::parse(name, text).map_err(|e| latprobes_own(name, text).unwrap_or(e))
+        }
         Some(Format::CyclictestHist) => cyclictest_hist::parse(name, text, options),
         Some(Format::Rtla) => rtla::parse(name, text),
         None => {
@@ -250,6 +265,28 @@ pub fn import_str_with(
             ))
         }
     }
+}
+
+/// The error for a JSON file latprobe wrote itself (a report, or a
+/// document of `latprobe import`), which is not a tool's output to import.
+fn latprobes_own(name: &str, text: &str) -> Option<ImportError> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    // (`inkernel` reads this module's runs: its kinds are not named here.)
+    let what = if value.get("kind").is_some() && value.get("run").is_some() {
+        "a document latprobe import already wrote"
+    } else if value.get("schema_version").is_some() && value.get("counts").is_some() {
+        "a latprobe report"
+    } else {
+        return None;
+    };
+    Some(ImportError::at(
+        name,
+        1,
+        format!(
+            "this is {what}, not cyclictest or rtla output: read it with `latprobe report {name}`, or set it \
+             beside other runs with `latprobe compare {name} …`"
+        ),
+    ))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,7 +350,8 @@ impl ImportedRun {
     /// is clamped to the tool's own `[min, max]`.
     ///
     /// - a rank among the overflows gives [`Cell::Above`] the histogram's
-    ///   end, never a number;
+    ///   end, never a number; among latprobe's timeouts (the highest
+    ///   ranks), [`Cell::Above`] the timeout;
     /// - no samples, no histogram, or a `q` outside (0, 1] give
     ///   [`Cell::Unknown`].
     pub fn quantile(&self, q: f64) -> Cell {
@@ -325,6 +363,9 @@ impl ImportedRun {
         let ppm = (q * 1e6).round() as u128;
         let rank = (ppm * u128::from(self.count)).div_ceil(1_000_000).max(1) as u64;
         if rank > self.in_histogram() {
+            if let Some(t) = self.timeout_ns.filter(|_| rank > self.count.saturating_sub(self.timeouts)) {
+                return Cell::Above(t);
+            }
             return match self.histogram {
                 HistogramRange::Exact(end) => Cell::Above(end),
                 HistogramRange::AtLeast(end) if end > 0 => Cell::Above(end),
@@ -348,6 +389,15 @@ impl ImportedRun {
         // Unreachable for a run built by this module (bins sum to
         // count - overflows), but a hand-built run must not panic.
         Cell::Unknown
+    }
+}
+
+/// A bin width for a sentence: `1 µs`, `10 µs`, `1 ns`.
+pub fn bin_width(ns: u64) -> String {
+    if ns >= 1000 && ns % 1000 == 0 {
+        format!("{} µs", ns / 1000)
+    } else {
+        format!("{ns} ns")
     }
 }
 

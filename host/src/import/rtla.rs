@@ -327,6 +327,8 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
             overflow_cycles: Vec::new(),
             overflow_others: 0,
             histogram: range,
+            timeouts: 0,
+            timeout_ns: None,
             extra: Value::Object(extra),
         });
     }

@@ -14,6 +14,13 @@
 //! # Thread 0: 01234 05678 # 00001 others
 //! ```
 //!
+//! latprobe's own comment lines come first, each `# latprobe: KEY VALUE`:
+//! the counts, `mode`, `interval_ns`, `timeout_ns`, `unit us`, `probe`
+//! (board, firmware, timer), `started` and `command_line` (a JSON array),
+//! so that `latprobe import` reads the file back as latprobe's (files of
+//! older versions have only the first line, the counts and the timeout
+//! sentence).
+//!
 //! Latencies are in whole µs, rounded down (bin `i` holds `[i, i+1)` µs).
 //! A timeout is a sample whose latency is above the timeout: it counts as
 //! an overflow, its sequence number listed with the others, so `Total` +
@@ -49,6 +56,30 @@ pub fn render(r: &Report) -> String {
         "# latprobe: samples {} responses {} timeouts {} lost {}",
         c.samples, c.responses, c.timeouts, c.lost
     );
+    // What `latprobe import` needs to read the file back as latprobe's
+    // (cyclictest's readers skip `#` lines before `# Histogram`).
+    let _ = writeln!(s, "# latprobe: mode {}", r.config.mode_name());
+    let _ = writeln!(s, "# latprobe: interval_ns {}", r.config.interval_ns);
+    let _ = writeln!(s, "# latprobe: timeout_ns {}", r.config.timeout_ns);
+    let _ = writeln!(s, "# latprobe: unit us");
+    if let Some(p) = &r.probe {
+        // One line each: a board's name comes from the probe.
+        let one_line = |v: &str| crate::out::clean(v).into_owned();
+        let _ = writeln!(
+            s,
+            "# latprobe: probe {} {}, {} Hz timer{}",
+            one_line(&p.hello.board),
+            one_line(&p.hello.firmware_version),
+            p.hello.timer_hz,
+            if p.hello.is_emulated() { ", emulated" } else { "" }
+        );
+    }
+    if !r.started_at.is_empty() {
+        let _ = writeln!(s, "# latprobe: started {}", r.started_at);
+    }
+    if let Some(cmd) = &r.command_line {
+        let _ = writeln!(s, "# latprobe: command_line {}", serde_json::to_string(cmd).unwrap_or_default());
+    }
     let l = r.latency_ns.as_ref();
     if c.timeouts > 0 {
         let bound = crate::report::text::us_floor(l.map_or(r.config.timeout_ns, |l| l.censored_above), 3);

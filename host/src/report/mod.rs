@@ -31,6 +31,7 @@
 //! | `probe` | the probe's Hello: `protocol_version`, `firmware_version`, `board`, `timer_hz`, `timer_bits`, `capabilities` (bits), `capability_names`, `max_batch` |
 //! | `config` | `mode`, `interval_ns`, `dither_ns`, `timeout_ns` (the horizon: answers up to it are timed), `guard_ns`, `count`, `duration_ns`, `seed`, `stimulus` (`identified (9-byte alphabet)`, `byte 0x55`, `edge rising`, `none`), `identity` (answers matched by identity byte, several stimuli in flight; false for a fixed `--byte`, edges, periodic), and `ticks` {`interval`, `dither`, `timeout`, `guard`} as the probe accepted them (ns fields are then converted back from those ticks) |
 //! | `started_at`, `ended_at` | wall clock, RFC 3339 UTC |
+//! | `command_line` | latprobe's own command line, one string per argument, the program as `latprobe` (`["latprobe", "demo", "--duration", "4s"]`); absent in reports of older versions and in replays of their raw files |
 //! | `probe_elapsed_ns` | start to stop on the probe's clock |
 //! | `counts` | `samples` (= `responses` + `timeouts`), `responses` (measured), `timeouts` (censored: latency above the timeout), `lost` (sequence numbers never received, whatever the cause), `duplicates` (sample sequence numbers received twice), `out_of_order`, `dropped_by_probe` (of the lost, dropped by the probe's full queue), `overruns`; the probe's anomalies: `late_responses` (answers after their stimulus's timeout, with none outstanding, or faster than the line allows: counted, not timed), `duplicate_answers` (a second answer with the identity of an already answered stimulus), `unmatched` (identity bytes matching no stimulus in flight), `wrong_bytes` (bytes outside the identity alphabet), `slipped` (stimuli sent late because their slot was busy), `slip_max_ns`, `slip_total_ns`, `reclaimed` (identities taken back from timed-out stimuli without proof their answer was not coming), `overcaptures`, `line_errors`, `soft_stimuli` (stimuli timed by the probe's software, not its timer hardware); `bad_frames` (damaged, malformed or other-version frames and undecodable batches), `probe_taken` (the probe's own total, from Stopped), `host_resends` (Stop or Configure sent again after the probe said nothing about the first; absent when 0), `refused` (messages or samples whose contents disagree with the request or the protocol, each said in the notes; absent when 0) |
 //! | `latency_ns` | over every sample, timeouts ranked above every response: `measured` (responses), `censored` (timeouts), `censored_above` (the timeout, ns); `min`, `p50`, `p90`, `p99`, `p99_9`, `p99_99` (rank `max(1, ⌈q·samples⌉)`; a measured rank is the HdrHistogram value, 3 significant digits, never below the sample's), `max` (exact): each `null` when it falls among the timeouts (it is then above `censored_above`); `mean` (exact, over the measured only; `null` without responses), `max_measured` (largest measured latency, `null` without responses). The whole field is `null` without samples |
@@ -63,6 +64,17 @@ use latprobe_protocol::{ticks_to_ns, Anomalies, Stimulus};
 /// The schema version written into every JSON report.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// latprobe's own command line, for the report (`command_line`): the
+/// arguments as given (not UTF-8 ones lossily), the program named
+/// `latprobe` whatever path started it. `run`, `demo` and `calibrate` put
+/// it in their [`RunContext`].
+pub fn command_line() -> Option<Vec<String>> {
+    let mut args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let first = args.first_mut()?;
+    *first = "latprobe".into();
+    Some(args)
+}
+
 /// A finished run's report; the source of every output format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -88,6 +100,10 @@ pub struct Report {
     pub started_at: String,
     /// Wall-clock end.
     pub ended_at: String,
+    /// latprobe's own command line (see [`command_line`]); absent in
+    /// reports of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
     /// Probe-measured run time.
     pub probe_elapsed_ns: Option<u64>,
     /// Counters.
@@ -886,6 +902,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         config,
         started_at: ctx.started_at.clone(),
         ended_at: end.ended_at,
+        command_line: ctx.command_line.clone(),
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
@@ -939,6 +956,7 @@ mod tests {
             notes: Vec::new(),
             started_unix_ns: None,
             limits: None,
+            command_line: None,
         };
         let hz = 1_000_000_000;
         let config: Config = request.config(hz, Capabilities::UART_ECHO).unwrap();
