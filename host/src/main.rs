@@ -40,11 +40,8 @@ fn clap_exit(err: clap::Error) -> ExitCode {
             ExitCode::from(exit::USAGE)
         }
         _ => {
-            let rendered = err.render().to_string();
-            let first: Vec<&str> =
-                rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-            let text = first.join(" ");
-            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            let text = latprobe::cli::usage_error_text(&err, &args);
             latprobe::tell!("Error: {text} (see --help)");
             ExitCode::from(exit::USAGE)
         }

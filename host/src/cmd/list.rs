@@ -278,7 +278,12 @@ pub fn render(l: &Listing) -> String {
             out.push_str(&format!("    {why}\n"));
         }
     }
-    out.push_str("* looks like a latprobe board (an ST-LINK: Nucleo-F411RE)\n");
+    // The legend explains a mark: without one it would only puzzle.
+    let marked = l.serial_ports.iter().any(|p| p.latprobe.is_some())
+        || l.debug_probes.iter().any(|p| p.latprobe.is_some());
+    if marked {
+        out.push_str("* looks like a latprobe board (an ST-LINK: Nucleo-F411RE)\n");
+    }
     out
 }
 

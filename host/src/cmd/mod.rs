@@ -310,7 +310,10 @@ impl TargetLog<'_> {
 
 /// A live measurement over `link`, then the summary on stdout and the
 /// output files. The files are written whatever happened; the session's
-/// error, if any, is returned after that.
+/// error, if any, is returned after that. `announce` is said once the
+/// probe has answered and the measurement started, not before: a port
+/// where no probe answers never claims to be measuring.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure(
     mut link: Link,
     ctx: &RunContext,
@@ -318,6 +321,7 @@ pub(crate) fn measure(
     out: &OutputArgs,
     gates: &Delivery,
     target_log: Option<TargetLog<'_>>,
+    announce: Option<&str>,
     after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
@@ -328,7 +332,11 @@ pub(crate) fn measure(
     // At most 4 draws a second: indicatif's own limit lets bursts through,
     // and every draw costs the terminal (and a serial console) a line.
     let mut drawn: Option<std::time::Instant> = None;
+    let mut announce = announce;
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
+        if let Some(text) = announce.take() {
+            bar.suspend(|| crate::tell!("{text}"));
+        }
         if drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
             return;
         }

@@ -168,6 +168,25 @@ pub(crate) fn os_message(e: &std::io::Error) -> String {
 /// directory, and it can be opened for writing (created, if new: the test
 /// file is removed again). Nothing is truncated.
 pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
+    check_output_file(flag, p, example_name(flag))
+}
+
+/// A file name of the kind output `flag` writes, for an error's example.
+fn example_name(flag: &str) -> &'static str {
+    match flag {
+        "--output" => "run.json",
+        "--histfile" => "run.hist",
+        "--raw" => "run.raw",
+        "--junit" => "junit.xml",
+        "--html" => "report.html",
+        "--target-log" => "target.log",
+        _ => "out",
+    }
+}
+
+/// [`check_parent`], the error naming `example` as a file `flag` could take
+/// when `p` is a directory.
+pub(crate) fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Error> {
     if p.as_os_str().is_empty() {
         return Err(Error::Usage(format!("{flag} needs a file name")));
     }
@@ -181,9 +200,9 @@ pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
     }
     if p.is_dir() {
         return Err(Error::Usage(format!(
-            "{flag} {} is a directory: give a file name (e.g. {})",
+            "{flag} {}: is a directory; give a file, e.g. {}",
             p.display(),
-            p.join("run.out").display()
+            p.join(example).display()
         )));
     }
     let cannot = |e: std::io::Error| {

@@ -100,6 +100,21 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
     serde_json::from_value(value).ok()
 }
 
+/// The error for `file` when it is another tool's output that `import`
+/// reads (cyclictest, rtla): `report` renders latprobe's own files only.
+fn other_tool(file: &std::path::Path) -> Option<crate::Error> {
+    if rawfile::is_raw(file) {
+        return None;
+    }
+    let runs = crate::import::import_file(file).ok()?;
+    let tool = runs.first().map_or("cyclictest", |r| r.tool.as_str());
+    let f = file.display();
+    Some(crate::Error::Usage(format!(
+        "{f} is {tool} output, not a latprobe report or raw file: `latprobe import {f} -o FILE.json` \
+         turns it into a latprobe document, `latprobe compare {f} RUN.json` sets it beside a run"
+    )))
+}
+
 /// Run `latprobe report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // Outputs checked before anything is read: none may be an input.
@@ -145,7 +160,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // stops where it is, the outputs of what was read are written
     // (`complete: false`), and every temporary file goes with the state.
     crate::signals::install()?;
-    let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())?;
+    let (mut r, state) = load_state(&args.file, args.histfile_max_us, args.target_log.as_deref())
+        .map_err(|e| other_tool(&args.file).unwrap_or(e))?;
     if crate::signals::requested() {
         crate::tell!("latprobe: interrupted: the report holds what was read (complete: false)");
     }
