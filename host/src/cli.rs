@@ -17,10 +17,29 @@ const EXIT_CODES: &str = "Exit codes:\n  \
     3  a limit was violated (--max, --percentile, --max-timeouts, --max-lost, --max-late, --limits): \
        every output was written; 1 and 2 outrank it";
 
+/// `latprobe --version` (and `-V`): the version, the git commit it was
+/// built from (`-dirty` when it had changes, `unknown` outside git), the
+/// protocol version it speaks, and whether probe-rs is built in.
+pub fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (commit {}, protocol {}, probe-rs: {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("LATPROBE_GIT_COMMIT"),
+            latprobe_protocol::PROTOCOL_VERSION,
+            if cfg!(feature = "probe-rs") { "built in" } else { "not built in" }
+        )
+    })
+}
+
 /// latprobe: measure a Linux board's latency from the outside, with a probe's clock.
 #[derive(Debug, Parser)]
-#[command(name = "latprobe", version, after_help = EXIT_CODES)]
+#[command(name = "latprobe", version = version_line(), after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Print nothing but errors (the files are written as asked; `-o -` still writes the JSON to stdout)
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -45,6 +64,10 @@ pub enum Command {
     List(cmd::list::ListArgs),
     /// Flash the probe firmware through the board's debug probe, then check its Hello
     Flash(cmd::flash::FlashArgs),
+    /// Print a shell completion script: `latprobe completions bash > /etc/bash_completion.d/latprobe`
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages (latprobe.1 and one per subcommand) into DIR, or latprobe.1 to stdout
+    Man(cmd::docs::ManArgs),
 }
 
 /// Stimulus timing, shared by `run` and `demo`.

@@ -13,12 +13,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
+    latprobe::out::set_quiet(cli.quiet);
     match latprobe::cmd::dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(err) => {
             // An error may quote what a probe or a file said (a refusal's
             // detail, a field): its control characters are escaped.
-            latprobe::tell!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
+            latprobe::tell_error!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
             let code =
                 err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
             ExitCode::from(code)
@@ -42,7 +43,7 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         _ => {
             let args: Vec<String> = std::env::args().skip(1).collect();
             let text = latprobe::cli::usage_error_text(&err, &args);
-            latprobe::tell!("Error: {text} (see --help)");
+            latprobe::tell_error!("Error: {text} (see --help)");
             ExitCode::from(exit::USAGE)
         }
     }

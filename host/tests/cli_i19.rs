@@ -1,4 +1,6 @@
-//! Issue 19, the command line: errors that name the flag and its form.
+//! Issue 19, the command line: errors that name the flag and its form,
+//! `-o -` and `--quiet`, completions and the man page, `--version`, and a
+//! `wrote FILE` line for every output.
 
 mod common;
 
@@ -26,6 +28,15 @@ fn assert_usage(args: &[&str], needles: &[&str]) {
     for n in needles {
         assert!(err.contains(n), "{args:?}: expected '{n}': {}", show(&o));
     }
+}
+
+/// A JSON report of a short demo run, made once per test that needs one.
+fn demo_report(dir: &Path) -> std::path::PathBuf {
+    ensure_responder();
+    let p = dir.join("run.json");
+    let o = run(&["demo", "--duration", "1s", "--interval", "1ms", "-o", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    p
 }
 
 #[test]
@@ -180,4 +191,157 @@ fn the_responder_names_gpio_and_gpio_echo() {
     assert!(err.contains("--device") && err.contains("--gpio"), "{err}");
     let o = std::process::Command::new(&responder).arg("--help").output().unwrap();
     assert!(stdout(&o).contains("gpio-echo"), "{}", show(&o));
+}
+
+#[test]
+fn json_on_stdout_and_the_summary_on_stderr() {
+    let d = tempfile::tempdir().unwrap();
+    let report = demo_report(d.path());
+    // In a directory of its own: a file called - must not appear.
+    let o = latprobe()
+        .current_dir(d.path())
+        .args(["report", report.to_str().unwrap(), "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    assert_eq!(v["schema_version"], 2);
+    assert!(stderr(&o).contains("I:"), "the summary on stderr: {}", show(&o));
+    // The live path too.
+    let o = latprobe().current_dir(d.path()).args(["demo", "--duration", "1s", "-o", "-"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    assert_counts_add_up(&v);
+    assert!(!d.path().join("-").exists(), "no file called -");
+    // One stdout: JSON and LAVA lines cannot share it.
+    assert_usage(&["report", report.to_str().unwrap(), "-o", "-", "--lava"], &["-o -", "--lava"]);
+    assert_usage(&["report", report.to_str().unwrap(), "--histfile", "-"], &["--histfile -", "./-"]);
+}
+
+#[test]
+fn quiet_prints_nothing_but_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let report = demo_report(d.path());
+    let out = d.path().join("again.json");
+    let o = run(&["report", report.to_str().unwrap(), "--quiet", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", show(&o));
+    assert!(out.is_file());
+    let o = run(&["demo", "--duration", "1s", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", show(&o));
+    // With -o -, the JSON is the only output.
+    let o = run(&["report", report.to_str().unwrap(), "-q", "-o", "-"]);
+    assert!(o.stderr.is_empty(), "{}", show(&o));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap();
+    // compare and import print nothing either.
+    let o = run(&["compare", report.to_str().unwrap(), report.to_str().unwrap(), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", show(&o));
+    let ct = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/cyclictest/ct_t2_h100.json");
+    let imported = d.path().join("ct.json");
+    let o = run(&["import", ct.to_str().unwrap(), "-o", imported.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{}", show(&o));
+    // An error still prints.
+    let o = run(&["report", "/nonexistent.json", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("Error: "), "{}", show(&o));
+}
+
+#[test]
+fn every_output_written_is_said_once() {
+    let d = tempfile::tempdir().unwrap();
+    let report = demo_report(d.path());
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let (json, hist, junit, html, plots) = (p("a.json"), p("a.hist"), p("a.xml"), p("a.html"), p("plots"));
+    let o = run(&[
+        "report",
+        report.to_str().unwrap(),
+        "-o",
+        &json,
+        "--histfile",
+        &hist,
+        "--junit",
+        &junit,
+        "--html",
+        &html,
+        "--plot",
+        &plots,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let err = stderr(&o);
+    for f in [&json, &hist, &junit, &html] {
+        assert_eq!(err.matches(&format!("latprobe: wrote {f}\n")).count(), 1, "{f}: {err}");
+    }
+    assert!(err.contains(&format!("latprobe: wrote 6 plots in {plots}\n")), "{err}");
+    let raw = p("b.raw");
+    let o = run(&["demo", "--duration", "1s", "--raw", &raw]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(stderr(&o).contains(&format!("latprobe: wrote {raw}\n")), "{}", show(&o));
+}
+
+#[test]
+fn version_names_the_commit_the_protocol_and_probe_rs() {
+    for flag in ["--version", "-V"] {
+        let o = run(&[flag]);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("latprobe {}", env!("CARGO_PKG_VERSION"))), "{out}");
+        assert!(out.contains("commit "), "{out}");
+        let proto = format!("protocol {}", latprobe_protocol::PROTOCOL_VERSION);
+        assert!(out.contains(&proto), "{out}");
+        let probe_rs =
+            if cfg!(feature = "probe-rs") { "probe-rs: built in" } else { "probe-rs: not built in" };
+        assert!(out.contains(probe_rs), "{out}");
+    }
+}
+
+const SUBCOMMANDS: [&str; 8] = ["run", "report", "demo", "import", "compare", "calibrate", "list", "flash"];
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let script = stdout(&o);
+        assert!(!script.is_empty(), "{shell}");
+        for sub in SUBCOMMANDS {
+            assert!(script.contains(sub), "{shell} lacks {sub}");
+        }
+        if shell == "bash" {
+            let d = tempfile::tempdir().unwrap();
+            let f = d.path().join("latprobe.bash");
+            std::fs::write(&f, &script).unwrap();
+            let b = std::process::Command::new("bash").arg("-n").arg(&f).output().unwrap();
+            assert!(b.status.success(), "bash -n: {}", show(&b));
+            assert!(script.contains("complete -F"), "{script}");
+        }
+    }
+    assert_usage(&["completions", "tcsh"], &["tcsh"]);
+}
+
+#[test]
+fn a_man_page_for_latprobe_and_each_subcommand() {
+    let o = run(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let page = stdout(&o);
+    assert!(page.starts_with(".ie") || page.contains(".TH latprobe"), "{page}");
+    for sub in SUBCOMMANDS {
+        assert!(page.contains(sub), "man lacks {sub}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&["man", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let top = std::fs::read_to_string(d.path().join("latprobe.1")).unwrap();
+    assert!(top.contains(".TH latprobe 1"), "{top}");
+    for sub in SUBCOMMANDS {
+        let p = d.path().join(format!("latprobe-{sub}.1"));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(text.contains(&format!(".TH latprobe-{sub} 1")), "{text}");
+        assert!(stderr(&o).contains(&format!("latprobe: wrote {}", p.display())), "{}", show(&o));
+    }
+    assert_usage(&["man", "/nonexistent/dir"], &["/nonexistent/dir"]);
 }

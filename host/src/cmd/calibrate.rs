@@ -123,8 +123,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     )?;
     let cal = Calibration::from_report(&report, args.line)?;
     cal.write(&args.output)?;
-    println!(
-        "calibration: {} loopback offset {} (median), jitter {} peak to peak ({} .. {}), p99.9 {}, {} samples",
+    crate::say!(
+        "calibration: {} loopback offset {} (median), jitter {} peak to peak ({} .. {}), p99.9 {}, {} samples\n",
         cal.line.name(),
         format_ns(cal.offset_ns),
         format_ns(cal.jitter_ns()),
@@ -133,8 +133,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         format_ns(cal.p99_9_ns),
         cal.samples
     );
-    println!(
-        "written to {}: use it with latprobe run --calibration {}",
+    crate::tell!(
+        "latprobe: wrote {}: use it with latprobe run --calibration {}",
         args.output.display(),
         args.output.display()
     );

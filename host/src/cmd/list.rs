@@ -293,10 +293,10 @@ pub fn run(args: ListArgs) -> anyhow::Result<()> {
     if args.json {
         let text =
             serde_json::to_string_pretty(&l).map_err(|e| Error::Usage(format!("cannot print JSON: {e}")))?;
-        println!("{text}");
+        crate::say!("{text}\n");
     } else {
         // Serial numbers and product names are what the USB devices say.
-        print!("{}", crate::out::clean_lines(&render(&l)));
+        crate::say!("{}", crate::out::clean_lines(&render(&l)));
     }
     Ok(())
 }

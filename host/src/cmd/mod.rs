@@ -4,6 +4,7 @@
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod flash;
 pub mod import;
 pub mod list;
@@ -41,6 +42,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate(args) => calibrate::run(args),
         Command::List(args) => list::run(args),
         Command::Flash(args) => flash::run(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }
 
@@ -69,7 +72,7 @@ fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
     let mut errors = results.into_iter().filter_map(Result::err);
     let first = errors.next();
     for e in errors {
-        crate::tell!("latprobe: also: {e}");
+        crate::tell_error!("latprobe: also: {e}");
     }
     first.map_or(Ok(()), Err)
 }
@@ -79,10 +82,27 @@ fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
 /// vanished directory) goes to a fallback file, which is printed. Each
 /// result apart, for [`first_error`].
 fn write_outputs_each(r: &Report, output: Option<&Path>, histfile: Option<&Path>) -> Vec<Result<(), Error>> {
-    let json = output.map(|p| write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q)));
+    let json = output.map(|p| {
+        if paths::is_stdout(p) {
+            json_to_stdout(&rep::json::to_string(r))
+        } else {
+            write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q))
+        }
+    });
     let hist =
         histfile.map(|p| write_or_fallback("--histfile", "histogram", p, &|q| rep::histfile::write(r, q)));
     json.into_iter().chain(hist).collect()
+}
+
+/// `-o -`: the JSON report on stdout (under `--quiet` too: it is the
+/// output asked for).
+pub(crate) fn json_to_stdout(text: &str) -> Result<(), Error> {
+    crate::out::data(text).map_err(|e| Error::io("cannot write the JSON report to stdout (-o -)", e))
+}
+
+/// The line every output file gets once written (stderr; not under `--quiet`).
+pub(crate) fn wrote(p: &Path) {
+    crate::tell!("latprobe: wrote {}", p.display());
 }
 
 /// Where an output goes when its own path fails: the temporary directory,
@@ -103,14 +123,17 @@ fn write_or_fallback(
     p: &Path,
     write: &dyn Fn(&Path) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let Err(e) = write(p) else { return Ok(()) };
+    let Err(e) = write(p) else {
+        wrote(p);
+        return Ok(());
+    };
     let cause = match e {
         Error::Io { cause, .. } => cause,
         other => return Err(other),
     };
     for q in fallback_paths(p) {
         if write(&q).is_ok() {
-            crate::tell!(
+            crate::tell_error!(
                 "latprobe: cannot write the {what} {} ({flag}): {}; it is in {} instead",
                 p.display(),
                 os_message(&cause),
@@ -212,11 +235,11 @@ pub(crate) fn deliver(
     } else if let Some(dir) = &d.plot {
         results.push(vec![match rep::plot::write_all(r, dir) {
             Ok(paths) => {
-                crate::tell!("latprobe: {} plots in {}", paths.len(), dir.display());
+                crate::tell!("latprobe: wrote {} plots in {}", paths.len(), dir.display());
                 Ok(())
             }
             Err(e) => {
-                crate::tell!("latprobe: the plots could not be written: {e}");
+                crate::tell_error!("latprobe: the plots could not be written: {e}");
                 Err(e)
             }
         }]);
@@ -224,17 +247,20 @@ pub(crate) fn deliver(
     if let Some(p) = &d.html {
         results.push(vec![write_or_fallback("--html", "HTML report", p, &|q| rep::html::write(r, q))]);
     }
+    // stdout carries the data asked for (`-o -`'s JSON, `--lava`'s lines)
+    // alone: the summary then goes to stderr.
+    let stdout_taken = d.lava || output.is_some_and(paths::is_stdout);
     if let Some(text) = summary.map(|f| f(r)) {
-        if d.lava {
+        if stdout_taken {
             crate::tell!("{}", text.trim_end());
         } else {
             crate::say!("{text}");
         }
     }
     if d.lava {
-        for line in rep::lava::lines(r) {
-            crate::say!("{line}\n");
-        }
+        let lines: String = rep::lava::lines(r).iter().map(|l| format!("{l}\n")).collect();
+        // A closed stdout (`| true`) costs nothing else: the files are written.
+        let _ = crate::out::data(&lines);
     }
     first_error(results.into_iter().flatten().collect())?;
     match crate::gates::violation_summary(&r.verdicts) {
@@ -244,8 +270,9 @@ pub(crate) fn deliver(
 }
 
 fn progress_bar() -> ProgressBar {
-    // indicatif would draw escape codes into a log file or a CI pipe.
-    if !std::io::stderr().is_terminal() {
+    // indicatif would draw escape codes into a log file or a CI pipe; it
+    // draws on stderr only, so `-o -`'s JSON on stdout is never touched.
+    if !std::io::stderr().is_terminal() || crate::out::quiet() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
@@ -360,6 +387,9 @@ pub(crate) fn measure(
     // The raw file ends with how the run ended, so that its replay says so too.
     let raw_ending = RawEnding { ended_by, complete, error: error.clone(), notes: state.notes.clone() };
     let raw_result = raw_error.map_or_else(|| link.finish_raw_with(&raw_ending), Err);
+    if let (Ok(()), Some(p)) = (&raw_result, &out.raw) {
+        wrote(p);
+    }
     let mut r = rep::build(
         ctx,
         &state,
@@ -410,7 +440,7 @@ pub(crate) fn measure(
     // A file error (exit 1) comes before a violated limit (exit 3).
     match (result, raw_result.and(log_result).and(delivered)) {
         (Err(e), Err(second)) => {
-            crate::tell!("latprobe: also: {second}");
+            crate::tell_error!("latprobe: also: {second}");
             Err(e)
         }
         (Err(e), Ok(())) => Err(e),

@@ -37,8 +37,9 @@ fn check_output_set(
     inputs: &[(&str, &Path)],
 ) -> Result<Option<serde_json::Value>, Error> {
     let mut set = PathSet::default();
+    check_stdout(out.output.as_deref(), gates)?;
     for (flag, path) in [("--output", &out.output), ("--histfile", &out.histfile), ("--raw", &out.raw)] {
-        if let Some(p) = path {
+        if let Some(p) = path.as_deref().filter(|p| !(flag == "--output" && is_stdout(p))) {
             check_parent(flag, p)?;
             set.output(flag, p);
         }
@@ -60,6 +61,18 @@ fn check_output_set(
     }
     set.check()?;
     out.target_meta.as_deref().map(read_target_meta).transpose()
+}
+
+/// `-o -` takes stdout for the JSON: `--lava`'s lines cannot share it.
+pub(crate) fn check_stdout(output: Option<&Path>, gates: &Delivery) -> Result<(), Error> {
+    if output.is_some_and(is_stdout) && gates.lava {
+        return Err(Error::Usage(
+            "-o - and --lava both write to stdout: write the JSON report to a file (-o run.json) \
+             or drop --lava"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// What makes two paths one file: an existing regular file is its device
@@ -184,11 +197,22 @@ fn example_name(flag: &str) -> &'static str {
     }
 }
 
+/// Whether `p` is `-`, the standard output.
+pub(crate) fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
 /// [`check_parent`], the error naming `example` as a file `flag` could take
 /// when `p` is a directory.
 pub(crate) fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Error> {
     if p.as_os_str().is_empty() {
         return Err(Error::Usage(format!("{flag} needs a file name")));
+    }
+    if is_stdout(p) {
+        return Err(Error::Usage(format!(
+            "{flag} -: only the JSON report (-o - of run, demo and report) goes to stdout; \
+             for a file named -, write ./-"
+        )));
     }
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {

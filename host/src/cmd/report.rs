@@ -119,13 +119,15 @@ fn other_tool(file: &std::path::Path) -> Option<crate::Error> {
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // Outputs checked before anything is read: none may be an input.
     let mut set = super::PathSet::default();
+    let to_stdout = args.output.as_deref().is_some_and(super::paths::is_stdout);
     for (flag, p) in [("--output", &args.output), ("--histfile", &args.histfile)] {
-        if let Some(p) = p {
+        if let Some(p) = p.as_deref().filter(|_| !(flag == "--output" && to_stdout)) {
             super::check_parent(flag, p)?;
             set.output(flag, p);
         }
     }
     let gates = super::Delivery::new(&args.gates)?;
+    super::paths::check_stdout(args.output.as_deref(), &gates)?;
     gates.add_to(&mut set);
     set.input("FILE", &args.file);
     if let Some(log) = &args.target_log {
@@ -150,10 +152,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        if let Some(out) = &args.output {
-            d.write(out)?;
+        match &args.output {
+            Some(_) if to_stdout => {
+                super::json_to_stdout(&(serde_json::to_string_pretty(&d).unwrap_or_default() + "\n"))?;
+            }
+            Some(out) => {
+                d.write(out)?;
+                super::wrote(out);
+            }
+            None => {}
         }
-        crate::say!("{}", crate::out::clean_lines(&crate::inkernel::summary(&d)));
+        let summary = crate::out::clean_lines(&crate::inkernel::summary(&d)).into_owned();
+        if to_stdout {
+            crate::tell!("{}", summary.trim_end());
+        } else {
+            crate::say!("{summary}");
+        }
         return Ok(());
     }
     // Ctrl-C, SIGTERM, SIGHUP as in `run`: the re-reading of a raw file
