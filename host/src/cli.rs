@@ -12,8 +12,8 @@ use crate::units::{parse_duration_ns, parse_positive_duration};
 const EXIT_CODES: &str = "Exit codes:\n  \
     0  ok (also a run ended early by Ctrl-C/SIGTERM: its report says complete: false)\n  \
     1  run failed: the probe faulted or fell silent, the link or a file failed (the report is still written)\n  \
-    2  usage or set-up error: a bad flag, a missing port, a configuration the probe refuses, \
-       a probe of another protocol version\n  \
+    2  usage or set-up error: a bad flag, a missing port, a port where no probe says Hello, \
+       a configuration the probe refuses, a probe of another protocol version\n  \
     3  a limit was violated (--max, --percentile, --max-timeouts, --max-lost, --max-late, --limits): \
        every output was written; 1 and 2 outrank it";
 

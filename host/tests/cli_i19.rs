@@ -138,6 +138,13 @@ fn a_silent_port_is_exit_2_naming_the_missing_hello() {
     assert!(err.contains("no Hello") && err.contains("within 300ms"), "{err}");
     assert!(err.contains("latprobe flash") && err.contains("--baud"), "what to check: {err}");
     assert!(!err.contains("measuring"), "nothing measures before a Hello: {err}");
+    let help = stdout(&run(&["--help"]));
+    assert!(
+        help.contains(
+            "2  usage or set-up error: a bad flag, a missing port, a port where no probe says Hello"
+        ),
+        "{help}"
+    );
     keep.join().unwrap();
 }
 
