@@ -12,15 +12,34 @@ use crate::units::{parse_duration_ns, parse_positive_duration};
 const EXIT_CODES: &str = "Exit codes:\n  \
     0  ok (also a run ended early by Ctrl-C/SIGTERM: its report says complete: false)\n  \
     1  run failed: the probe faulted or fell silent, the link or a file failed (the report is still written)\n  \
-    2  usage or set-up error: a bad flag, a missing port, a configuration the probe refuses, \
-       a probe of another protocol version\n  \
+    2  usage or set-up error: a bad flag, a missing port, a port where no probe says Hello, \
+       a configuration the probe refuses, a probe of another protocol version\n  \
     3  a limit was violated (--max, --percentile, --max-timeouts, --max-lost, --max-late, --limits): \
        every output was written; 1 and 2 outrank it";
 
+/// `latprobe --version` (and `-V`): the version, the git commit it was
+/// built from (`-dirty` when it had changes, `unknown` outside git), the
+/// protocol version it speaks, and whether probe-rs is built in.
+pub fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} (commit {}, protocol {}, probe-rs: {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("LATPROBE_GIT_COMMIT"),
+            latprobe_protocol::PROTOCOL_VERSION,
+            if cfg!(feature = "probe-rs") { "built in" } else { "not built in" }
+        )
+    })
+}
+
 /// latprobe: measure a Linux board's latency from the outside, with a probe's clock.
 #[derive(Debug, Parser)]
-#[command(name = "latprobe", version, after_help = EXIT_CODES)]
+#[command(name = "latprobe", version = version_line(), after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Print nothing but errors (the files are written as asked; `-o -` still writes the JSON to stdout)
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -45,32 +64,47 @@ pub enum Command {
     List(cmd::list::ListArgs),
     /// Flash the probe firmware through the board's debug probe, then check its Hello
     Flash(cmd::flash::FlashArgs),
+    /// Print a shell completion script: `latprobe completions bash > /etc/bash_completion.d/latprobe`
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages (latprobe.1 and one per subcommand) into DIR, or latprobe.1 to stdout
+    Man(cmd::docs::ManArgs),
 }
 
 /// Stimulus timing, shared by `run` and `demo`.
 #[derive(Debug, Clone, Args)]
 pub struct TimingArgs {
     /// Time between stimuli (in periodic mode: the target's nominal period): 500us, 1ms, 1.5ms
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub interval: u64,
     /// Delay each stimulus by a uniform random extra of up to this, so stimuli do not phase-lock with the target's tick
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub dither: u64,
     /// An answer later than this after its stimulus is a timeout sample, counted as a latency above it [default: with identity bytes (uart-echo without --byte) 8 intervals, at most 9 intervals less --dither and --guard; with one stimulus in flight (--byte, gpio-echo) the interval less --dither and --guard]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub timeout: Option<u64>,
     /// Quiet time after a sample ends (answer or timeout) before the next stimulus on its slot: the next stimulus with one in flight, the one 9 later with identity bytes [default: a tenth of the interval]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub guard: Option<u64>,
     /// Seed of the dither sequence: the same seed gives the same schedule
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Stop after this many samples (the probe counts them)
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = parse_count, allow_hyphen_values = true)]
     pub count: Option<u64>,
     /// No data from the probe for this long is an error naming the port
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     pub silence_timeout: Duration,
+}
+
+/// `--count N`: a whole number of samples. A minus sign reaches this
+/// parser (`allow_hyphen_values`), so that `--count -1` is named as such
+/// rather than taken for an unknown flag `-1`.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t.starts_with("--") {
+        return Err(format!("needs a value, found the flag '{t}': give a number of samples, e.g. 10000"));
+    }
+    t.parse::<u64>().map_err(|_| format!("'{t}' is not a whole number of samples, 1 or more (e.g. 10000)"))
 }
 
 /// Output files, shared by `run` and `demo`.
@@ -116,4 +150,83 @@ pub struct GateArgs {
     /// Write one self-contained HTML report (summary, plots, target, limits, notes) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+}
+
+/// Units a duration flag takes, for telling `--duration 5 s` apart.
+const UNITS: [&str; 7] = ["ns", "us", "µs", "ms", "s", "min", "h"];
+
+/// The one line a usage mistake prints (after `Error: `): a value a flag's
+/// parser refused is named as `--flag VALUE: why`, and a unit written
+/// apart from its number (`--duration 5 s`) is shown written together.
+/// `args` are the command line's arguments after the program name.
+pub fn usage_error_text(err: &clap::Error, args: &[String]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if let Some(text) = flag_as_value(args) {
+        return text;
+    }
+    let ctx = |k| match err.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match err.kind() {
+        ErrorKind::ValueValidation => {
+            let arg = ctx(ContextKind::InvalidArg);
+            let value = ctx(ContextKind::InvalidValue);
+            let why = std::error::Error::source(err).map(ToString::to_string);
+            if let (Some(arg), Some(value), Some(why)) = (arg, value, why) {
+                let flag = arg.split_whitespace().next().unwrap_or(&arg).to_string();
+                let why = why.strip_prefix(&format!("'{value}' ")).unwrap_or(&why).to_string();
+                return format!("{flag} {value}: {why}");
+            }
+        }
+        ErrorKind::InvalidValue
+            if args.first().is_some_and(|a| a == "demo")
+                && ctx(ContextKind::InvalidArg).is_some_and(|a| a.starts_with("--mode"))
+                && ctx(ContextKind::InvalidValue).is_some_and(|v| v == "gpio-echo" || v == "loopback") =>
+        {
+            let v = ctx(ContextKind::InvalidValue).unwrap_or_default();
+            return format!(
+                "--mode {v}: the demo measures uart-echo or periodic (--mode uart-echo, --mode periodic): \
+                 this machine has no GPIO lines to wire; {v} needs a probe board (latprobe run)"
+            );
+        }
+        ErrorKind::UnknownArgument => {
+            if let Some(text) = ctx(ContextKind::InvalidArg).and_then(|stray| split_unit(&stray, args)) {
+                return text;
+            }
+        }
+        _ => {}
+    }
+    let rendered = err.render().to_string();
+    let first: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let text = first.join(" ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
+}
+
+/// The flags that take a value with a minus sign (so that `-5ms` reaches
+/// their parser): the next flag after one of them is taken for its value.
+const HYPHEN_VALUED: [&str; 7] =
+    ["--duration", "--interval", "--dither", "--timeout", "--guard", "--count", "--silence-timeout"];
+
+/// `--duration --count 5`: a flag given no value, which took the next flag.
+fn flag_as_value(args: &[String]) -> Option<String> {
+    let w = args.windows(2).find(|w| HYPHEN_VALUED.contains(&w[0].as_str()) && w[1].starts_with("--"))?;
+    let example = if w[0] == "--count" { "10000" } else { "10s" };
+    Some(format!("{} needs a value before {}: give one, e.g. {} {example}", w[0], w[1], w[0]))
+}
+
+/// `--flag 5 s`: the stray unit `s` after a number that a flag took.
+fn split_unit(stray: &str, args: &[String]) -> Option<String> {
+    if !UNITS.contains(&stray) {
+        return None;
+    }
+    let at = args.iter().position(|a| a == stray)?;
+    let (flag, number) = (args.get(at.checked_sub(2)?)?, &args[at - 1]);
+    let is_number = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == '.');
+    (flag.starts_with("--") && is_number).then(|| {
+        format!(
+            "{flag} {number} {stray}: a duration is written without a space, the number and its unit \
+             together: {flag} {number}{stray}"
+        )
+    })
 }

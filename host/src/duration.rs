@@ -13,8 +13,15 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     if t == "0" {
         return Ok(0);
     }
+    // A flag where the value belongs (`--duration --count 5`): the flags
+    // take values with a minus sign, so that a negative one is named here.
+    if t.starts_with("--") || (t.starts_with('-') && t[1..].starts_with(|c: char| c.is_ascii_alphabetic())) {
+        return Err(format!("needs a value, found the flag '{t}': give a duration, e.g. 5s, 500us, 1.5ms"));
+    }
     if t.starts_with('-') {
-        return Err(format!("'{t}' is negative: a duration is 0 or more, e.g. 500us or 1.5ms"));
+        return Err(format!(
+            "'{t}' is negative: give a duration of 0 or more with a unit, e.g. 5s, 500us, 1.5ms, 2min"
+        ));
     }
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -97,5 +104,7 @@ mod tests {
             parse_duration_ns("-1ms")
         );
         assert!(parse_duration_ns(" -0.5s").unwrap_err().contains("negative"));
+        assert!(parse_duration_ns("--count").unwrap_err().contains("needs a value"));
+        assert!(parse_duration_ns("-q").unwrap_err().contains("needs a value"));
     }
 }

@@ -14,7 +14,7 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
     /// The probe's port could not be opened.
-    #[error("cannot open the probe port {port}: {reason}")]
+    #[error("--port {port}: {reason}")]
     PortOpen {
         /// The port as given on the command line.
         port: String,
@@ -53,6 +53,21 @@ pub enum Error {
         crate::units::format_duration(*waited)
     )]
     Silent {
+        /// The port.
+        port: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// Not a byte came before the probe's Hello: no probe answers on the
+    /// port (another device, a probe without firmware, a wrong port). A
+    /// set-up error (exit 2): nothing was measured.
+    #[error(
+        "no Hello came from a probe on {port} within {}: check that {port} is the probe's link (see \
+         latprobe list), that the probe is powered and runs latprobe firmware (latprobe flash), and \
+         --baud (the link's rate)",
+        crate::units::format_duration(*waited)
+    )]
+    NoHello {
         /// The port.
         port: String,
         /// How long we waited.
@@ -114,7 +129,8 @@ impl Error {
             | Error::PortOpen { .. }
             | Error::VersionMismatch { .. }
             | Error::Refused { .. }
-            | Error::Garbled { .. } => exit::USAGE,
+            | Error::Garbled { .. }
+            | Error::NoHello { .. } => exit::USAGE,
             Error::Silent { .. } | Error::Probe { .. } | Error::Closed { .. } | Error::Io { .. } => {
                 exit::RUN_FAILED
             }

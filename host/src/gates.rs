@@ -152,6 +152,13 @@ pub fn parse_limits_toml(text: &str) -> Result<Limits, String> {
     for (q, d) in &f.percentile {
         let percent = parse_percent(q.trim()).map_err(|e| format!("[percentile]: {e}"))?;
         let limit_ns = parse_duration_ns(d).map_err(|e| format!("[percentile] \"{q}\": {e}"))?;
+        if let Some((other, _)) =
+            f.percentile.iter().find(|(o, _)| *o < q && parse_percent(o.trim()) == Ok(percent))
+        {
+            return Err(format!(
+                "[percentile] \"{other}\" and \"{q}\" limit one percentile twice: give each percentile once"
+            ));
+        }
         percentiles.push(PercentileLimit { percent, limit_ns });
     }
     percentiles.sort_by(|a, b| a.percent.total_cmp(&b.percent));
@@ -174,6 +181,18 @@ impl LimitArgs {
         };
         if self.max.is_some() {
             l.max_ns = self.max;
+        }
+        let shown = |p: &PercentileLimit| {
+            format!("--percentile {}={}", p.percent, crate::units::format_ns(p.limit_ns))
+        };
+        for (i, p) in self.percentile.iter().enumerate() {
+            if let Some(q) = self.percentile[..i].iter().find(|q| q.percent == p.percent) {
+                return Err(Error::Usage(format!(
+                    "{} and {} limit one percentile twice: give each percentile once",
+                    shown(q),
+                    shown(p)
+                )));
+            }
         }
         for p in &self.percentile {
             l.percentiles.retain(|q| q.percent != p.percent);

@@ -13,12 +13,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
+    latprobe::out::set_quiet(cli.quiet);
     match latprobe::cmd::dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(err) => {
             // An error may quote what a probe or a file said (a refusal's
             // detail, a field): its control characters are escaped.
-            latprobe::tell!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
+            latprobe::tell_error!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
             let code =
                 err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
             ExitCode::from(code)
@@ -40,12 +41,9 @@ fn clap_exit(err: clap::Error) -> ExitCode {
             ExitCode::from(exit::USAGE)
         }
         _ => {
-            let rendered = err.render().to_string();
-            let first: Vec<&str> =
-                rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-            let text = first.join(" ");
-            let text = text.strip_prefix("error: ").unwrap_or(&text);
-            latprobe::tell!("Error: {text} (see --help)");
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            let text = latprobe::cli::usage_error_text(&err, &args);
+            latprobe::tell_error!("Error: {text} (see --help)");
             ExitCode::from(exit::USAGE)
         }
     }

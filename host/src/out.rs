@@ -1,20 +1,55 @@
 //! Printing that never panics and never costs a file: `print!` and
 //! `eprintln!` panic when the other end of a pipe is gone (`latprobe run |
 //! head`, a closed terminal after SIGHUP). A summary or a message nobody
-//! can read is dropped; the run and its files go on.
+//! can read is dropped; the run and its files go on. Under `--quiet`
+//! ([`set_quiet`]) only errors print ([`tell_error!`](crate::tell_error!)); `say!`
+//! and `tell!` print nothing.
 
 use std::fmt;
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Write to stdout, ignoring a closed or broken stdout.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: from now on only errors print.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Write to stdout, ignoring a closed or broken stdout; nothing under `--quiet`.
 pub fn stdout(args: fmt::Arguments<'_>) {
+    if quiet() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_fmt(args);
     let _ = out.flush();
 }
 
-/// Write to stderr, ignoring a closed or broken stderr.
+/// Write output the user asked for on stdout (`-o -`'s JSON, `--lava`'s
+/// lines), under `--quiet` too. Unlike [`say!`](crate::say!), a failure is
+/// returned: the output was not delivered.
+pub fn data(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Write to stderr, ignoring a closed or broken stderr; nothing under `--quiet`.
 pub fn stderr(args: fmt::Arguments<'_>) {
+    if quiet() {
+        return;
+    }
+    error_line(args);
+}
+
+/// Write to stderr even under `--quiet`: for errors.
+pub fn error_line(args: fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
@@ -28,6 +63,12 @@ macro_rules! say {
 #[macro_export]
 macro_rules! tell {
     ($($arg:tt)*) => { $crate::out::stderr(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// [`tell!`] for an error: printed under `--quiet` too.
+#[macro_export]
+macro_rules! tell_error {
+    ($($arg:tt)*) => { $crate::out::error_line(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
 /// Text a probe, a responder or a file supplied, made safe for a terminal:

@@ -980,7 +980,9 @@ impl Driver<'_> {
                     show(bound)
                 ),
             },
-            (false, 0) if self.state.probe.is_none() => Error::Silent { port: self.port(), waited: quiet },
+            (false, 0) if self.state.probe.is_none() => {
+                Error::NoHello { port: self.port(), waited: self.opts.silence }
+            }
             (false, 0) => Error::Probe {
                 port: self.port(),
                 what: format!(
@@ -1208,6 +1210,8 @@ pub fn run(
 
     d.handshake_until = None;
     let t0 = Instant::now();
+    // The caller hears of the measurement as soon as it has started.
+    progress(d.state, Duration::ZERO);
     let duration = opts.request.duration_ns.map(Duration::from_nanos);
     let mut stop_sent: Option<(Instant, EndedBy)> = None;
     let mut stop_resent = false;

@@ -56,8 +56,9 @@ const EXIT_USAGE: u8 = 2;
         Runs on the Linux board under test. A latprobe probe (a Cortex-M board) sends \
         stimuli and timestamps the answers with its own timer, so every latency figure \
         comes from the probe's clock, not this board's. This program gives the answers: \
-        it echoes bytes on a serial line (uart), or writes one byte every period on its \
-        own timer (periodic), at SCHED_FIFO priority with memory locked and \
+        it echoes bytes on a serial line (uart), toggles a GPIO output on every edge of a \
+        GPIO input (gpio-echo), or marks every period on its own timer with a byte on a \
+        serial line or a toggle of a GPIO line (periodic), at SCHED_FIFO priority with memory locked and \
         /dev/cpu_dma_latency held at 0. What the board refuses becomes a warning, and \
         --metadata records what was achieved, with the kernel facts that matter."
 )]
@@ -76,9 +77,12 @@ enum Cmd {
         rt: RtArgs,
     },
     /// Mark every period, timed by this board: a byte on a serial line or a toggle of a GPIO line (periodic mode), logging each cycle's own wake-up latency
+    // One marker line, named either way: without one the error names both
+    // --device and --gpio.
+    #[command(group = clap::ArgGroup::new("marker").required(true).args(["device", "gpio"]))]
     Periodic {
-        /// The serial line to write a byte on each period, e.g. /dev/ttyS1
-        #[arg(long, value_name = "PATH", required_unless_present = "gpio", conflicts_with = "gpio")]
+        /// The serial line to write a byte on each period, e.g. /dev/ttyS1 (or --gpio)
+        #[arg(long, value_name = "PATH")]
         device: Option<PathBuf>,
         /// Line speed in baud (8N1, no flow control)
         #[arg(long, value_name = "N", default_value_t = 115_200)]

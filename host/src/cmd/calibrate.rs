@@ -31,13 +31,13 @@ pub struct CalibrateArgs {
     #[arg(long, value_enum, default_value = "rising")]
     pub edge: EdgeArg,
     /// Loopback samples to take (at least 10000)
-    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES)]
+    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES, value_parser = crate::cli::parse_count, allow_hyphen_values = true)]
     pub count: u64,
     /// Time between stimuli
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub interval: u64,
     /// No data from the probe for this long is an error naming the port
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     pub silence_timeout: Duration,
     /// Write the calibration to FILE
     #[arg(long, short, value_name = "FILE", default_value = "latprobe-calibration.json")]
@@ -56,7 +56,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    super::check_parent("--output", &args.output)?;
+    super::paths::check_output_file("--output", &args.output, "calibration.json")?;
+    if let Some(report) = &args.report {
+        super::paths::check_output_file("--report", report, "loopback.json")?;
+    }
     let timing = TimingArgs {
         interval: args.interval,
         dither: 0,
@@ -78,7 +81,6 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         target_log: None,
         show_naive: false,
     };
-    super::check_outputs(&out, &super::Delivery::default(), &[])?;
     if let Some(report) = &args.report {
         let mut set = super::PathSet::default();
         set.output("--output", &args.output);
@@ -99,7 +101,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;
-    eprintln!(
+    let announce = format!(
         "latprobe: calibrating the {} loopback of the probe on {} ({} samples)",
         args.line.name(),
         args.port,
@@ -117,12 +119,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         &out,
         &super::Delivery::default(),
         None,
+        Some(&announce),
         &mut || {},
     )?;
     let cal = Calibration::from_report(&report, args.line)?;
     cal.write(&args.output)?;
-    println!(
-        "calibration: {} loopback offset {} (median), jitter {} peak to peak ({} .. {}), p99.9 {}, {} samples",
+    crate::say!(
+        "calibration: {} loopback offset {} (median), jitter {} peak to peak ({} .. {}), p99.9 {}, {} samples\n",
         cal.line.name(),
         format_ns(cal.offset_ns),
         format_ns(cal.jitter_ns()),
@@ -131,8 +134,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         format_ns(cal.p99_9_ns),
         cal.samples
     );
-    println!(
-        "written to {}: use it with latprobe run --calibration {}",
+    crate::tell!(
+        "latprobe: wrote {}: use it with latprobe run --calibration {}",
         args.output.display(),
         args.output.display()
     );

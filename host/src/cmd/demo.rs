@@ -31,7 +31,7 @@ pub const VIRTUAL_NOTE: &str = "virtual probe: its timestamps come from this mac
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// How long to measure
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub duration: u64,
     /// The latprobe-responder binary [default: next to latprobe, else on PATH]
     #[arg(long, value_name = "PATH")]
@@ -44,13 +44,32 @@ pub struct DemoArgs {
     pub byte: Option<u8>,
     /// What to measure: uart-echo (the responder echoes the probe's bytes) or periodic (the responder writes a byte every --interval on its own clock, and logs its own wake-up latency beside the probe's)
     #[arg(long, value_enum, default_value = "uart-echo")]
-    pub mode: ModeArg,
+    pub mode: DemoMode,
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
     pub gates: crate::cli::GateArgs,
+}
+
+/// The modes the demo runs: this machine has no GPIO lines to wire, so
+/// neither gpio-echo nor a loopback is offered (nor listed in `--help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoMode {
+    /// The responder echoes the probe's bytes.
+    UartEcho,
+    /// The responder writes a byte every --interval on its own clock.
+    Periodic,
+}
+
+impl From<DemoMode> for ModeArg {
+    fn from(m: DemoMode) -> Self {
+        match m {
+            DemoMode::UartEcho => ModeArg::UartEcho,
+            DemoMode::Periodic => ModeArg::Periodic,
+        }
+    }
 }
 
 const RESPONDER: &str = "latprobe-responder";
@@ -277,18 +296,12 @@ impl Responder {
 
 /// Run `latprobe demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    if !matches!(args.mode, ModeArg::UartEcho | ModeArg::Periodic) {
-        return Err(Error::Usage(format!(
-            "--mode {}: the demo measures uart-echo or periodic (this machine has no GPIO lines to wire)",
-            args.mode.mode().name()
-        ))
-        .into());
-    }
-    let req = super::run::request(args.mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
+    let mode = ModeArg::from(args.mode);
+    let req = super::run::request(mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
     let req =
         if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
-    super::check_periodic_flags(&args.out, args.mode)?;
+    super::check_periodic_flags(&args.out, mode)?;
     let gates = super::Delivery::new(&args.gates)?;
     let mut target = super::check_demo_outputs(&args.out, &gates)?;
     let bin = find_responder(args.responder.as_deref())?;
@@ -299,7 +312,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     // Periodic: the responder's own log, kept where --target-log says, else
     // in a temporary file removed at the end.
     let temp_log = stem.with_extension("target.log");
-    let role = match args.mode {
+    let role = match mode {
         ModeArg::Periodic => Role::Periodic {
             interval_ns: req.interval_ns,
             log: args.out.target_log.clone().unwrap_or_else(|| temp_log.clone()),
@@ -321,7 +334,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&meta);
 
     crate::tell!("latprobe demo: {VIRTUAL_NOTE}.");
-    let what = match args.mode {
+    let what = match mode {
         ModeArg::Periodic => "periodic: the responder writes a byte".to_string(),
         _ => format!("uart-echo, {}", crate::report::stimulus_name(req.assumed_stimulus())),
     };
@@ -376,6 +389,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             Some(_) => super::TargetLog::Given(p),
             None => super::TargetLog::Chosen(p),
         }),
+        None,
         &mut || {
             if let Some(p) = probe.take() {
                 stopped = p.stop();

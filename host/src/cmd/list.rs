@@ -278,7 +278,12 @@ pub fn render(l: &Listing) -> String {
             out.push_str(&format!("    {why}\n"));
         }
     }
-    out.push_str("* looks like a latprobe board (an ST-LINK: Nucleo-F411RE)\n");
+    // The legend explains a mark: without one it would only puzzle.
+    let marked = l.serial_ports.iter().any(|p| p.latprobe.is_some())
+        || l.debug_probes.iter().any(|p| p.latprobe.is_some());
+    if marked {
+        out.push_str("* looks like a latprobe board (an ST-LINK: Nucleo-F411RE)\n");
+    }
     out
 }
 
@@ -288,10 +293,10 @@ pub fn run(args: ListArgs) -> anyhow::Result<()> {
     if args.json {
         let text =
             serde_json::to_string_pretty(&l).map_err(|e| Error::Usage(format!("cannot print JSON: {e}")))?;
-        println!("{text}");
+        crate::say!("{text}\n");
     } else {
         // Serial numbers and product names are what the USB devices say.
-        print!("{}", crate::out::clean_lines(&render(&l)));
+        crate::say!("{}", crate::out::clean_lines(&render(&l)));
     }
     Ok(())
 }

@@ -4,9 +4,11 @@
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod flash;
 pub mod import;
 pub mod list;
+pub(crate) mod paths;
 pub mod report;
 pub mod run;
 
@@ -16,14 +18,17 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, GateArgs, OutputArgs};
-use crate::gates::Limits;
+use crate::cli::{Cli, Command, OutputArgs};
 use crate::link::Link;
 use crate::rawfile::{RawEnding, RunContext};
 use crate::report::text::ns_cell;
 use crate::report::{self as rep, Ending, Report};
 use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
 use crate::{signals, timefmt, Error};
+
+pub(crate) use paths::{
+    check_demo_outputs, check_outputs, check_parent, check_plot_dir, os_message, Delivery, PathSet,
+};
 
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
@@ -37,162 +42,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Calibrate(args) => calibrate::run(args),
         Command::List(args) => list::run(args),
         Command::Flash(args) => flash::run(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
-}
-
-/// Check output paths and read `--target-meta` before a run starts, so a
-/// typo fails in a second rather than after an hour's measurement: each
-/// output must be writable and not a directory, no two may be one file, and
-/// none may be an input (`--target-meta`, `--target-log`, `--limits`, and
-/// `inputs`, such as `--calibration`).
-pub(crate) fn check_outputs(
-    out: &OutputArgs,
-    gates: &Delivery,
-    inputs: &[(&str, &Path)],
-) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, gates, false, inputs)
-}
-
-/// [`check_outputs`] for `demo`, where the responder writes `--target-log`.
-pub(crate) fn check_demo_outputs(
-    out: &OutputArgs,
-    gates: &Delivery,
-) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, gates, true, &[])
-}
-
-fn check_output_set(
-    out: &OutputArgs,
-    gates: &Delivery,
-    target_log_written: bool,
-    inputs: &[(&str, &Path)],
-) -> Result<Option<serde_json::Value>, Error> {
-    let mut set = PathSet::default();
-    for (flag, path) in [("--output", &out.output), ("--histfile", &out.histfile), ("--raw", &out.raw)] {
-        if let Some(p) = path {
-            check_parent(flag, p)?;
-            set.output(flag, p);
-        }
-    }
-    gates.add_to(&mut set);
-    if let Some(p) = &out.target_log {
-        if target_log_written {
-            check_parent("--target-log", p)?;
-            set.output("--target-log", p);
-        } else {
-            set.input("--target-log", p);
-        }
-    }
-    if let Some(p) = &out.target_meta {
-        set.input("--target-meta", p);
-    }
-    for (flag, p) in inputs {
-        set.input(flag, p);
-    }
-    set.check()?;
-    out.target_meta.as_deref().map(read_target_meta).transpose()
-}
-
-/// What makes two paths one file: an existing regular file is its device
-/// and inode (so hard and symbolic links are caught), a new one its
-/// canonical directory and name (a dangling symbolic link: its target's).
-/// Devices and pipes (`/dev/null`) are never the same file as anything.
-#[derive(Debug, PartialEq, Eq)]
-enum FileKey {
-    Inode(u64, u64),
-    New(PathBuf),
-}
-
-fn file_key(p: &Path) -> Option<FileKey> {
-    use std::os::unix::fs::MetadataExt as _;
-    match std::fs::metadata(p) {
-        Ok(m) if m.is_file() => Some(FileKey::Inode(m.dev(), m.ino())),
-        Ok(_) => None,
-        Err(_) => Some(FileKey::New(canonical_new(&crate::fsout::target(p)))),
-    }
-}
-
-/// `p`, which does not exist, with its nearest existing ancestor
-/// canonicalized (a `--plot` directory that is still to be made, say).
-fn canonical_new(p: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut cur = p;
-    loop {
-        let dir = if cur.as_os_str().is_empty() { Path::new(".") } else { cur };
-        if let Ok(c) = std::fs::canonicalize(dir) {
-            return rest.iter().rev().fold(c, |acc: PathBuf, n| acc.join(n));
-        }
-        match (cur.parent(), cur.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                cur = parent;
-            }
-            _ => return p.to_path_buf(),
-        }
-    }
-}
-
-/// Every file a command reads or writes, by the flag that names it: no two
-/// outputs may be one file, and no output may be an input (the second
-/// write would silently replace the first, or the input). Checked before
-/// anything is measured or written.
-#[derive(Debug, Default)]
-pub(crate) struct PathSet {
-    /// Flag, the path as shown, the file, and whether it is written.
-    entries: Vec<(String, String, PathBuf, bool)>,
-}
-
-impl PathSet {
-    /// A file the command reads.
-    pub fn input(&mut self, flag: &str, p: &Path) {
-        self.entries.push((flag.into(), p.display().to_string(), p.to_path_buf(), false));
-    }
-
-    /// A file the command writes.
-    pub fn output(&mut self, flag: &str, p: &Path) {
-        self.entries.push((flag.into(), p.display().to_string(), p.to_path_buf(), true));
-    }
-
-    /// The files `names` that `--plot DIR` (`flag`) writes into `dir`.
-    pub fn plot_dir(&mut self, flag: &str, dir: &Path, names: &[&str]) {
-        for n in names {
-            let p = dir.join(n);
-            let shown = format!("{} (its {n})", dir.display());
-            self.entries.push((flag.into(), shown, p, true));
-        }
-    }
-
-    /// Refuse (exit 2) two outputs on one file, or an output on an input.
-    pub fn check(&self) -> Result<(), Error> {
-        let keys: Vec<Option<FileKey>> = self.entries.iter().map(|e| file_key(&e.2)).collect();
-        for (i, (fa, pa, _, out_a)) in self.entries.iter().enumerate() {
-            for (j, (fb, pb, _, out_b)) in self.entries.iter().enumerate().skip(i + 1) {
-                if keys[i].is_none() || keys[i] != keys[j] || !(*out_a || *out_b) {
-                    continue;
-                }
-                return Err(Error::Usage(match (out_a, out_b) {
-                    (true, true) => {
-                        format!("{fa} {pa} and {fb} {pb} are the same file: give each output its own file")
-                    }
-                    (true, false) => format!(
-                        "{fa} {pa} is the input {fb} {pb}: writing it would destroy the input; \
-                         write the output to another file"
-                    ),
-                    _ => format!(
-                        "{fb} {pb} is the input {fa} {pa}: writing it would destroy the input; \
-                         write the output to another file"
-                    ),
-                }));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// An OS error's text without Rust's " (os error N)" suffix.
-fn os_message(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    text.find(" (os error").map_or(text.clone(), |at| text[..at].to_string())
 }
 
 /// `--target-log` and `--show-naive` belong to periodic runs.
@@ -214,68 +66,13 @@ pub(crate) fn check_periodic_flags(out: &OutputArgs, mode: ModeArg) -> Result<()
     Ok(())
 }
 
-/// `p` can be written as output `flag`: its directory exists, it is not a
-/// directory, and it can be opened for writing (created, if new: the test
-/// file is removed again). Nothing is truncated.
-pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
-    if p.as_os_str().is_empty() {
-        return Err(Error::Usage(format!("{flag} needs a file name")));
-    }
-    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "{flag} {}: the directory {} does not exist",
-            p.display(),
-            parent.display()
-        )));
-    }
-    if p.is_dir() {
-        return Err(Error::Usage(format!(
-            "{flag} {} is a directory: give a file name (e.g. {})",
-            p.display(),
-            p.join("run.out").display()
-        )));
-    }
-    let cannot = |e: std::io::Error| {
-        Error::Usage(format!("{flag} {}: cannot write it: {} (check the path)", p.display(), os_message(&e)))
-    };
-    // A symbolic link is followed, a dangling one too: its target is what
-    // gets written (`fsout`).
-    let link = p;
-    let p = &crate::fsout::target(p);
-    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "{flag} {} is a symbolic link to {}, whose directory {} does not exist: \
-             fix the link or give another file",
-            link.display(),
-            p.display(),
-            parent.display()
-        )));
-    }
-    if p.exists() {
-        std::fs::OpenOptions::new().append(true).open(p).map_err(cannot)?;
-    } else {
-        std::fs::OpenOptions::new().write(true).create_new(true).open(p).map_err(cannot)?;
-        let _ = std::fs::remove_file(p);
-    }
-    Ok(())
-}
-
-fn read_target_meta(p: &Path) -> Result<serde_json::Value, Error> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| Error::Usage(format!("cannot read --target-meta {}: {e}", p.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::Usage(format!("--target-meta {} is not JSON: {e}", p.display())))
-}
-
 /// The first of `results`' errors, after saying every other one: each
 /// output that could not be written is named.
 fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
     let mut errors = results.into_iter().filter_map(Result::err);
     let first = errors.next();
     for e in errors {
-        crate::tell!("latprobe: also: {e}");
+        crate::tell_error!("latprobe: also: {e}");
     }
     first.map_or(Ok(()), Err)
 }
@@ -285,10 +82,27 @@ fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
 /// vanished directory) goes to a fallback file, which is printed. Each
 /// result apart, for [`first_error`].
 fn write_outputs_each(r: &Report, output: Option<&Path>, histfile: Option<&Path>) -> Vec<Result<(), Error>> {
-    let json = output.map(|p| write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q)));
+    let json = output.map(|p| {
+        if paths::is_stdout(p) {
+            json_to_stdout(&rep::json::to_string(r))
+        } else {
+            write_or_fallback("--output", "report", p, &|q| rep::json::write(r, q))
+        }
+    });
     let hist =
         histfile.map(|p| write_or_fallback("--histfile", "histogram", p, &|q| rep::histfile::write(r, q)));
     json.into_iter().chain(hist).collect()
+}
+
+/// `-o -`: the JSON report on stdout (under `--quiet` too: it is the
+/// output asked for).
+pub(crate) fn json_to_stdout(text: &str) -> Result<(), Error> {
+    crate::out::data(text).map_err(|e| Error::io("cannot write the JSON report to stdout (-o -)", e))
+}
+
+/// The line every output file gets once written (stderr; not under `--quiet`).
+pub(crate) fn wrote(p: &Path) {
+    crate::tell!("latprobe: wrote {}", p.display());
 }
 
 /// Where an output goes when its own path fails: the temporary directory,
@@ -309,14 +123,17 @@ fn write_or_fallback(
     p: &Path,
     write: &dyn Fn(&Path) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let Err(e) = write(p) else { return Ok(()) };
+    let Err(e) = write(p) else {
+        wrote(p);
+        return Ok(());
+    };
     let cause = match e {
         Error::Io { cause, .. } => cause,
         other => return Err(other),
     };
     for q in fallback_paths(p) {
         if write(&q).is_ok() {
-            crate::tell!(
+            crate::tell_error!(
                 "latprobe: cannot write the {what} {} ({flag}): {}; it is in {} instead",
                 p.display(),
                 os_message(&cause),
@@ -389,105 +206,6 @@ pub(crate) fn attach_target_log(
     Ok(())
 }
 
-/// A command's limits and CI outputs (`--max` …, `--junit`, `--lava`,
-/// `--plot`, `--html`), read and checked before it runs so that a typo in
-/// a limits file fails in a second, not after an hour's measurement.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Delivery {
-    /// The limits to judge the report against.
-    pub limits: Limits,
-    /// `--limits FILE`, an input.
-    pub limits_file: Option<PathBuf>,
-    /// `--junit FILE`.
-    pub junit: Option<PathBuf>,
-    /// `--lava`: `lava-test-case` lines on stdout, the summary on stderr.
-    pub lava: bool,
-    /// `--plot DIR`.
-    pub plot: Option<PathBuf>,
-    /// `--html FILE`.
-    pub html: Option<PathBuf>,
-}
-
-impl Delivery {
-    /// Resolve the limits (reading `--limits`) and check the output paths.
-    pub fn new(g: &GateArgs) -> Result<Self, Error> {
-        let limits = g.limits.resolve()?;
-        for (flag, p) in [("--junit", &g.junit), ("--html", &g.html)] {
-            if let Some(p) = p {
-                check_parent(flag, p)?;
-            }
-        }
-        if let Some(dir) = &g.plot {
-            check_plot_dir("--plot", dir)?;
-        }
-        Ok(Self {
-            limits,
-            limits_file: g.limits.limits.clone(),
-            junit: g.junit.clone(),
-            lava: g.lava,
-            plot: g.plot.clone(),
-            html: g.html.clone(),
-        })
-    }
-
-    /// Its files, into `set`: `--limits` read, `--junit`, `--html` and the
-    /// plots of `--plot` written.
-    pub fn add_to(&self, set: &mut PathSet) {
-        if let Some(p) = &self.limits_file {
-            set.input("--limits", p);
-        }
-        if let Some(p) = &self.junit {
-            set.output("--junit", p);
-        }
-        if let Some(p) = &self.html {
-            set.output("--html", p);
-        }
-        if let Some(dir) = &self.plot {
-            set.plot_dir("--plot", dir, &rep::plot::PLOT_FILES);
-        }
-    }
-}
-
-/// `--plot DIR` (`flag`) can hold the plots: a directory it can write in,
-/// or a new one it can create (created here and removed again; the plots
-/// create it).
-pub(crate) fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
-    if dir.as_os_str().is_empty() {
-        return Err(Error::Usage(format!("{flag} needs a directory name")));
-    }
-    let cannot = |e: std::io::Error| {
-        Error::Usage(format!(
-            "{flag} {}: cannot write the plots there: {} (give a directory you can write in)",
-            dir.display(),
-            os_message(&e)
-        ))
-    };
-    if dir.exists() {
-        if !dir.is_dir() {
-            return Err(Error::Usage(format!(
-                "{flag} {} is a file: give a directory for the plots (it is created if missing)",
-                dir.display()
-            )));
-        }
-        let probe = dir.join(format!(".latprobe-write-check-{}", std::process::id()));
-        std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(cannot)?;
-        let _ = std::fs::remove_file(&probe);
-        return Ok(());
-    }
-    let parent = dir.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "{flag} {}: the directory {} does not exist (the plot directory itself is created, not its parents)",
-            dir.display(),
-            parent.display()
-        )));
-    }
-    // A read-only parent, or /proc, refuses only when asked.
-    std::fs::create_dir(dir).map_err(cannot)?;
-    let _ = std::fs::remove_dir(dir);
-    Ok(())
-}
-
 /// Everything a finished report becomes, in this order: the verdicts
 /// (when limits were given), the files (`--output`, `--histfile`,
 /// `--junit`, `--plot`, `--html`: each tried whatever became of the
@@ -517,11 +235,11 @@ pub(crate) fn deliver(
     } else if let Some(dir) = &d.plot {
         results.push(vec![match rep::plot::write_all(r, dir) {
             Ok(paths) => {
-                crate::tell!("latprobe: {} plots in {}", paths.len(), dir.display());
+                crate::tell!("latprobe: wrote {} plots in {}", paths.len(), dir.display());
                 Ok(())
             }
             Err(e) => {
-                crate::tell!("latprobe: the plots could not be written: {e}");
+                crate::tell_error!("latprobe: the plots could not be written: {e}");
                 Err(e)
             }
         }]);
@@ -529,17 +247,20 @@ pub(crate) fn deliver(
     if let Some(p) = &d.html {
         results.push(vec![write_or_fallback("--html", "HTML report", p, &|q| rep::html::write(r, q))]);
     }
+    // stdout carries the data asked for (`-o -`'s JSON, `--lava`'s lines)
+    // alone: the summary then goes to stderr.
+    let stdout_taken = d.lava || output.is_some_and(paths::is_stdout);
     if let Some(text) = summary.map(|f| f(r)) {
-        if d.lava {
+        if stdout_taken {
             crate::tell!("{}", text.trim_end());
         } else {
             crate::say!("{text}");
         }
     }
     if d.lava {
-        for line in rep::lava::lines(r) {
-            crate::say!("{line}\n");
-        }
+        let lines: String = rep::lava::lines(r).iter().map(|l| format!("{l}\n")).collect();
+        // A closed stdout (`| true`) costs nothing else: the files are written.
+        let _ = crate::out::data(&lines);
     }
     first_error(results.into_iter().flatten().collect())?;
     match crate::gates::violation_summary(&r.verdicts) {
@@ -549,8 +270,9 @@ pub(crate) fn deliver(
 }
 
 fn progress_bar() -> ProgressBar {
-    // indicatif would draw escape codes into a log file or a CI pipe.
-    if !std::io::stderr().is_terminal() {
+    // indicatif would draw escape codes into a log file or a CI pipe; it
+    // draws on stderr only, so `-o -`'s JSON on stdout is never touched.
+    if !std::io::stderr().is_terminal() || crate::out::quiet() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
@@ -615,7 +337,10 @@ impl TargetLog<'_> {
 
 /// A live measurement over `link`, then the summary on stdout and the
 /// output files. The files are written whatever happened; the session's
-/// error, if any, is returned after that.
+/// error, if any, is returned after that. `announce` is said once the
+/// probe has answered and the measurement started, not before: a port
+/// where no probe answers never claims to be measuring.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure(
     mut link: Link,
     ctx: &RunContext,
@@ -623,6 +348,7 @@ pub(crate) fn measure(
     out: &OutputArgs,
     gates: &Delivery,
     target_log: Option<TargetLog<'_>>,
+    announce: Option<&str>,
     after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
@@ -633,7 +359,11 @@ pub(crate) fn measure(
     // At most 4 draws a second: indicatif's own limit lets bursts through,
     // and every draw costs the terminal (and a serial console) a line.
     let mut drawn: Option<std::time::Instant> = None;
+    let mut announce = announce;
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
+        if let Some(text) = announce.take() {
+            bar.suspend(|| crate::tell!("{text}"));
+        }
         if drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
             return;
         }
@@ -657,6 +387,9 @@ pub(crate) fn measure(
     // The raw file ends with how the run ended, so that its replay says so too.
     let raw_ending = RawEnding { ended_by, complete, error: error.clone(), notes: state.notes.clone() };
     let raw_result = raw_error.map_or_else(|| link.finish_raw_with(&raw_ending), Err);
+    if let (Ok(()), Some(p)) = (&raw_result, &out.raw) {
+        wrote(p);
+    }
     let mut r = rep::build(
         ctx,
         &state,
@@ -707,7 +440,7 @@ pub(crate) fn measure(
     // A file error (exit 1) comes before a violated limit (exit 3).
     match (result, raw_result.and(log_result).and(delivered)) {
         (Err(e), Err(second)) => {
-            crate::tell!("latprobe: also: {second}");
+            crate::tell_error!("latprobe: also: {second}");
             Err(e)
         }
         (Err(e), Ok(())) => Err(e),

@@ -188,19 +188,36 @@ fn in_kernel(file: &std::path::Path) -> Option<crate::inkernel::InKernelReport> 
     serde_json::from_value(value).ok()
 }
 
+/// The error for `file` when it is another tool's output that `import`
+/// reads (cyclictest, rtla): `report` renders latprobe's own files only.
+fn other_tool(file: &std::path::Path) -> Option<crate::Error> {
+    if rawfile::is_raw(file) {
+        return None;
+    }
+    let runs = crate::import::import_file(file).ok()?;
+    let tool = runs.first().map_or("cyclictest", |r| r.tool.as_str());
+    let f = file.display();
+    Some(crate::Error::Usage(format!(
+        "{f} is {tool} output, not a latprobe report or raw file: `latprobe import {f} -o FILE.json` \
+         turns it into a latprobe document, `latprobe compare {f} RUN.json` sets it beside a run"
+    )))
+}
+
 /// Run `latprobe report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // Outputs checked before anything is read: none may be an input.
     let mut set = super::PathSet::default();
+    let to_stdout = args.output.as_deref().is_some_and(super::paths::is_stdout);
     for (flag, p) in
         [("--output", &args.output), ("--histfile", &args.histfile), ("--samples", &args.samples)]
     {
-        if let Some(p) = p {
+        if let Some(p) = p.as_deref().filter(|_| !(flag == "--output" && to_stdout)) {
             super::check_parent(flag, p)?;
             set.output(flag, p);
         }
     }
     let gates = super::Delivery::new(&args.gates)?;
+    super::paths::check_stdout(args.output.as_deref(), &gates)?;
     gates.add_to(&mut set);
     set.input("FILE", &args.file);
     if let Some(log) = &args.target_log {
@@ -233,10 +250,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        if let Some(out) = &args.output {
-            d.write(out)?;
+        match &args.output {
+            Some(_) if to_stdout => {
+                super::json_to_stdout(&(serde_json::to_string_pretty(&d).unwrap_or_default() + "\n"))?;
+            }
+            Some(out) => {
+                d.write(out)?;
+                super::wrote(out);
+            }
+            None => {}
         }
-        crate::say!("{}", crate::out::clean_lines(&crate::inkernel::summary(&d)));
+        let summary = crate::out::clean_lines(&crate::inkernel::summary(&d)).into_owned();
+        if to_stdout {
+            crate::tell!("{}", summary.trim_end());
+        } else {
+            crate::say!("{summary}");
+        }
         return Ok(());
     }
     // Ctrl-C, SIGTERM, SIGHUP as in `run`: the re-reading of a raw file
@@ -261,7 +290,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 if let Some(x) = export {
                     x.abandon();
                 }
-                return Err(e.into());
+                return Err(other_tool(&args.file).unwrap_or(e).into());
             }
         };
     if let Some(x) = export {

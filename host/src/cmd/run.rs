@@ -26,7 +26,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "uart-echo")]
     pub mode: ModeArg,
     /// Stop after this long (the host sends Stop): 10s, 5min
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, allow_hyphen_values = true)]
     pub duration: Option<u64>,
     /// Send this fixed byte, hex (0x55) or decimal, for every stimulus in uart-echo and UART loopback: identity off, one stimulus in flight, an answer after --timeout counted late but never timed; for targets that answer with a constant [default: identity bytes, up to 9 stimuli in flight, late answers timed up to --timeout]
     #[arg(long, value_name = "BYTE", value_parser = parse_byte)]
@@ -117,7 +117,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         command_line: crate::report::command_line(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
-    crate::tell!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), ctx.source);
+    let announce =
+        format!("latprobe: measuring {} through the probe on {}", req.mode.mode().name(), ctx.source);
     let opts = SessionOptions {
         stop_wait: stop_wait(&args.timing, &req),
         request: req,
@@ -130,6 +131,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         &args.out,
         &gates,
         args.out.target_log.as_deref().map(super::TargetLog::Given),
+        Some(&announce),
         &mut || {},
     )?;
     Ok(())

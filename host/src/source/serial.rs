@@ -30,8 +30,8 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
     if !Path::new(name).exists() {
         return Err(Error::PortOpen {
             port: name.to_string(),
-            reason: "no such device: check --port (a serial device such as /dev/ttyACM0, \
-                     or tcp:HOST:PORT, or unix:PATH)"
+            reason: "no such device: give the probe's serial device (e.g. /dev/ttyACM0, see \
+                     latprobe list), or tcp:HOST:PORT, or unix:PATH"
                 .to_string(),
         });
     }
@@ -45,8 +45,44 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
     let port = serialport::new(name, baud)
         .timeout(timeout)
         .open()
-        .map_err(|e| Error::PortOpen { port: name.to_string(), reason: e.to_string() })?;
+        .map_err(|e| Error::PortOpen { port: name.to_string(), reason: open_failure(name, &e) })?;
     Ok(Serial { name: name.to_string(), port, timeout })
+}
+
+/// Why `name` could not be opened as a serial port, saying what it must
+/// be: serialport's own text for a file that is no tty (`/dev/null`, a
+/// regular file) is a bare "Not a typewriter".
+fn open_failure(name: &str, e: &serialport::Error) -> String {
+    if !is_a_tty(name) {
+        let what = match std::fs::metadata(name) {
+            Ok(m) if m.is_dir() => "a directory, not a serial port",
+            Ok(m) if m.is_file() => "a regular file, not a serial port",
+            _ => "not a serial port (ENOTTY)",
+        };
+        return format!("{what}; give the probe's tty, e.g. /dev/ttyACM0, see latprobe list");
+    }
+    match e.kind() {
+        serialport::ErrorKind::NoDevice => {
+            format!("{e}: the device is gone or busy; check the cable and that no other program holds it")
+        }
+        _ if e.to_string().contains("ermission denied") => format!(
+            "{e}: add yourself to the group that owns it (often dialout) or install the README's udev rule"
+        ),
+        _ => e.to_string(),
+    }
+}
+
+/// Whether `name` opens as a terminal (opened without becoming the
+/// controlling terminal and without waiting for carrier).
+fn is_a_tty(name: &str) -> bool {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::io::AsRawFd as _;
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK).open(name) {
+        // SAFETY: isatty on a descriptor we own and keep open for the call.
+        Ok(f) => unsafe { libc::isatty(f.as_raw_fd()) == 1 },
+        // Unopenable (permissions): let serialport's error speak.
+        Err(_) => true,
+    }
 }
 
 impl ByteSource for Serial {

@@ -50,14 +50,35 @@ pub(super) fn open_tcp(name: &str, addr: &str) -> Result<Socket<TcpStream>, Erro
             Err(e) => last = Some(e),
         }
     }
-    Err(fail(last.map_or_else(|| "the address resolves to nothing".to_string(), |e| e.to_string())))
+    Err(fail(last.map_or_else(|| "the address resolves to nothing".to_string(), |e| tcp_failure(&e))))
+}
+
+/// Why a TCP connection failed, with what to check: a refusal means no
+/// program listens on that port of that host.
+fn tcp_failure(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => {
+            "connection refused: is the probe bridge (ser2net/socat) listening there?".to_string()
+        }
+        io::ErrorKind::TimedOut => {
+            "no answer within 5 s: check the host name, the port and that a firewall lets it through"
+                .to_string()
+        }
+        _ => format!("{}: check the host and port (tcp:HOST:PORT)", os_text(e)),
+    }
+}
+
+/// An OS error's text without Rust's " (os error N)" suffix.
+fn os_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    text.find(" (os error").map_or(text.clone(), |at| text[..at].to_string())
 }
 
 pub(super) fn open_unix(name: &str, path: &str) -> Result<Socket<UnixStream>, Error> {
     UnixStream::connect(path).map(|stream| Socket { name: name.to_string(), stream, timeout: None }).map_err(
         |e| Error::PortOpen {
             port: name.to_string(),
-            reason: format!("{e}: check that the socket exists and something listens on it"),
+            reason: format!("{}: check that the socket exists and something listens on it", os_text(&e)),
         },
     )
 }
