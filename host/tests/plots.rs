@@ -282,6 +282,7 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
         timeout_ns: None,
         max: Cell::Value(61_000),
         periodic: false,
+        percentiles: Vec::new(),
     };
     let runs = [a, b, c];
     let svg = plot::overlay_svg(&runs).unwrap();

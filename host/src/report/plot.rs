@@ -56,6 +56,16 @@ pub fn histogram_png(r: &Report) -> Result<Vec<u8>, Error> {
     png(&hist::Histogram::of_report(r)?)
 }
 
+/// The histogram on a log x axis as SVG.
+pub fn histogram_log_svg(r: &Report) -> Result<String, Error> {
+    svg(&hist::Histogram::of_report(r)?)
+}
+
+/// The histogram on a log x axis as PNG bytes.
+pub fn histogram_log_png(r: &Report) -> Result<Vec<u8>, Error> {
+    png(&hist::Histogram::of_report(r)?)
+}
+
 /// Latency over time as SVG; `None` when the report has no timeline
 /// (reports of latprobe before 0.3). An error when it has no samples.
 pub fn timeline_svg(r: &Report) -> Result<Option<String>, Error> {
@@ -172,6 +182,9 @@ pub struct HistData {
     /// Periodic mode: the samples are wake-up delays against the fitted
     /// schedule.
     pub periodic: bool,
+    /// Percentiles to mark, `("p99", value)`: a latprobe report's p99 and
+    /// p99.9 (exact, over every sample); empty for an imported run.
+    pub percentiles: Vec<(&'static str, Cell)>,
 }
 
 impl HistData {
@@ -204,6 +217,7 @@ impl HistData {
             timeout_ns: Some(timeout_ns),
             max,
             periodic: r.periodic.is_some() || r.config.mode == crate::session::ModeArg::Periodic,
+            percentiles: Vec::new(),
         }
     }
 
@@ -226,6 +240,7 @@ impl HistData {
             timeout_ns: None,
             max: run.max_ns.map_or(Cell::Unknown, Cell::Value),
             periodic: false,
+            percentiles: Vec::new(),
         })
     }
 
@@ -688,6 +703,7 @@ mod tests {
             timeout_ns: None,
             max: Cell::Unknown,
             periodic: false,
+            percentiles: Vec::new(),
         }
     }
 

@@ -23,6 +23,11 @@ pub struct Spec {
     /// The largest measured latency.
     pub max_measured: Option<u64>,
     pub timeline: Option<TimelineReport>,
+    /// The report's p99 and p99.9 (`None`: among the timeouts, or unset).
+    pub p99: Option<u64>,
+    pub p99_9: Option<u64>,
+    /// The probe's run time.
+    pub elapsed_ns: Option<u64>,
 }
 
 impl Default for Spec {
@@ -36,6 +41,9 @@ impl Default for Spec {
             timeout_ns: 8_000_000,
             max_measured: None,
             timeline: None,
+            p99: None,
+            p99_9: None,
+            elapsed_ns: None,
         }
     }
 }
@@ -48,7 +56,7 @@ pub fn report(s: Spec) -> Report {
         json!({
             "measured": measured, "censored": s.timeouts, "censored_above": s.timeout_ns,
             "min": s.bins.first().map(|b| b[0] * 1000), "mean": s.max_measured.map(|m| m / 2),
-            "p50": null, "p90": null, "p99": null, "p99_9": null, "p99_99": null,
+            "p50": null, "p90": null, "p99": s.p99, "p99_9": s.p99_9, "p99_99": null,
             "max": if s.timeouts > 0 { None } else { s.max_measured },
             "max_measured": s.max_measured,
         })
@@ -64,7 +72,7 @@ pub fn report(s: Spec) -> Report {
             "stimulus": "identified (9-byte alphabet)", "identity": true, "ticks": null,
         },
         "started_at": "2025-01-01T00:00:00Z", "ended_at": "2025-01-01T00:05:00Z",
-        "probe_elapsed_ns": null,
+        "probe_elapsed_ns": s.elapsed_ns,
         "counts": {
             "samples": samples, "responses": measured, "timeouts": s.timeouts, "lost": 0, "duplicates": 0,
             "out_of_order": 0, "dropped_by_probe": 0, "overruns": 0, "late_responses": 0,

@@ -176,6 +176,7 @@ mod tests {
             timeout_ns: Some(8_000_000),
             max: Cell::Above(8_000_000),
             periodic: false,
+            percentiles: Vec::new(),
         };
         let axis = Axis::of(&[&d]);
         let pts = steps(&d, &axis);
