@@ -88,6 +88,8 @@ fn a_timeout_below_the_range_is_drawn_at_its_own_bound_never_at_the_range_end() 
         dump(&format!("short-timeout-{timeout_ns}-histogram.svg"), svgs[0].as_bytes());
         let svg = plot::ccdf_svg(&r).unwrap();
         dump(&format!("short-timeout-{timeout_ns}-ccdf.svg"), svg.as_bytes());
+        dump(&format!("short-timeout-{timeout_ns}-ccdf.png"), &plot::ccdf_png(&r).unwrap());
+        dump(&format!("short-timeout-{timeout_ns}-histogram.png"), &plot::histogram_png(&r).unwrap());
         let t = texts(&svg);
         assert_has(&t, &format!("{bound}: 70 of {n} samples, latency known only to be {bound}"));
         assert!(!has(&t, "1000 µs"), "{t:#?}");
@@ -101,7 +103,7 @@ fn a_timeout_above_the_range_keeps_the_measured_overflows_and_the_timeouts_apart
     let r = with_timeouts();
     let svg = plot::histogram_svg(&r).unwrap();
     let t = texts(&svg);
-    assert_has(&t, "≥200 µs: 9 beyond the range; >8000 µs: 3 timeouts");
+    assert_has(&t, "≥200 µs: 9 beyond the histogram's range; >8000 µs: 3 timeouts");
     for bar in ["≥200 µs", ">8000 µs", "9", "3"] {
         assert!(t.iter().any(|s| s == bar), "no bar label {bar:?}: {t:#?}");
     }
@@ -141,8 +143,12 @@ fn the_histogram_marks_p99_and_p99_9_where_they_are() {
         p99_9: Some(58_000),
         ..Spec::default()
     });
-    for (svg, log) in [(plot::histogram_svg(&r).unwrap(), false), (plot::histogram_log_svg(&r).unwrap(), true)] {
+    for (svg, log) in
+        [(plot::histogram_svg(&r).unwrap(), false), (plot::histogram_log_svg(&r).unwrap(), true)]
+    {
         dump(&format!("percentiles-{log}.svg"), svg.as_bytes());
+        let png = if log { plot::histogram_log_png(&r) } else { plot::histogram_png(&r) };
+        dump(&format!("percentiles-{log}.png"), &png.unwrap());
         let ls = labels(&svg);
         let t: Vec<String> = ls.iter().map(|l| l.text.clone()).collect();
         assert_has(&t, "p99 52 µs");
@@ -212,7 +218,10 @@ fn the_log_x_view_spreads_a_body_squeezed_into_the_left_of_the_linear_axis() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert!(names.contains(&"histogram-log.svg".into()) && names.contains(&"histogram-log.png".into()), "{names:?}");
+    assert!(
+        names.contains(&"histogram-log.svg".into()) && names.contains(&"histogram-log.png".into()),
+        "{names:?}"
+    );
     for n in &names {
         assert!(plot::PLOT_FILES.contains(&n.as_str()), "{n} not in PLOT_FILES");
     }
@@ -233,8 +242,10 @@ fn each_run_of_the_overlay_has_its_range_end_marked() {
         periodic: false,
         percentiles: Vec::new(),
     };
-    let svg = plot::overlay_svg(&[probe, ct]).unwrap();
+    let runs = [probe, ct];
+    let svg = plot::overlay_svg(&runs).unwrap();
     dump("overlay-range-ends.svg", svg.as_bytes());
+    dump("overlay-range-ends.png", &plot::overlay_png(&runs).unwrap());
     let ls = labels(&svg);
     let x = x_of(&svg, "0", "100", |v| v);
     // cyclictest's range ends at 40 µs, inside the axis: marked there in
@@ -274,6 +285,7 @@ fn the_last_partial_second_is_drawn_with_its_real_width_and_the_title_gives_the_
     });
     let svg = plot::timeline_svg(&r).unwrap().unwrap();
     dump("partial-timeline.svg", svg.as_bytes());
+    dump("partial-timeline.png", &plot::timeline_png(&r).unwrap().unwrap());
     let t = texts(&svg);
     assert!(t[0].ends_with(", 10.015 s"), "{:?}", t[0]);
     assert_has(&t, "last row 15 ms (16 samples)");
@@ -304,7 +316,12 @@ fn the_last_partial_second_is_drawn_with_its_real_width_and_the_title_gives_the_
     let last_bar = bars.last().unwrap();
     assert!((last_bar.0 - x(10.0)).abs() < 1.5, "the last row's bar starts at 10 s");
     // Drawn narrower than a full second (at least 2 px, so it shows).
-    assert!(last_bar.1 < (x(1.0) - x(0.0)) / 4.0, "bar width {} of a second's {}", last_bar.1, x(1.0) - x(0.0));
+    assert!(
+        last_bar.1 < (x(1.0) - x(0.0)) / 4.0,
+        "bar width {} of a second's {}",
+        last_bar.1,
+        x(1.0) - x(0.0)
+    );
 
     // Without the probe's run time the rows are whole, as before.
     let mut r2 = r.clone();
