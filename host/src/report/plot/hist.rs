@@ -197,13 +197,13 @@ impl Figure for Histogram {
         let measured_end = d.measured_end_ns();
         if axis.end_ns < measured_end {
             // The axis stops short of where measuring ends: say the rest
-            // is empty.
+            // is empty (at the top, clear of the bars).
             chart.draw_series(std::iter::once(
-                EmptyElement::at((xs.end(), BASE))
+                EmptyElement::at((xs.end(), top))
                     + Text::new(
                         format!("no sample from {} to {} µs", us(axis.end_ns), us_floor(measured_end)),
-                        (-6, -6),
-                        text_at(13, GUIDE, HPos::Right, VPos::Bottom),
+                        (-6, 6),
+                        text_at(13, GUIDE, HPos::Right, VPos::Top),
                     ),
             ))?;
         }
