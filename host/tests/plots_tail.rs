@@ -330,3 +330,39 @@ fn the_last_partial_second_is_drawn_with_its_real_width_and_the_title_gives_the_
     assert!(t[0].ends_with(", 11 s"), "{:?}", t[0]);
     assert!(!has(&t, "last row"), "{t:#?}");
 }
+
+#[test]
+fn the_overlay_has_a_log_x_view_too_and_compare_plot_writes_it() {
+    let ct = HistData {
+        label: "cyclictest T0".into(),
+        bin_ns: 1000,
+        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
+        range_ns: 40_000,
+        overflows: 5,
+        timeouts: 0,
+        timeout_ns: None,
+        max: Cell::Value(61_000),
+        periodic: false,
+        percentiles: Vec::new(),
+    };
+    let runs = [HistData::from_report(&with_timeouts(), "probe"), ct];
+    let svg = plot::overlay_log_svg(&runs).unwrap();
+    dump("overlay-log.svg", svg.as_bytes());
+    dump("overlay-log.png", &plot::overlay_log_png(&runs).unwrap());
+    let t = texts(&svg);
+    assert_has(&t, "latency (µs, log scale, 1 µs bins, all runs)");
+    for tick in ["10", "20", "50", "100"] {
+        assert!(t.iter().any(|s| s == tick), "tick {tick}: {t:#?}");
+    }
+    // Both range ends are marked on the log axis too.
+    assert!(t.iter().any(|s| s == "range end 40 µs") && t.iter().any(|s| s == "range end 200 µs"), "{t:#?}");
+    assert_png(&plot::overlay_log_png(&runs).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = plot::write_overlay(&runs, dir.path(), "--plot")
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, plot::OVERLAY_FILES);
+    assert!(names.contains(&"compare-histogram-log.svg".to_owned()), "{names:?}");
+}

@@ -112,6 +112,16 @@ pub fn overlay_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
     png(&hist::Overlay::of_runs(runs)?)
 }
 
+/// The overlay on a log x axis, as SVG.
+pub fn overlay_log_svg(runs: &[HistData]) -> Result<String, Error> {
+    svg(&hist::Overlay::of_runs(runs)?.log_x())
+}
+
+/// [`overlay_log_svg`] as PNG bytes.
+pub fn overlay_log_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
+    png(&hist::Overlay::of_runs(runs)?.log_x())
+}
+
 /// Every file [`write_all`] may write into its directory (the timeline
 /// only for a run that has one), for the same-file check of `--plot`.
 pub const PLOT_FILES: [&str; 8] = [
@@ -125,7 +135,12 @@ pub const PLOT_FILES: [&str; 8] = [
     "ccdf.png",
 ];
 /// The files of [`write_overlay`].
-pub const OVERLAY_FILES: [&str; 2] = ["compare-histogram.svg", "compare-histogram.png"];
+pub const OVERLAY_FILES: [&str; 4] = [
+    "compare-histogram.svg",
+    "compare-histogram.png",
+    "compare-histogram-log.svg",
+    "compare-histogram-log.png",
+];
 
 /// Write every plot of `r` into `dir` (created when missing):
 /// `histogram.svg`, `histogram.png`, `histogram-log.svg`,
@@ -161,12 +176,19 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// Write the overlay of `runs` into `dir` (created when missing) as
-/// `compare-histogram.svg` and `compare-histogram.png`; `flag` names the
-/// option that gave `dir`, for errors. Returns the paths written.
+/// `compare-histogram.svg` and `.png`, and on a log x axis as
+/// `compare-histogram-log.svg` and `.png`; `flag` names the option that
+/// gave `dir`, for errors. Returns the paths written.
 pub fn write_overlay(runs: &[HistData], dir: &Path, flag: &str) -> Result<Vec<PathBuf>, Error> {
     let fig = hist::Overlay::of_runs(runs)
         .map_err(|e| Error::Usage(format!("cannot plot into {} ({flag}): {e}", dir.display())))?;
-    let files = [("compare-histogram.svg", svg(&fig)?.into_bytes()), ("compare-histogram.png", png(&fig)?)];
+    let log = fig.clone().log_x();
+    let files = [
+        ("compare-histogram.svg", svg(&fig)?.into_bytes()),
+        ("compare-histogram.png", png(&fig)?),
+        ("compare-histogram-log.svg", svg(&log)?.into_bytes()),
+        ("compare-histogram-log.png", png(&log)?),
+    ];
     write_files(dir, flag, &files)
 }
 

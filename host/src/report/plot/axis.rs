@@ -109,9 +109,12 @@ impl Axis {
             return XScale { log: false, lo_us: 0.0, hi_us: self.end_us() };
         }
         let first = runs.iter().filter_map(|r| r.bins.first().map(|b| b.0)).min().unwrap_or(0);
-        // A bin from 0 starts a decade below its end.
+        // A little room left of the first bin, at a 1-2-5 value; a bin
+        // from 0 starts a decade below its end.
         let lo_us = if first > 0 {
-            decade_floor(first as f64 / 1000.0)
+            let v = first as f64 / 1000.0 * 0.8;
+            let d = decade_floor(v);
+            [5.0, 2.0, 1.0].iter().map(|m| m * d).find(|x| *x <= v).unwrap_or(d)
         } else {
             decade_floor(self.group_ns as f64 / 1000.0) / 10.0
         };

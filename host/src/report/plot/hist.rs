@@ -373,6 +373,8 @@ fn draw_overflow_bar<DB: DrawingBackend>(
 #[derive(Debug, Clone)]
 pub(super) struct Overlay {
     runs: Vec<HistData>,
+    /// The log-x view.
+    log: bool,
 }
 
 impl Overlay {
@@ -384,7 +386,13 @@ impl Overlay {
                     .into(),
             ));
         }
-        Ok(Self { runs: runs.to_vec() })
+        Ok(Self { runs: runs.to_vec(), log: false })
+    }
+
+    /// The same overlay on a log x axis.
+    pub(super) fn log_x(mut self) -> Self {
+        self.log = true;
+        self
     }
 }
 
@@ -420,7 +428,7 @@ impl Figure for Overlay {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let refs: Vec<&HistData> = self.runs.iter().collect();
-        let axis = Axis::of(&refs);
+        let axis = if self.log { Axis::of_log(&refs) } else { Axis::of(&refs) };
         let grouped: Vec<Vec<(u64, u64)>> = self.runs.iter().map(|r| axis.group(&r.bins)).collect();
         let max_count = grouped
             .iter()
@@ -442,21 +450,22 @@ impl Figure for Overlay {
                 Legend::new(Swatch::Line(color(i)), t)
             })
             .collect();
-        let title = format!("Latency histograms compared: {} runs", self.runs.len());
+        let log = if self.log { " (log x)" } else { "" };
+        let title = format!("Latency histograms compared{log}: {} runs", self.runs.len());
         let area = frame(root, &title, &legend)?;
-        let x_desc = format!("latency (µs, {}, all runs)", axis.bins_text());
+        let scale = if self.log { "log scale, " } else { "" };
+        let x_desc = format!("latency (µs, {scale}{}, all runs)", axis.bins_text());
         let (main, panel) = split_panel(&area);
-        let xs = axis.scale(&refs, false);
+        let xs = axis.scale(&refs, self.log);
         let (mut chart, mut side) =
             panel_charts(&main, &panel, &xs, &count_axis(top), &x_desc, "beyond each range", BEYOND)?;
         let k = self.runs.len() as f64;
         for (i, (r, groups)) in self.runs.iter().zip(&grouped).enumerate() {
             let c = color(i);
-            chart.draw_series(
-                outline(groups, axis.group_ns)
-                    .into_iter()
-                    .map(|seg| PathElement::new(seg, c.stroke_width(2))),
-            )?;
+            chart.draw_series(outline(groups, axis.group_ns).into_iter().map(|seg| {
+                let seg: Vec<(f64, f64)> = seg.into_iter().map(|(x, y)| (xs.at(x), y)).collect();
+                PathElement::new(seg, c.stroke_width(2))
+            }))?;
             // Where this run's measuring ends, when the axis goes on: its
             // range's end, or its timeout below it.
             let (end_ns, what) = match r.early_timeout_ns() {
