@@ -1,14 +1,17 @@
 //! The `--html` report in a real browser: headless Chromium renders it
 //! offline (every network request would fail: the proxy points nowhere),
 //! with no console message at all (the page has no script, so any message
-//! is an error: a failed load, a parse problem), with its three plots in
+//! is an error: a failed load, a parse problem), with its four plots in
 //! the DOM, and visibly: a screenshot of the page has far more coloured
-//! pixels than the same page with its plots taken out.
+//! pixels than the same page with its plots taken out. The target's
+//! metadata, nested objects and a long kernel command line included, stays
+//! inside the page's width.
 //!
 //! Skipped, saying so, only where no Chromium is installed (`scripts/test`
 //! installs Debian's `chromium`).
 
 mod common;
+mod plotkit;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -137,7 +140,7 @@ fn the_html_report_renders_offline_with_its_plots_and_no_console_error() {
 
     let r = render(&chrome, &page, dir.path());
     assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
-    for id in ["plot-histogram", "plot-timeline", "plot-ccdf"] {
+    for id in ["plot-histogram", "plot-histogram-log", "plot-timeline", "plot-ccdf"] {
         let at = r
             .dom
             .find(&format!("<figure id=\"{id}\""))
@@ -170,4 +173,60 @@ fn the_html_report_renders_offline_with_its_plots_and_no_console_error() {
         with > 5_000 && with > 4 * without.max(1),
         "plots not visible: {with} coloured pixels with, {without} without"
     );
+}
+
+/// Pixels darker than light grey in the columns from `x0` on.
+fn dark_pixels_from(png_bytes: &[u8], x0: u32) -> usize {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    let ch = info.color_type.samples();
+    let w = info.width as usize;
+    buf[..info.buffer_size()]
+        .chunks(ch)
+        .enumerate()
+        .filter(|(i, p)| i % w >= x0 as usize && p[..3].iter().any(|c| *c < 200))
+        .count()
+}
+
+#[test]
+fn nested_target_metadata_and_a_long_kernel_command_line_stay_inside_the_page() {
+    let Some(chrome) = browser() else {
+        eprintln!(
+            "SKIPPED nested_target_metadata_and_a_long_kernel_command_line_stay_inside_the_page: no Chromium \
+             on PATH; `apt-get install chromium` (scripts/test does)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut r = plotkit::report(plotkit::Spec {
+        bins: plotkit::bell(),
+        max_measured: Some(60_400),
+        ..plotkit::Spec::default()
+    });
+    // As `latprobe-responder metadata` writes it: objects in objects, a
+    // CONFIG_ table, a command line of 600 characters.
+    let cmdline = (0..40).map(|i| format!("opt{i}=value,{i},more")).collect::<Vec<_>>().join(" ");
+    let token = format!("rdinit=/{}", "x".repeat(400));
+    r.target = Some(serde_json::json!({
+        "hostname": "bench-1",
+        "uname": {"sysname": "Linux", "release": "6.6.0-rt15", "version": "#1 SMP PREEMPT_RT"},
+        "preemption": {
+            "model": "PREEMPT_RT",
+            "config": (0..30).map(|i| (format!("CONFIG_OPTION_NUMBER_{i}"), serde_json::json!("y"))).collect::<serde_json::Map<_, _>>(),
+        },
+        "kernel_cmdline": {"raw": format!("{cmdline} {token}"), "isolcpus": "2,3", "nohz_full": null},
+        "cpufreq_governors": [{"cpu": 0, "governor": "performance"}, {"cpu": 1, "governor": null}],
+    }));
+    let page = dir.path().join("meta.html");
+    latprobe::report::html::write(&r, &page).expect("the HTML report");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th class=\"l\">sysname</th>"), "the nested object is rows");
+    let shot = render(&chrome, &page, dir.path());
+    assert!(shot.console.is_empty(), "console messages: {:#?}", shot.console);
+    // The body is at most 1100 px wide, centred in 1200: nothing is drawn
+    // in the right margin unless a value overflowed the page.
+    let dark = dark_pixels_from(&shot.png, 1165);
+    assert_eq!(dark, 0, "{dark} dark pixels in the right margin: a value overflows the page");
 }

@@ -8,181 +8,14 @@
 //! `LATPROBE_PLOT_DUMP=DIR` also writes every plot of these tests to DIR,
 //! to look at them.
 
-use std::io::Cursor;
+mod plotkit;
+
 use std::path::Path;
 
 use latprobe::compare::Cell;
 use latprobe::report::plot::{self, HistData};
-use latprobe::report::Report;
 use latprobe::timeline::TimelineReport;
-use serde_json::json;
-
-/// What a test report holds.
-struct Spec {
-    mode: &'static str,
-    /// Sparse 1 µs bins `[start_us, count]`.
-    bins: Vec<[u64; 2]>,
-    max_us: u32,
-    /// Measured latencies at or beyond `max_us`.
-    measured_over: u64,
-    timeouts: u64,
-    timeout_ns: u64,
-    /// The largest measured latency.
-    max_measured: Option<u64>,
-    timeline: Option<TimelineReport>,
-}
-
-impl Default for Spec {
-    fn default() -> Self {
-        Spec {
-            mode: "uart-echo",
-            bins: Vec::new(),
-            max_us: 1000,
-            measured_over: 0,
-            timeouts: 0,
-            timeout_ns: 8_000_000,
-            max_measured: None,
-            timeline: None,
-        }
-    }
-}
-
-fn report(s: Spec) -> Report {
-    let binned: u64 = s.bins.iter().map(|b| b[1]).sum();
-    let measured = binned + s.measured_over;
-    let samples = measured + s.timeouts;
-    let latency = (samples > 0).then(|| {
-        json!({
-            "measured": measured, "censored": s.timeouts, "censored_above": s.timeout_ns,
-            "min": s.bins.first().map(|b| b[0] * 1000), "mean": s.max_measured.map(|m| m / 2),
-            "p50": null, "p90": null, "p99": null, "p99_9": null, "p99_99": null,
-            "max": if s.timeouts > 0 { None } else { s.max_measured },
-            "max_measured": s.max_measured,
-        })
-    });
-    let periodic = (s.mode == "periodic")
-        .then(|| json!({"edges": samples, "lost": 0, "duplicates": 0, "intervals": null}));
-    let v = json!({
-        "schema_version": 2, "tool_version": "test", "complete": true, "ended_by": "count-reached",
-        "error": null, "source": "test", "replayed_from": null, "probe": null,
-        "config": {
-            "mode": s.mode, "interval_ns": 1_000_000, "dither_ns": 0, "timeout_ns": s.timeout_ns,
-            "guard_ns": 100_000, "count": samples, "duration_ns": null, "seed": 1,
-            "stimulus": "identified (9-byte alphabet)", "identity": true, "ticks": null,
-        },
-        "started_at": "2025-01-01T00:00:00Z", "ended_at": "2025-01-01T00:05:00Z",
-        "probe_elapsed_ns": null,
-        "counts": {
-            "samples": samples, "responses": measured, "timeouts": s.timeouts, "lost": 0, "duplicates": 0,
-            "out_of_order": 0, "dropped_by_probe": 0, "overruns": 0, "late_responses": 0,
-            "duplicate_answers": 0, "unmatched": 0, "wrong_bytes": 0, "slipped": 0, "slip_max_ns": 0,
-            "slip_total_ns": 0, "reclaimed": 0, "overcaptures": 0, "line_errors": 0, "bad_frames": 0,
-            "probe_taken": samples,
-        },
-        "latency_ns": latency, "worst": null,
-        "histogram": {
-            "bin_ns": 1000, "max_us": s.max_us, "bins": s.bins,
-            "overflows": s.measured_over + s.timeouts, "overflow_seqs": [],
-        },
-        "target": null, "periodic": periodic, "timeline": s.timeline, "notes": [],
-    });
-    serde_json::from_value(v).expect("a valid report")
-}
-
-/// 20..=60 µs, a bell of 3 679 samples.
-fn bell() -> Vec<[u64; 2]> {
-    (20..=60u64).map(|us| [us, 1 + 400 / (1 + (us as i64 - 40).unsigned_abs().pow(2) / 8)]).collect()
-}
-
-/// A report with a measured tail to 123.4 µs, 12 overflows of which 3
-/// timeouts (so the max is censored).
-fn with_timeouts() -> Report {
-    let mut bins = bell();
-    bins.push([123, 1]);
-    report(Spec {
-        bins,
-        max_us: 200,
-        measured_over: 9,
-        timeouts: 3,
-        max_measured: Some(450_000),
-        ..Spec::default()
-    })
-}
-
-/// A clean report: no overflow, max 123.4 µs.
-fn clean() -> Report {
-    let mut bins = bell();
-    bins.push([123, 1]);
-    report(Spec { bins, max_us: 1000, max_measured: Some(123_400), ..Spec::default() })
-}
-
-fn dump(name: &str, bytes: &[u8]) {
-    if let Some(dir) = std::env::var_os("LATPROBE_PLOT_DUMP") {
-        let dir = Path::new(&dir);
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
-}
-
-/// The trimmed contents of every `<text>` of an SVG, which must parse.
-fn texts(svg: &str) -> Vec<String> {
-    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not XML: {e}\n{svg}"));
-    let root = doc.root_element();
-    assert_eq!(root.tag_name().name(), "svg");
-    assert_eq!(root.tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
-    assert_eq!(root.attribute("width"), Some("1000"));
-    doc.descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .map(|n| n.text().unwrap_or("").trim().to_owned())
-        .collect()
-}
-
-fn has(texts: &[String], needle: &str) -> bool {
-    texts.iter().any(|t| t.contains(needle))
-}
-
-fn assert_has(texts: &[String], needle: &str) {
-    assert!(has(texts, needle), "no text with {needle:?} in {texts:#?}");
-}
-
-/// Elements of a tag whose `attr` is `value` (e.g. rects filled red).
-fn count_with(svg: &str, tag: &str, attr: &str, value: &str) -> usize {
-    let doc = roxmltree::Document::parse(svg).unwrap();
-    doc.descendants().filter(|n| n.has_tag_name(tag) && n.attribute(attr) == Some(value)).count()
-}
-
-const MEASURED: &str = "#1F77B4";
-const BEYOND: &str = "#D62728";
-const BEYOND_RGB: [u8; 3] = [214, 39, 40];
-
-/// A decoded PNG: (width, height, RGB pixels).
-fn decode(png: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
-    let dec = png::Decoder::new(Cursor::new(png));
-    let mut reader = dec.read_info().expect("PNG header");
-    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
-    let info = reader.next_frame(&mut buf).expect("PNG data");
-    assert_eq!(info.color_type, png::ColorType::Rgb);
-    let px = buf[..info.buffer_size()].chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
-    (info.width, info.height, px)
-}
-
-/// Decodes to the plot's size, with a meaningful share of ink and several
-/// colours; returns the pixels.
-fn assert_png(png: &[u8]) -> Vec<[u8; 3]> {
-    let (w, h, px) = decode(png);
-    assert_eq!((w, h), plot::SIZE);
-    let ink = px.iter().filter(|p| **p != [255, 255, 255]).count();
-    assert!(ink * 100 > px.len(), "only {ink} of {} pixels drawn", px.len());
-    let mut colours: Vec<[u8; 3]> = px.clone();
-    colours.sort_unstable();
-    colours.dedup();
-    assert!(colours.len() >= 5, "{} colours", colours.len());
-    px
-}
-
-fn count_colour(px: &[[u8; 3]], c: [u8; 3]) -> usize {
-    px.iter().filter(|p| **p == c).count()
-}
+use plotkit::*;
 
 #[test]
 fn the_histogram_shows_the_overflows_and_timeouts_beyond_the_axis_with_their_counts() {
@@ -193,14 +26,15 @@ fn the_histogram_shows_the_overflows_and_timeouts_beyond_the_axis_with_their_cou
     assert_has(&t, &format!("Latency histogram: uart-echo, {} samples", r.counts.samples));
     assert_has(&t, "latency (µs, 1 µs bins)");
     assert_has(&t, "samples per bin (log scale)");
-    // 9 measured beyond 200 µs and 3 timeouts: 12 beyond the axis.
-    assert_has(&t, "≥200 µs: 12 (3 timeouts)");
-    assert!(t.iter().any(|s| s == "12"), "the bar's count: {t:#?}");
+    // 9 measured beyond 200 µs and 3 timeouts above 8000 µs: each group
+    // beyond the axis at its own bound.
+    assert_has(&t, "≥200 µs: 9 beyond the histogram's range; >8000 µs: 3 timeouts");
+    assert!(t.iter().any(|s| s == "9") && t.iter().any(|s| s == "3"), "the bars' counts: {t:#?}");
     // The max is censored: never the largest measured 450 µs.
     assert_has(&t, "max >8000 µs (timeouts)");
     assert!(!has(&t, "450"), "{t:#?}");
-    // The overflow bar is there: one red bar (plus the legend's swatch).
-    assert_eq!(count_with(&svg, "rect", "fill", BEYOND), 2, "{svg}");
+    // The overflow bars are there: two red bars (plus the legend's swatch).
+    assert_eq!(count_with(&svg, "rect", "fill", BEYOND), 3, "{svg}");
     // The measured bins: 42 bars (plus the legend's swatch).
     assert_eq!(count_with(&svg, "rect", "fill", MEASURED), 43);
 
@@ -384,7 +218,10 @@ fn a_report_without_a_timeline_has_no_timeline_plot_and_write_all_skips_it() {
     let written = plot::write_all(&r, &out).unwrap();
     let names: Vec<String> =
         written.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(names, ["histogram.svg", "histogram.png", "ccdf.svg", "ccdf.png"]);
+    assert_eq!(
+        names,
+        ["histogram.svg", "histogram.png", "histogram-log.svg", "histogram-log.png", "ccdf.svg", "ccdf.png"]
+    );
     for p in &written {
         assert!(p.starts_with(&out) && std::fs::metadata(p).unwrap().len() > 1000, "{}", p.display());
     }
@@ -396,7 +233,7 @@ fn write_all_writes_the_timeline_too_and_names_the_directory_when_it_cannot() {
     r.timeline = Some(long_timeline());
     let dir = tempfile::tempdir().unwrap();
     let written = plot::write_all(&r, dir.path()).unwrap();
-    assert_eq!(written.len(), 6);
+    assert_eq!(written.len(), 8);
     assert!(written.iter().any(|p| p.ends_with("timeline.png")));
     let svg = std::fs::read_to_string(dir.path().join("timeline.svg")).unwrap();
     texts(&svg);
@@ -427,7 +264,7 @@ fn a_report_without_samples_is_an_error_that_says_so() {
 fn every_sample_timed_out_still_plots_with_the_whole_population_beyond() {
     let r = report(Spec { timeouts: 50, ..Spec::default() });
     let t = texts(&plot::histogram_svg(&r).unwrap());
-    assert_has(&t, "≥1000 µs: 50 (50 timeouts)");
+    assert_has(&t, ">8000 µs: 50 timeouts");
     assert_has(&t, "max >8000 µs (timeouts)");
     let t = texts(&plot::ccdf_svg(&r).unwrap());
     assert_has(&t, "≥1000 µs: 50 of 50 samples");
@@ -449,6 +286,7 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
         timeout_ns: None,
         max: Cell::Value(61_000),
         periodic: false,
+        percentiles: Vec::new(),
     };
     let runs = [a, b, c];
     let svg = plot::overlay_svg(&runs).unwrap();
@@ -458,9 +296,9 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
     assert_has(&t, "Latency histograms compared: 3 runs");
     assert_has(&t, "latency (µs, bins of 2 µs, all runs)");
     assert_has(&t, &format!("probe: {} samples", runs[0].samples()));
-    assert_has(&t, "≥200 µs: 12 (3 timeouts), max >8000 µs (timeouts)");
+    assert_has(&t, "≥200 µs: 9 beyond the histogram's range; >8000 µs: 3 timeouts, max >8000 µs (timeouts)");
     assert_has(&t, "probe, quiet: ");
-    assert_has(&t, "cyclictest T0: 138 samples, ≥40 µs: 5, max 61 µs");
+    assert_has(&t, "cyclictest T0: 138 samples, ≥40 µs: 5 beyond the histogram's range, max 61 µs");
     // Each run's outline in its colour (a step line per stretch of
     // adjacent bins, plus the legend's swatch): the probe runs have their
     // bell and their 123 µs bin, cyclictest its two stretches.

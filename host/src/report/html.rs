@@ -2,6 +2,12 @@
 //! the plots as inline SVG, the limits and their verdicts, the target's
 //! metadata and the notes. No script, no stylesheet, font or image from
 //! anywhere else: it opens offline, from a CI artefact or a mail.
+//!
+//! The target's metadata (`--target-meta`, e.g. `latprobe-responder
+//! metadata`) is a JSON object of nested objects and lists: each object is
+//! a table of key/value rows, nested objects are tables inside the cell,
+//! lists of plain values one line, `null` a dash. Long values (the kernel
+//! command line, a CONFIG_ list) wrap inside the page, never widen it.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -18,7 +24,11 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 th{background:#f3f3f3}td.l,th.l{text-align:left}.pass{color:#176b17;font-weight:bold}\
 .fail{color:#b00020;font-weight:bold}.warn{color:#9a5b00}figure{margin:1em 0}\
 figure svg{max-width:100%;height:auto;border:1px solid #eee}pre{background:#f7f7f7;padding:.6em;overflow-x:auto}\
-figcaption{font-size:.9em;color:#555}";
+figcaption{font-size:.9em;color:#555}\
+table.kv{max-width:100%}table.kv td{overflow-wrap:anywhere;vertical-align:top}\
+table.kv th{white-space:nowrap;vertical-align:top}table.kv table.kv{margin:0}\
+table.kv table.kv th{background:#fafafa;font-weight:normal}\
+.none{color:#888}";
 
 /// Escape text for HTML content and attributes.
 pub fn esc(s: &str) -> String {
@@ -287,8 +297,15 @@ fn plots(h: &mut String, r: &Report) {
     figure(
         h,
         "histogram",
-        "Histogram (log counts); latencies beyond the range and timeouts in the bar past the axis",
+        "Histogram (log counts, p99 and p99.9 marked); past the axis, the latencies beyond the range at its \
+         end and the timeouts at the timeout",
         plot::histogram_svg(r).map(Some),
+    );
+    figure(
+        h,
+        "histogram-log",
+        "The same histogram on a log latency axis, in 1 µs bins: the body and the tail both readable",
+        plot::histogram_log_svg(r).map(Some),
     );
     figure(h, "timeline", "Latency over time: max and p99 per row, timeouts per row", plot::timeline_svg(r));
     figure(
@@ -309,18 +326,58 @@ fn target(h: &mut String, r: &Report) {
     };
     match t.as_object() {
         Some(map) => {
-            h.push_str("<table>\n");
-            for (k, v) in map {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                row(h, k, &text);
-            }
+            h.push_str("<table id=\"target-meta\" class=\"kv\">\n");
+            kv_rows(h, map, 0);
             h.push_str("</table>\n");
         }
         None => {
             let _ = writeln!(h, "<pre>{}</pre>", esc(&serde_json::to_string_pretty(t).unwrap_or_default()));
+        }
+    }
+}
+
+/// How deep metadata nests before the rest is shown as JSON text (a
+/// crafted file cannot make the page recurse without end).
+const MAX_DEPTH: usize = 8;
+
+/// One row per key of `map`.
+fn kv_rows(h: &mut String, map: &serde_json::Map<String, serde_json::Value>, depth: usize) {
+    for (k, v) in map {
+        let _ = write!(h, "<tr><th class=\"l\">{}</th><td class=\"l\">", esc(k));
+        value_html(h, v, depth);
+        h.push_str("</td></tr>\n");
+    }
+}
+
+/// A metadata value as readable HTML: text as it is, `null` as a dash,
+/// an object as a table of its own, a list of plain values as one line, a
+/// list with objects one entry after another.
+fn value_html(h: &mut String, v: &serde_json::Value, depth: usize) {
+    use serde_json::Value;
+    match v {
+        Value::Null => h.push_str("<span class=\"none\">–</span>"),
+        Value::String(s) => h.push_str(&esc(s)),
+        Value::Bool(_) | Value::Number(_) => h.push_str(&esc(&v.to_string())),
+        _ if depth >= MAX_DEPTH => h.push_str(&esc(&v.to_string())),
+        Value::Object(m) if m.is_empty() => h.push_str("<span class=\"none\">(empty)</span>"),
+        Value::Object(m) => {
+            h.push_str("<table class=\"kv\">");
+            kv_rows(h, m, depth + 1);
+            h.push_str("</table>");
+        }
+        Value::Array(a) if a.is_empty() => h.push_str("<span class=\"none\">(none)</span>"),
+        Value::Array(a) if a.iter().all(|e| !e.is_object() && !e.is_array()) => {
+            for (i, e) in a.iter().enumerate() {
+                if i > 0 {
+                    h.push_str(", ");
+                }
+                value_html(h, e, depth + 1);
+            }
+        }
+        Value::Array(a) => {
+            for e in a {
+                value_html(h, e, depth + 1);
+            }
         }
     }
 }
@@ -333,5 +390,59 @@ mod tests {
     fn text_is_escaped_and_controls_replaced() {
         assert_eq!(esc("<a href=\"x\">&'\u{1}"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\u{fffd}");
         assert_eq!(inline_svg("<?xml version=\"1.0\"?>\n<svg a=\"1\"/>"), "<svg a=\"1\"/>");
+    }
+
+    /// The target section of `render(r)`.
+    fn target_section(r: &Report) -> String {
+        let page = render(r);
+        let at = page.find("<h2 id=\"target\">").expect("a target section");
+        let end = page[at + 1..].find("<h2").map_or(page.len(), |e| at + 1 + e);
+        page[at..end].to_owned()
+    }
+
+    #[test]
+    fn nested_target_metadata_is_rows_of_keys_and_values_never_raw_json() {
+        let mut r = crate::report::testkit::run(0);
+        let cmdline = format!("console=ttyS0 isolcpus=2,3 {}", "x".repeat(300));
+        r.target = Some(serde_json::json!({
+            "hostname": "bench-1",
+            "uname": {"sysname": "Linux", "release": "6.6.0-rt15"},
+            "kernel_cmdline": {"raw": cmdline, "isolcpus": "2,3", "nohz_full": null},
+            "preemption": {"model": "PREEMPT_RT", "config": {"CONFIG_PREEMPT_RT": "y", "CONFIG_HZ": 1000}},
+            "cpufreq_governors": [{"cpu": 0, "governor": "performance"}, {"cpu": 1, "governor": null}],
+            "cpus": [0, 1, 2],
+            "warnings": [],
+        }));
+        let t = target_section(&r);
+        // No JSON text: no braces, brackets or quoted keys.
+        for raw in ["{", "}", "[", "&quot;"] {
+            assert!(!t.contains(raw), "raw JSON ({raw}) in {t}");
+        }
+        let cell = |k: &str, v: &str| format!("<tr><th class=\"l\">{k}</th><td class=\"l\">{v}</td></tr>");
+        assert!(t.contains(&cell("sysname", "Linux")), "{t}");
+        assert!(t.contains(&cell("CONFIG_PREEMPT_RT", "y")), "{t}");
+        assert!(t.contains(&cell("CONFIG_HZ", "1000")), "{t}");
+        assert!(t.contains(&cell("raw", &cmdline)), "{t}");
+        assert!(t.contains(&cell("governor", "performance")), "{t}");
+        assert!(t.contains(&cell("cpus", "0, 1, 2")), "{t}");
+        assert!(t.contains(&cell("nohz_full", "<span class=\"none\">–</span>")), "{t}");
+        // Nested objects are tables inside the cell, and every table of
+        // the section may wrap its values (the CSS says how).
+        assert!(t.contains("<th class=\"l\">uname</th><td class=\"l\"><table class=\"kv\">"), "{t}");
+        assert!(STYLE.contains("table.kv td{overflow-wrap:anywhere"));
+        assert_eq!(t.matches("<table").count(), t.matches("class=\"kv\"").count(), "{t}");
+    }
+
+    #[test]
+    fn metadata_nested_without_end_stops_at_a_depth_and_shows_the_rest_as_text() {
+        let mut v = serde_json::json!("deep");
+        for _ in 0..50 {
+            v = serde_json::json!({ "k": v });
+        }
+        let mut r = crate::report::testkit::run(0);
+        r.target = Some(v);
+        let t = target_section(&r);
+        assert_eq!(t.matches("<table").count(), MAX_DEPTH + 1);
+        assert!(t.contains("&quot;deep&quot;"), "the rest as JSON text");
     }
 }

@@ -10,10 +10,15 @@
 //!
 //! The tail is never cut off (DESIGN.md): the samples beyond the
 //! histogram's range and the timeouts (latencies known only to exceed the
-//! timeout) are drawn in a panel of their own right of the axis, with their
-//! counts; a max or p99 that fell among the timeouts is drawn *at* the
-//! timeout with a marker of its own and labelled `>timeout`, never as a
-//! smaller number.
+//! timeout) are drawn in a panel of their own right of the axis, each group
+//! as a bar labelled with its own bound and count (`≥1000 µs: 2 beyond the
+//! histogram's range`, `>180 µs: 70 timeouts`): a timeout below the range
+//! is never drawn at the range's end. A max or p99 that fell among the
+//! timeouts is drawn *at* the timeout with a marker of its own and
+//! labelled `>timeout`, never as a smaller number. The histogram marks
+//! p99 and p99.9, and comes in two views: linear x (OSADL style; wide
+//! ranges group the 1 µs bins, and the axis title says how wide) and log x
+//! (`histogram-log`: 1 µs bins, the body and the tail both readable).
 //!
 //! A report without samples has nothing to plot: every function here then
 //! returns [`Error::Usage`] saying so (and [`write_all`] writes nothing).
@@ -26,9 +31,17 @@
 //! a subset of DejaVu Sans embedded in the binary (`host/assets/`): no
 //! system font or library is needed at build or run time.
 
+mod axis;
 mod ccdf;
+mod data;
 mod hist;
 mod timeline;
+
+#[cfg(test)]
+use axis::{nice_at_least, MAX_GROUPS};
+use axis::{Axis, XScale};
+use data::Beyond;
+pub use data::HistData;
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -39,7 +52,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::compare::Cell;
-use crate::import::{HistogramRange, ImportedRun};
 use crate::report::Report;
 use crate::Error;
 
@@ -54,6 +66,17 @@ pub fn histogram_svg(r: &Report) -> Result<String, Error> {
 /// The histogram as PNG bytes. An error when the report has no samples.
 pub fn histogram_png(r: &Report) -> Result<Vec<u8>, Error> {
     png(&hist::Histogram::of_report(r)?)
+}
+
+/// The histogram on a log x axis as SVG: the body and the tail both
+/// readable. An error when the report has no samples.
+pub fn histogram_log_svg(r: &Report) -> Result<String, Error> {
+    svg(&hist::Histogram::of_report(r)?.log_x())
+}
+
+/// [`histogram_log_svg`] as PNG bytes.
+pub fn histogram_log_png(r: &Report) -> Result<Vec<u8>, Error> {
+    png(&hist::Histogram::of_report(r)?.log_x())
 }
 
 /// Latency over time as SVG; `None` when the report has no timeline
@@ -89,16 +112,40 @@ pub fn overlay_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
     png(&hist::Overlay::of_runs(runs)?)
 }
 
+/// The overlay on a log x axis, as SVG.
+pub fn overlay_log_svg(runs: &[HistData]) -> Result<String, Error> {
+    svg(&hist::Overlay::of_runs(runs)?.log_x())
+}
+
+/// [`overlay_log_svg`] as PNG bytes.
+pub fn overlay_log_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
+    png(&hist::Overlay::of_runs(runs)?.log_x())
+}
+
 /// Every file [`write_all`] may write into its directory (the timeline
 /// only for a run that has one), for the same-file check of `--plot`.
-pub const PLOT_FILES: [&str; 6] =
-    ["histogram.svg", "histogram.png", "timeline.svg", "timeline.png", "ccdf.svg", "ccdf.png"];
+pub const PLOT_FILES: [&str; 8] = [
+    "histogram.svg",
+    "histogram.png",
+    "histogram-log.svg",
+    "histogram-log.png",
+    "timeline.svg",
+    "timeline.png",
+    "ccdf.svg",
+    "ccdf.png",
+];
 /// The files of [`write_overlay`].
-pub const OVERLAY_FILES: [&str; 2] = ["compare-histogram.svg", "compare-histogram.png"];
+pub const OVERLAY_FILES: [&str; 4] = [
+    "compare-histogram.svg",
+    "compare-histogram.png",
+    "compare-histogram-log.svg",
+    "compare-histogram-log.png",
+];
 
 /// Write every plot of `r` into `dir` (created when missing):
-/// `histogram.svg`, `histogram.png`, `timeline.svg` and `timeline.png`
-/// (when the report has a timeline), `ccdf.svg`, `ccdf.png`. Returns the
+/// `histogram.svg`, `histogram.png`, `histogram-log.svg`,
+/// `histogram-log.png`, `timeline.svg` and `timeline.png` (when the report
+/// has a timeline), `ccdf.svg`, `ccdf.png`. Returns the
 /// paths written. Every plot is drawn before the first file is written, so
 /// a report that cannot be plotted (no samples) leaves `dir` untouched.
 pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
@@ -110,11 +157,14 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
         other => other,
     };
     let hist = hist::Histogram::of_report(r).map_err(named)?;
+    let hist_log = hist.clone().log_x();
     let ccdf = ccdf::Ccdf::of_report(r).map_err(named)?;
     let tl = timeline::Timeline::of_report(r).map_err(named)?;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
         ("histogram.svg", svg(&hist).map_err(named)?.into_bytes()),
         ("histogram.png", png(&hist).map_err(named)?),
+        ("histogram-log.svg", svg(&hist_log).map_err(named)?.into_bytes()),
+        ("histogram-log.png", png(&hist_log).map_err(named)?),
     ];
     if let Some(tl) = &tl {
         files.push(("timeline.svg", svg(tl).map_err(named)?.into_bytes()));
@@ -126,12 +176,19 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// Write the overlay of `runs` into `dir` (created when missing) as
-/// `compare-histogram.svg` and `compare-histogram.png`; `flag` names the
-/// option that gave `dir`, for errors. Returns the paths written.
+/// `compare-histogram.svg` and `.png`, and on a log x axis as
+/// `compare-histogram-log.svg` and `.png`; `flag` names the option that
+/// gave `dir`, for errors. Returns the paths written.
 pub fn write_overlay(runs: &[HistData], dir: &Path, flag: &str) -> Result<Vec<PathBuf>, Error> {
     let fig = hist::Overlay::of_runs(runs)
         .map_err(|e| Error::Usage(format!("cannot plot into {} ({flag}): {e}", dir.display())))?;
-    let files = [("compare-histogram.svg", svg(&fig)?.into_bytes()), ("compare-histogram.png", png(&fig)?)];
+    let log = fig.clone().log_x();
+    let files = [
+        ("compare-histogram.svg", svg(&fig)?.into_bytes()),
+        ("compare-histogram.png", png(&fig)?),
+        ("compare-histogram-log.svg", svg(&log)?.into_bytes()),
+        ("compare-histogram-log.png", png(&log)?),
+    ];
     write_files(dir, flag, &files)
 }
 
@@ -146,118 +203,6 @@ fn write_files(dir: &Path, flag: &str, files: &[(&str, Vec<u8>)]) -> Result<Vec<
         written.push(path);
     }
     Ok(written)
-}
-
-/// One run's latency histogram as the plots read it, from a latprobe
-/// report or from an imported in-kernel run (cyclictest, rtla).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistData {
-    /// The run's name in a legend.
-    pub label: String,
-    /// Width of every bin, ns.
-    pub bin_ns: u64,
-    /// Non-empty bins, `(start ns, count)`, ascending.
-    pub bins: Vec<(u64, u64)>,
-    /// Where the bins end: samples at or above it are overflows.
-    pub range_ns: u64,
-    /// Samples beyond the range, the timeouts included.
-    pub overflows: u64,
-    /// Of the overflows, timeouts: latencies known only to exceed
-    /// `timeout_ns`.
-    pub timeouts: u64,
-    /// The timeout, when the run had one.
-    pub timeout_ns: Option<u64>,
-    /// The largest latency: a value, above the timeout, or unknown.
-    pub max: Cell,
-    /// Periodic mode: the samples are wake-up delays against the fitted
-    /// schedule.
-    pub periodic: bool,
-}
-
-impl HistData {
-    /// The histogram of a latprobe report.
-    pub fn from_report(r: &Report, label: &str) -> HistData {
-        let h = &r.histogram;
-        let bin_ns = h.bin_ns.max(1);
-        let l = r.latency_ns.as_ref();
-        let timeout_ns = l.map_or(r.config.timeout_ns, |l| l.censored_above);
-        let max = match l {
-            Some(l) => match l.max {
-                Some(v) => Cell::Value(v),
-                None if l.measured.saturating_add(l.censored) > 0 => Cell::Above(l.censored_above),
-                None => Cell::Unknown,
-            },
-            None => Cell::Unknown,
-        };
-        HistData {
-            label: label.to_owned(),
-            bin_ns,
-            bins: h
-                .bins
-                .iter()
-                .filter(|b| b[1] > 0)
-                .map(|&[start, n]| (start.saturating_mul(bin_ns), n))
-                .collect(),
-            range_ns: u64::from(h.max_us).saturating_mul(bin_ns),
-            overflows: h.overflows,
-            timeouts: r.counts.timeouts,
-            timeout_ns: Some(timeout_ns),
-            max,
-            periodic: r.periodic.is_some() || r.config.mode == crate::session::ModeArg::Periodic,
-        }
-    }
-
-    /// The histogram of an imported run; `None` when the tool kept none
-    /// (cyclictest without `-h`).
-    pub fn from_imported(run: &ImportedRun, label: &str) -> Option<HistData> {
-        let range_ns = match run.histogram {
-            HistogramRange::None => return None,
-            HistogramRange::Exact(end) | HistogramRange::AtLeast(end) => end,
-        };
-        let mut bins: Vec<(u64, u64)> = run.bins_ns.iter().copied().filter(|b| b.1 > 0).collect();
-        bins.sort_unstable();
-        Some(HistData {
-            label: label.to_owned(),
-            bin_ns: run.bin_width_ns.max(1),
-            bins,
-            range_ns,
-            overflows: run.overflows,
-            timeouts: 0,
-            timeout_ns: None,
-            max: run.max_ns.map_or(Cell::Unknown, Cell::Value),
-            periodic: false,
-        })
-    }
-
-    /// Every sample: the binned ones and the overflows.
-    pub fn samples(&self) -> u64 {
-        // Saturating: a JSON file's counts are whatever it says.
-        self.bins.iter().fold(self.overflows, |a, b| a.saturating_add(b.1))
-    }
-
-    /// The end of the last non-empty bin, ns (0 without one).
-    fn data_end_ns(&self) -> u64 {
-        self.bins.last().map_or(0, |&(s, _)| s.saturating_add(self.bin_ns))
-    }
-
-    /// The overflow label: `≥1000 µs: 12 (3 timeouts)`.
-    fn overflow_label(&self) -> String {
-        let mut s = format!("≥{} µs: {}", us_floor(self.range_ns), self.overflows);
-        if self.timeouts > 0 {
-            let t = if self.timeouts == 1 { "timeout" } else { "timeouts" };
-            s.push_str(&format!(" ({} {t})", self.timeouts));
-        }
-        s
-    }
-
-    /// The max label: `max 123.4 µs`, `max >8000 µs (timeouts)`.
-    fn max_label(&self) -> Option<String> {
-        match self.max {
-            Cell::Value(v) => Some(format!("max {} µs", us(v))),
-            Cell::Above(b) => Some(format!("max >{} µs (timeouts)", us_floor(b))),
-            Cell::Unknown => None,
-        }
-    }
 }
 
 /// The samples of `r`, or the error every plot gives without any.
@@ -350,8 +295,10 @@ fn png(fig: &impl Figure) -> Result<Vec<u8>, Error> {
 const MEASURED: RGBColor = RGBColor(31, 119, 180);
 /// Overflows and timeouts: what lies beyond the measured range.
 const BEYOND: RGBColor = RGBColor(214, 39, 40);
-/// The timeline's p99.
+/// The timeline's p99, the histogram's p99 mark.
 const P99: RGBColor = RGBColor(44, 160, 44);
+/// The histogram's p99.9 mark.
+const P999: RGBColor = RGBColor(148, 103, 189);
 /// Marks (the max).
 const INK: RGBColor = RGBColor(0, 0, 0);
 /// Reference lines.
@@ -484,117 +431,6 @@ fn us_floor(ns: u64) -> String {
     }
 }
 
-/// The smallest of 1, 2, 5 × 10ⁿ that is at least `v` (≥ 1).
-fn nice_at_least(v: u64) -> u64 {
-    let mut p = 1u64;
-    loop {
-        for m in [1, 2, 5] {
-            if let Some(n) = p.checked_mul(m) {
-                if n >= v {
-                    return n;
-                }
-            } else {
-                return u64::MAX;
-            }
-        }
-        p = p.saturating_mul(10);
-    }
-}
-
-/// Greatest common divisor.
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// The most display bins a histogram axis gets; wider ranges group
-/// neighbouring bins.
-const MAX_GROUPS: u64 = 400;
-
-/// The x axis of a histogram-like plot: `[0, end_ns)` in groups of
-/// `group_ns` (a multiple of every source bin width, so that each source
-/// bin lies in exactly one group).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Axis {
-    group_ns: u64,
-    end_ns: u64,
-}
-
-impl Axis {
-    /// The axis for `runs`: up to the last non-empty bin (and the max when
-    /// it lies in range), rounded up, never past the widest range.
-    fn of(runs: &[&HistData]) -> Axis {
-        let unit = runs.iter().map(|r| r.bin_ns).fold(1, |a, b| {
-            let l = a / gcd(a, b) * b;
-            // Pathological widths: give up exactness rather than overflow.
-            if l > 1_000_000_000 {
-                a.max(b)
-            } else {
-                l
-            }
-        });
-        let range = runs.iter().map(|r| r.range_ns).max().unwrap_or(0);
-        let mut data = runs.iter().map(|r| r.data_end_ns()).max().unwrap_or(0);
-        for r in runs {
-            if let Cell::Value(v) = r.max {
-                if v < r.range_ns {
-                    data = data.max(v + 1);
-                }
-            }
-        }
-        if data == 0 {
-            // Nothing measured in range (every sample timed out): the axis
-            // shows the whole, empty range.
-            data = range.max(10_000);
-        }
-        // Round up by a tenth of the span to a 1-2-5 step.
-        let step = nice_at_least((data / 10).max(1));
-        let mut end = (data + data / 20).div_ceil(step) * step;
-        if range > 0 {
-            // Close to the range's end, the axis goes all the way, so the
-            // panel beyond it follows on directly.
-            end = if range <= 2 * data { range.max(data) } else { end.min(range) };
-        }
-        let group_ns = unit * nice_at_least(end.div_ceil(MAX_GROUPS).div_ceil(unit).max(1));
-        let end_ns = end.div_ceil(group_ns) * group_ns;
-        Axis { group_ns, end_ns: end_ns.max(group_ns) }
-    }
-
-    fn end_us(&self) -> f64 {
-        self.end_ns as f64 / 1000.0
-    }
-
-    /// `bins` summed into this axis's groups: `(group start ns, count)`,
-    /// non-empty groups only, ascending; bins past the axis end are left
-    /// out (the axis ends past every non-empty bin in range).
-    fn group(&self, bins: &[(u64, u64)]) -> Vec<(u64, u64)> {
-        let mut out: Vec<(u64, u64)> = Vec::new();
-        for &(start, n) in bins {
-            if start >= self.end_ns || n == 0 {
-                continue;
-            }
-            let g = start / self.group_ns * self.group_ns;
-            match out.last_mut() {
-                Some(last) if last.0 == g => last.1 += n,
-                _ => out.push((g, n)),
-            }
-        }
-        out
-    }
-
-    /// The x axis title's tail: `1 µs bins`, `bins of 10 µs`.
-    fn bins_text(&self) -> String {
-        if self.group_ns == 1000 {
-            "1 µs bins".into()
-        } else {
-            format!("bins of {} µs", us(self.group_ns))
-        }
-    }
-}
-
 /// A count axis label: `1`, `10`, `1k`, `10M`; empty between powers of ten.
 fn count_label(v: f64) -> String {
     if v < 1.0 {
@@ -688,6 +524,7 @@ mod tests {
             timeout_ns: None,
             max: Cell::Unknown,
             periodic: false,
+            percentiles: Vec::new(),
         }
     }
 

@@ -6,7 +6,10 @@
 //! the histogram's range the share is known only as "at least the range":
 //! it is drawn dashed in the panel right of the axis, and where there were
 //! timeouts, the share above the timeout (exactly the timeouts: every
-//! answer within the timeout was timed) as a second dashed step.
+//! answer within the timeout was timed) as a second dashed step. A
+//! timeout below the range's end is the bound itself: the measured curve
+//! ends at it, and the share beyond is "above the timeout", never "at
+//! least the range's end".
 
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -16,7 +19,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use super::hist::{panel_charts, split_panel, title, x_what, LogY};
 use super::{
     frame, prob_label, require_samples, text_at, us_floor, Axis, DrawResult, Figure, HistData, Legend,
-    Swatch, BEYOND, GUIDE, LABEL_PX, MEASURED,
+    Swatch, XScale, BEYOND, GUIDE, LABEL_PX, MEASURED,
 };
 use crate::report::Report;
 use crate::Error;
@@ -76,11 +79,28 @@ impl Figure for Ccdf {
             Some(t) if d.timeouts > 0 && t > d.range_ns => Some((t, d.timeouts as f64 / n as f64)),
             _ => None,
         };
+        // The bound of what lies beyond: the range's end, or a timeout
+        // below it (nothing is measured past an early timeout).
+        let early = d.early_timeout_ns();
+        let bound = match early {
+            Some(t) => format!(">{} µs", us_floor(t)),
+            None => format!("≥{} µs", us_floor(d.range_ns)),
+        };
         let mut legend = vec![Legend::new(
             Swatch::Line(MEASURED),
             format!("P(latency ≥ x), from the histogram ({})", axis.bins_text()),
         )];
-        if d.overflows > 0 {
+        if d.overflows > 0 && early.is_some() {
+            let t = if d.overflows == d.timeouts {
+                format!("{bound}: {} of {n} samples, latency known only to be {bound}", d.overflows)
+            } else {
+                format!(
+                    "{bound}: {} of {n} samples ({} timeouts), latency known only to be {bound}",
+                    d.overflows, d.timeouts
+                )
+            };
+            legend.push(Legend::new(Swatch::Dashed(BEYOND), t));
+        } else if d.overflows > 0 {
             let mut t = format!(
                 "≥{} µs: {} of {n} samples, latency known only to be ≥{} µs",
                 us_floor(d.range_ns),
@@ -100,10 +120,10 @@ impl Figure for Ccdf {
         let area = frame(root, &self.title, &legend)?;
         let (main, panel) = split_panel(&area);
         let end = axis.end_us();
+        let xs = XScale { log: false, lo_us: 0.0, hi_us: end };
         let y = LogY { bottom, top, desc: "P(latency ≥ x) (log scale)", label: prob_label };
         let x_desc = format!("{} x (µs, {})", x_what(d.periodic), axis.bins_text());
-        let panel_desc = format!("≥{} µs", us_floor(d.range_ns));
-        let (mut chart, mut side) = panel_charts(&main, &panel, end, &y, &x_desc, &panel_desc, BEYOND)?;
+        let (mut chart, mut side) = panel_charts(&main, &panel, &xs, &y, &x_desc, &bound, BEYOND)?;
 
         // The measured curve; a drop to 0 goes down to the axis bottom,
         // and the curve ends there.
@@ -115,21 +135,27 @@ impl Figure for Ccdf {
             }
             curve.push((x, p));
         }
+        // No measured sample between the last bin and the range's end (or
+        // the early timeout): the share there is exactly the overflows'.
+        let known_end = early.map_or(end, |t| end.min(t as f64 / 1000.0));
         if beyond > 0.0 {
-            // No measured sample between the last bin and the range's end:
-            // the share there is exactly the overflows'.
-            curve.push((end, beyond));
+            curve.push((known_end, beyond));
         }
         chart.draw_series(std::iter::once(PathElement::new(curve, MEASURED.stroke_width(2))))?;
-        // 1/N across both, the main axis ending at `end`, the panel at 1.
-        for (c, x1) in [(&mut chart, end), (&mut side, 1.0)] {
-            c.draw_series(std::iter::once(DashedPathElement::new(
-                vec![(0.0, floor), (x1, floor)],
-                3,
+        if beyond > 0.0 && known_end < end {
+            // Past the timeout the share is a bound: dashed.
+            chart.draw_series(std::iter::once(DashedPathElement::new(
+                vec![(known_end, beyond), (end, beyond)],
+                6,
                 4,
-                GUIDE.stroke_width(1),
+                BEYOND.stroke_width(2),
             )))?;
         }
+        // 1/N across both, the main axis ending at `end`, the panel at 1.
+        let one_over_n =
+            |x1: f64| DashedPathElement::new(vec![(0.0, floor), (x1, floor)], 3, 4, GUIDE.stroke_width(1));
+        chart.draw_series(std::iter::once(one_over_n(end)))?;
+        side.draw_series(std::iter::once(one_over_n(1.0)))?;
         if beyond > 0.0 {
             let split = if timeout_step.is_some() { 0.5 } else { 1.0 };
             let mut path = vec![(0.0, beyond), (split, beyond)];
@@ -139,8 +165,7 @@ impl Figure for Ccdf {
             side.draw_series(std::iter::once(DashedPathElement::new(path, 6, 4, BEYOND.stroke_width(2))))?;
             let style = text_at(13, BEYOND, HPos::Left, VPos::Bottom);
             side.draw_series(std::iter::once(
-                EmptyElement::at((0.0, beyond))
-                    + Text::new(format!("≥{} µs", us_floor(d.range_ns)), (2, -3), style),
+                EmptyElement::at((0.0, beyond)) + Text::new(bound.clone(), (2, -3), style),
             ))?;
             if let Some((t_ns, p)) = timeout_step {
                 let style = text_at(13, BEYOND, HPos::Right, VPos::Top);
@@ -176,6 +201,7 @@ mod tests {
             timeout_ns: Some(8_000_000),
             max: Cell::Above(8_000_000),
             periodic: false,
+            percentiles: Vec::new(),
         };
         let axis = Axis::of(&[&d]);
         let pts = steps(&d, &axis);

@@ -1,7 +1,9 @@
-//! The histogram of one run (OSADL style: count on a log axis, the max
-//! marked) and the overlay of several runs' histograms for `compare`. What
-//! lies beyond the histogram's range (overflows, timeouts) stands in a
-//! panel right of the axis, as a bar with its count.
+//! The histogram of one run (OSADL style: count on a log axis, the max,
+//! p99 and p99.9 marked; on a linear or a log x axis) and the overlay of
+//! several runs' histograms for `compare`, each run's range end marked.
+//! What lies beyond the axis stands in a panel right of it, as bars with
+//! their counts: the measured overflows at the range's end, the timeouts at
+//! their own bound (the timeout, which may lie below the range's end).
 
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -9,9 +11,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
-    count_label, decade_ceil, frame, require_samples, text_at, text_style, us_floor, us_label, Axis,
-    DrawResult, Figure, HistData, Legend, Swatch, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, PANEL_PX, SERIES,
-    TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
+    count_label, decade_ceil, frame, require_samples, text_at, text_style, us, us_floor, Axis, Beyond,
+    DrawResult, Figure, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
+    PANEL_PX, SERIES, TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
 };
 use crate::compare::Cell;
 use crate::report::Report;
@@ -25,6 +27,8 @@ pub(super) const BASE: f64 = 0.5;
 pub(super) struct Histogram {
     pub(super) data: HistData,
     pub(super) title: String,
+    /// The log-x view.
+    pub(super) log: bool,
 }
 
 impl Histogram {
@@ -32,7 +36,14 @@ impl Histogram {
         require_samples(r, "histogram")?;
         let data = HistData::from_report(r, "");
         let what = if data.periodic { "Wake-up delay histogram" } else { "Latency histogram" };
-        Ok(Self { title: title(r, what), data })
+        Ok(Self { title: title(r, what), data, log: false })
+    }
+
+    /// The same histogram on a log x axis.
+    pub(super) fn log_x(mut self) -> Self {
+        self.log = true;
+        self.title = self.title.replacen(" histogram:", " histogram (log x):", 1);
+        self
     }
 }
 
@@ -76,7 +87,7 @@ pub(super) fn split_panel<DB: DrawingBackend>(
 
 /// The main chart and the panel's, or plotters' error.
 type ChartsResult<'a, DB> =
-    Result<(CountChart<'a, DB>, CountChart<'a, DB>), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+    Result<(MainChart<'a, DB>, CountChart<'a, DB>), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// The log y axis the main chart and the panel share.
 pub(super) struct LogY<'s> {
@@ -94,7 +105,7 @@ pub(super) struct LogY<'s> {
 pub(super) fn panel_charts<'a, DB: DrawingBackend>(
     main: &'a DrawingArea<DB, Shift>,
     panel: &'a DrawingArea<DB, Shift>,
-    x_end: f64,
+    x: &XScale,
     y: &LogY<'_>,
     x_desc: &str,
     panel_desc: &str,
@@ -107,12 +118,12 @@ pub(super) fn panel_charts<'a, DB: DrawingBackend>(
         .margin_right(0)
         .x_label_area_size(X_LABEL_AREA)
         .y_label_area_size(Y_LABEL_AREA)
-        .build_cartesian_2d(0f64..x_end, (y.bottom..y.top).log_scale())?;
+        .build_cartesian_2d(x.coord(), (y.bottom..y.top).log_scale())?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y.desc)
-        .x_label_formatter(&|v| us_label(*v))
+        .x_label_formatter(&|v| x.label(*v))
         .y_label_formatter(&|v| (y.label)(*v))
         .label_style(text_style(LABEL_PX, INK))
         .axis_desc_style(text_style(TEXT_PX, INK))
@@ -148,9 +159,11 @@ impl Figure for Histogram {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let d = &self.data;
-        let axis = Axis::of(&[d]);
+        let axis = if self.log { Axis::of_log(&[d]) } else { Axis::of(&[d]) };
+        let xs = axis.scale(&[d], self.log);
         let groups = axis.group(&d.bins);
-        let max_count = groups.iter().map(|g| g.1).max().unwrap_or(0).max(d.overflows);
+        let beyond = d.beyond();
+        let max_count = groups.iter().map(|g| g.1).chain(beyond.iter().map(|b| b.count)).max().unwrap_or(0);
         let top = count_top(max_count);
         let mut legend = vec![
             Legend::new(Swatch::Bar(MEASURED), format!("measured, samples per bin ({})", axis.bins_text())),
@@ -159,35 +172,63 @@ impl Figure for Histogram {
         if let Some(m) = d.max_label() {
             legend.push(Legend::new(Swatch::Dashed(INK), m));
         }
+        let marks = percentile_marks(d, &axis);
+        legend.extend(marks.iter().map(|m| Legend::new(Swatch::Dashed(m.colour), m.legend.clone())));
         let area = frame(root, &self.title, &legend)?;
-        let x_desc = format!("{} (µs, {})", x_what(d.periodic), axis.bins_text());
-        let panel_desc = format!("≥{} µs", us_floor(d.range_ns));
+        let scale = if self.log { "log scale, " } else { "" };
+        let x_desc = format!("{} (µs, {scale}{})", x_what(d.periodic), axis.bins_text());
+        let panel_desc = match beyond.as_slice() {
+            [one] => one.bound.clone(),
+            _ => "beyond the range".to_owned(),
+        };
         let (main, panel) = split_panel(&area);
         let (mut chart, mut side) =
-            panel_charts(&main, &panel, axis.end_us(), &count_axis(top), &x_desc, &panel_desc, BEYOND)?;
+            panel_charts(&main, &panel, &xs, &count_axis(top), &x_desc, &panel_desc, BEYOND)?;
         let g = axis.group_ns;
+        // A bar of the log view's tail is narrower than a pixel: each is at
+        // least 2 px wide, so that no lone sample of the tail vanishes.
+        let (px_w, _) = chart.plotting_area().dim_in_pixel();
+        let min_w = 2.0 * (xs.end() - xs.range().start) / f64::from(px_w.max(1));
         chart.draw_series(groups.iter().map(|&(s, n)| {
-            Rectangle::new(
-                [(s as f64 / 1000.0, BASE), ((s + g) as f64 / 1000.0, n as f64)],
-                MEASURED.filled(),
-            )
+            let x0 = xs.ns(s);
+            Rectangle::new([(x0, BASE), (xs.ns(s + g).max(x0 + min_w), n as f64)], MEASURED.filled())
         }))?;
-        draw_overflow_bar(&mut side, (0.3, 0.7), d.overflows, BEYOND, true)?;
-        if axis.end_ns < d.range_ns {
-            // The axis stops short of the range: say the rest is empty.
+        let cols = draw_beyond(&mut side, &beyond)?;
+        let measured_end = d.measured_end_ns();
+        if axis.end_ns < measured_end {
+            // The axis stops short of where measuring ends: say the rest
+            // is empty (at the top, clear of the bars).
             chart.draw_series(std::iter::once(
-                EmptyElement::at((axis.end_us(), BASE))
+                EmptyElement::at((xs.end(), top))
                     + Text::new(
-                        format!("no sample from {} to {} µs", super::us(axis.end_ns), us_floor(d.range_ns)),
-                        (-6, -6),
-                        text_at(13, GUIDE, HPos::Right, VPos::Bottom),
+                        format!("no sample from {} to {} µs", us(axis.end_ns), us_floor(measured_end)),
+                        (-6, 6),
+                        text_at(13, GUIDE, HPos::Right, VPos::Top),
+                    ),
+            ))?;
+        }
+        for (row, m) in marks.iter().enumerate() {
+            let Some(v) = m.at_ns else { continue };
+            let x = xs.ns(v);
+            chart.draw_series(std::iter::once(DashedPathElement::new(
+                vec![(x, BASE), (x, top)],
+                3,
+                3,
+                m.colour.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((x, top))
+                    + Text::new(
+                        m.name,
+                        (3, 3 + 16 * row as i32),
+                        text_at(13, m.colour, HPos::Left, VPos::Top),
                     ),
             ))?;
         }
         let label_y = log_height(BASE, top, 0.12);
         match d.max {
             Cell::Value(v) if v < d.range_ns => {
-                let x = v as f64 / 1000.0;
+                let x = xs.ns(v);
                 let label = d.max_label().unwrap_or_default();
                 chart.draw_series(std::iter::once(DashedPathElement::new(
                     vec![(x, BASE), (x, top)],
@@ -196,7 +237,8 @@ impl Figure for Histogram {
                     INK.stroke_width(2),
                 )))?;
                 // The label on the side of the line with more room.
-                let left = x > axis.end_us() * 0.6;
+                let (x0, x1) = (xs.range().start, xs.end());
+                let left = x > x0 + (x1 - x0) * 0.6;
                 let (dx, h) = if left { (-6, HPos::Right) } else { (6, HPos::Left) };
                 chart.draw_series(std::iter::once(
                     EmptyElement::at((x, label_y))
@@ -204,21 +246,24 @@ impl Figure for Histogram {
                 ))?;
             }
             Cell::Value(_) | Cell::Above(_) => {
-                // The max lies beyond the range: marked in the panel.
-                let label = match d.max {
-                    Cell::Above(b) => format!("max >{} µs", us_floor(b)),
-                    Cell::Value(v) => format!("max {} µs", super::us(v)),
-                    Cell::Unknown => String::new(),
+                // The max lies beyond the axis: marked beside its group in
+                // the panel (the timeouts' for a censored max).
+                let (label, timeouts) = match d.max {
+                    Cell::Above(b) => (format!("max >{} µs", us_floor(b)), true),
+                    Cell::Value(v) => (format!("max {} µs", us(v)), false),
+                    Cell::Unknown => (String::new(), false),
                 };
+                let col = beyond.iter().position(|b| b.timeouts == timeouts).unwrap_or(beyond.len() - 1);
+                let x = (cols[col].1 + 0.06).min(0.97);
                 side.draw_series(std::iter::once(DashedPathElement::new(
-                    vec![(0.88, BASE), (0.88, top)],
+                    vec![(x, BASE), (x, top)],
                     6,
                     4,
                     INK.stroke_width(2),
                 )))?;
                 side.draw_series(std::iter::once(
-                    EmptyElement::at((0.88, label_y))
-                        + Text::new(label, (-4, 0), text_at(13, INK, HPos::Right, VPos::Center)),
+                    EmptyElement::at((x, log_height(BASE, top, 0.03)))
+                        + Text::new(label, (-4, 0), text_at(13, INK, HPos::Right, VPos::Top)),
                 ))?;
             }
             Cell::Unknown => {}
@@ -226,6 +271,69 @@ impl Figure for Histogram {
         Ok(())
     }
 }
+
+/// A percentile mark of the histogram.
+struct Mark {
+    name: &'static str,
+    colour: RGBColor,
+    /// Where to draw its line; `None` when it lies beyond the axis or
+    /// among the timeouts (then the legend says so, and nothing is drawn
+    /// as a number).
+    at_ns: Option<u64>,
+    legend: String,
+}
+
+/// The marks of `d`'s percentiles on `axis`.
+fn percentile_marks(d: &HistData, axis: &Axis) -> Vec<Mark> {
+    d.percentiles
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(name, v))| {
+            let colour = [P99, P999].get(i).copied().unwrap_or(GUIDE);
+            let (at_ns, legend) = match v {
+                Cell::Value(v) if v < axis.end_ns => (Some(v), format!("{name} {} µs", us(v))),
+                Cell::Value(v) => (None, format!("{name} {} µs (beyond the range)", us(v))),
+                Cell::Above(b) => (None, format!("{name} >{} µs (among the timeouts)", us_floor(b))),
+                Cell::Unknown => return None,
+            };
+            Some(Mark { name, colour, at_ns, legend })
+        })
+        .collect()
+}
+
+/// The bars of the panel, one per group beyond the axis, each with its
+/// count above it and, when there are several, its bound above that;
+/// returns each bar's `(x0, x1)` (of 0..1).
+fn draw_beyond<DB: DrawingBackend>(
+    side: &mut CountChart<'_, DB>,
+    beyond: &[Beyond],
+) -> Result<Vec<(f64, f64)>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let k = beyond.len().max(1) as f64;
+    let mut cols = Vec::new();
+    for (i, b) in beyond.iter().enumerate() {
+        let x = if beyond.len() == 1 { (0.3, 0.7) } else { ((i as f64 + 0.15) / k, (i as f64 + 0.85) / k) };
+        draw_overflow_bar(side, x, b.count, BEYOND, true)?;
+        if beyond.len() > 1 {
+            let y = if b.count > 0 { b.count as f64 * 1.15 } else { BASE * 1.15 };
+            side.draw_series(std::iter::once(
+                EmptyElement::at(((x.0 + x.1) / 2.0, y))
+                    + Text::new(b.bound.clone(), (0, -17), text_at(12, BEYOND, HPos::Center, VPos::Bottom)),
+            ))?;
+        }
+        cols.push(x);
+    }
+    Ok(cols)
+}
+
+/// The main chart of a plot with a panel: its x ticks are [`XScale::ticks`].
+pub(super) type MainChart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    plotters::coord::cartesian::Cartesian2d<
+        super::axis::TickedX,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
+>;
 
 type CountChart<'a, DB> = ChartContext<
     'a,
@@ -265,6 +373,8 @@ fn draw_overflow_bar<DB: DrawingBackend>(
 #[derive(Debug, Clone)]
 pub(super) struct Overlay {
     runs: Vec<HistData>,
+    /// The log-x view.
+    log: bool,
 }
 
 impl Overlay {
@@ -276,7 +386,13 @@ impl Overlay {
                     .into(),
             ));
         }
-        Ok(Self { runs: runs.to_vec() })
+        Ok(Self { runs: runs.to_vec(), log: false })
+    }
+
+    /// The same overlay on a log x axis.
+    pub(super) fn log_x(mut self) -> Self {
+        self.log = true;
+        self
     }
 }
 
@@ -312,7 +428,7 @@ impl Figure for Overlay {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let refs: Vec<&HistData> = self.runs.iter().collect();
-        let axis = Axis::of(&refs);
+        let axis = if self.log { Axis::of_log(&refs) } else { Axis::of(&refs) };
         let grouped: Vec<Vec<(u64, u64)>> = self.runs.iter().map(|r| axis.group(&r.bins)).collect();
         let max_count = grouped
             .iter()
@@ -334,30 +450,48 @@ impl Figure for Overlay {
                 Legend::new(Swatch::Line(color(i)), t)
             })
             .collect();
-        let title = format!("Latency histograms compared: {} runs", self.runs.len());
+        let log = if self.log { " (log x)" } else { "" };
+        let title = format!("Latency histograms compared{log}: {} runs", self.runs.len());
         let area = frame(root, &title, &legend)?;
-        let x_desc = format!("latency (µs, {}, all runs)", axis.bins_text());
+        let scale = if self.log { "log scale, " } else { "" };
+        let x_desc = format!("latency (µs, {scale}{}, all runs)", axis.bins_text());
         let (main, panel) = split_panel(&area);
-        let (mut chart, mut side) = panel_charts(
-            &main,
-            &panel,
-            axis.end_us(),
-            &count_axis(top),
-            &x_desc,
-            "beyond each range",
-            BEYOND,
-        )?;
+        let xs = axis.scale(&refs, self.log);
+        let (mut chart, mut side) =
+            panel_charts(&main, &panel, &xs, &count_axis(top), &x_desc, "beyond each range", BEYOND)?;
         let k = self.runs.len() as f64;
         for (i, (r, groups)) in self.runs.iter().zip(&grouped).enumerate() {
             let c = color(i);
-            chart.draw_series(
-                outline(groups, axis.group_ns)
-                    .into_iter()
-                    .map(|seg| PathElement::new(seg, c.stroke_width(2))),
-            )?;
+            chart.draw_series(outline(groups, axis.group_ns).into_iter().map(|seg| {
+                let seg: Vec<(f64, f64)> = seg.into_iter().map(|(x, y)| (xs.at(x), y)).collect();
+                PathElement::new(seg, c.stroke_width(2))
+            }))?;
+            // Where this run's measuring ends, when the axis goes on: its
+            // range's end, or its timeout below it.
+            let (end_ns, what) = match r.early_timeout_ns() {
+                Some(t) => (t, "timeout"),
+                None => (r.range_ns, "range end"),
+            };
+            if end_ns <= axis.end_ns {
+                let x = xs.ns(end_ns);
+                chart.draw_series(std::iter::once(DashedPathElement::new(
+                    vec![(x, BASE), (x, top)],
+                    2,
+                    3,
+                    c.stroke_width(1),
+                )))?;
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at((x, top))
+                        + Text::new(
+                            format!("{what} {} µs", us_floor(end_ns)),
+                            (-3, 3 + 16 * i as i32),
+                            text_at(13, c, HPos::Right, VPos::Top),
+                        ),
+                ))?;
+            }
             if let Cell::Value(v) = r.max {
                 if v < r.range_ns {
-                    let x = v as f64 / 1000.0;
+                    let x = xs.ns(v);
                     chart.draw_series(std::iter::once(DashedPathElement::new(
                         vec![(x, BASE), (x, top)],
                         6,

@@ -3,6 +3,12 @@
 //! bars. A row's max is censored when the row had a timeout, its p99 when
 //! the timeline says so (`null` with samples): such a point is drawn at the
 //! timeout with a marker of its own, never on the line as a value.
+//!
+//! The axis ends where the run ended on the probe's clock
+//! (`probe_elapsed_ns`): the last row, usually a part of a second, is drawn
+//! with its real width, shaded and labelled with its length and samples,
+//! and the title gives the run's real length (`10.015 s`). A report
+//! without the probe's run time has whole rows, as its timeline says.
 
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -14,6 +20,9 @@ use super::{
     decade_floor, frame, log_us_label, require_samples, text_at, text_style, us_floor, us_label, DrawResult,
     Figure, Legend, Swatch, BEYOND, INK, LABEL_PX, MEASURED, P99, TEXT_PX, Y_LABEL_AREA,
 };
+
+/// The shade of a partial last row.
+const SHADE: RGBColor = RGBColor(232, 232, 232);
 use crate::report::Report;
 use crate::timeline::TimelineReport;
 use crate::Error;
@@ -33,6 +42,8 @@ pub(super) enum Point {
 #[derive(Debug, Clone)]
 pub(super) struct Timeline {
     t: TimelineReport,
+    /// The run's length on the probe's clock, when the report has it.
+    elapsed_ns: Option<u64>,
     timeout_ns: u64,
     periodic: bool,
     title: String,
@@ -49,6 +60,7 @@ impl Timeline {
         let what = if periodic { "Wake-up delay over time" } else { "Latency over time" };
         Ok(Some(Self {
             t: t.clone(),
+            elapsed_ns: r.probe_elapsed_ns,
             timeout_ns: r.latency_ns.as_ref().map_or(r.config.timeout_ns, |l| l.censored_above),
             periodic,
             title: title(r, what),
@@ -95,10 +107,37 @@ pub(super) fn time_unit(total_s: u64) -> (f64, &'static str) {
     }
 }
 
-/// `45 s`, `12.5 min`, `24 h`.
-fn duration(total_s: u64) -> String {
-    let (div, unit) = time_unit(total_s);
-    format!("{} {unit}", us_label(((total_s as f64 / div) * 10.0).round() / 10.0))
+/// A run's length: `10.015 s` (to the ms), `12.5 min`, `24 h`.
+fn duration(total_ns: u64) -> String {
+    let (div, unit) = time_unit(total_ns / NS_PER_S);
+    let places = if unit == "s" { 3 } else { 1 };
+    format!("{} {unit}", crate::units::decimal(total_ns, (div * 1e9) as u64, places))
+}
+
+/// A row's length: `15 ms`, `12.5 s`.
+fn row_length(ns: u64) -> String {
+    if ns < NS_PER_S {
+        format!("{} ms", crate::units::decimal(ns, 1_000_000, 3))
+    } else {
+        format!("{} s", crate::units::decimal(ns, NS_PER_S, 3))
+    }
+}
+
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// The rows' spans in seconds, `[start, end)`: whole rows of `row_s`, the
+/// last one ending at `elapsed_ns` when that falls inside it (a partial
+/// last row) or beyond it. Returns the spans and the axis's end.
+pub(super) fn row_spans(rows: usize, row_s: u64, elapsed_ns: Option<u64>) -> (Vec<(f64, f64)>, f64) {
+    let row = row_s as f64;
+    let full = rows as f64 * row;
+    let last_start = rows.saturating_sub(1) as f64 * row;
+    let end = match elapsed_ns {
+        Some(e) if rows > 0 && e as f64 / 1e9 > last_start => e as f64 / 1e9,
+        _ => full,
+    };
+    let spans = (0..rows).map(|i| (i as f64 * row, ((i + 1) as f64 * row).min(end))).collect();
+    (spans, end)
 }
 
 /// Runs of consecutive measured points, as line segments.
@@ -129,10 +168,13 @@ impl Figure for Timeline {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let t = &self.t;
         let row_s = t.row_s.max(1);
-        let total_s = t.len() as u64 * row_s;
-        let (div, unit) = time_unit(total_s);
-        let x_end = total_s as f64 / div;
-        let xs: Vec<f64> = (0..t.len()).map(|i| (i as f64 + 0.5) * row_s as f64 / div).collect();
+        let (spans, end_s) = row_spans(t.len(), row_s, self.elapsed_ns);
+        let total_ns = (end_s * 1e9).round() as u64;
+        let (div, unit) = time_unit(total_ns / NS_PER_S);
+        let x_end = end_s / div;
+        let xs: Vec<f64> = spans.iter().map(|&(a, b)| (a + b) / 2.0 / div).collect();
+        // The last row, when it is shorter than the others.
+        let partial = spans.last().copied().filter(|&(a, b)| b - a < row_s as f64 - 1e-9);
         let max = max_points(t);
         let p99 = p99_points(t);
         let timeout_us = self.timeout_ns as f64 / 1000.0;
@@ -193,7 +235,12 @@ impl Figure for Timeline {
             Swatch::Bar(BEYOND),
             format!("timeouts per {}", if row_s == 1 { "second" } else { "row" }),
         ));
-        let area = frame(root, &format!("{}, {}", self.title, duration(total_s)), &legend)?;
+        if let Some((a, b)) = partial {
+            let n = t.samples.last().copied().unwrap_or(0);
+            let len = row_length(((b - a) * 1e9).round() as u64);
+            legend.push(Legend::new(Swatch::Bar(SHADE), format!("last row {len} ({n} samples)")));
+        }
+        let area = frame(root, &format!("{}, {}", self.title, duration(total_ns)), &legend)?;
         let (_, h) = area.dim_in_pixel();
         let (upper, lower) = area.split_vertically(h * 68 / 100);
 
@@ -215,6 +262,16 @@ impl Figure for Timeline {
             .axis_desc_style(text_style(TEXT_PX, INK))
             .light_line_style(WHITE)
             .draw()?;
+        if let Some((a, b)) = partial {
+            // The partial last row, shaded across its real width (at
+            // least 4 px, so that it can be found).
+            let (px_w, _) = chart.plotting_area().dim_in_pixel();
+            let x0 = (a / div).min(b / div - 4.0 * x_end / f64::from(px_w.max(1))).max(0.0);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x0, floor), (b / div, top)],
+                SHADE.filled(),
+            )))?;
+        }
         if max_above || p99_above {
             chart.draw_series(std::iter::once(DashedPathElement::new(
                 vec![(0.0, timeout_us), (x_end, timeout_us)],
@@ -266,12 +323,11 @@ impl Figure for Timeline {
         // A row is narrower than a pixel in a long run, and one timeout
         // lower than a pixel beside hundreds: each bar is at least 2 px
         // wide and high, so that no timeout vanishes from the plot.
-        let w = row_s as f64 / div;
         let (px_w, px_h) = bars.plotting_area().dim_in_pixel();
         let min_w = 2.0 * x_end / f64::from(px_w.max(1));
         let min_h = 2.0 * t_top / f64::from(px_h.max(1));
-        bars.draw_series(t.timeouts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, &n)| {
-            let x0 = i as f64 * w;
+        bars.draw_series(t.timeouts.iter().zip(&spans).filter(|(n, _)| **n > 0).map(|(&n, &(a, b))| {
+            let (x0, w) = (a / div, (b - a) / div);
             Rectangle::new([(x0, 0.0), (x0 + w.max(min_w), (n as f64).max(min_h))], BEYOND.filled())
         }))?;
         if max_timeouts == 0 {
@@ -314,7 +370,24 @@ mod tests {
         assert_eq!(time_unit(600), (1.0, "s"));
         assert_eq!(time_unit(3600), (60.0, "min"));
         assert_eq!(time_unit(86_400), (3600.0, "h"));
-        assert_eq!(duration(86_400), "24 h");
-        assert_eq!(duration(90), "90 s");
+        assert_eq!(duration(86_400 * NS_PER_S), "24 h");
+        assert_eq!(duration(90 * NS_PER_S), "90 s");
+        assert_eq!(duration(10_015_000_000), "10.015 s");
+        assert_eq!(row_length(15_000_000), "15 ms");
+    }
+
+    #[test]
+    fn the_last_row_ends_where_the_run_did() {
+        // 10.015 s: ten whole seconds and 15 ms.
+        let (spans, end) = row_spans(11, 1, Some(10_015_000_000));
+        assert_eq!(end, 10.015);
+        assert_eq!(spans[9], (9.0, 10.0));
+        assert_eq!(spans[10], (10.0, 10.015));
+        // Unknown, or not inside the last row: whole rows.
+        assert_eq!(row_spans(11, 1, None).1, 11.0);
+        assert_eq!(row_spans(11, 1, Some(9_500_000_000)).1, 11.0);
+        // Merged rows of 32 s.
+        let (spans, end) = row_spans(3, 32, Some(70_000_000_000));
+        assert_eq!((spans[2], end), ((64.0, 70.0), 70.0));
     }
 }
