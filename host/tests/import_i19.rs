@@ -231,3 +231,19 @@ fn a_wrong_kind_of_file_is_named_for_what_it_is() {
         assert!(err.contains("is a directory") && !err.contains("no such file"), "{cmd}: {err}");
     }
 }
+
+/// The overlay of a run and its own histfile draws the histfile's timeouts
+/// at its timeout (`>500 µs`), as the run's, not at the 1000 µs range end.
+#[test]
+fn the_overlay_draws_an_imported_histfiles_timeouts_at_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, hist, _) = fake_run(dir.path());
+    let plots = dir.path().join("plots");
+    let o =
+        run(&["compare", out.to_str().unwrap(), hist.to_str().unwrap(), "--plot", plots.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let svg = std::fs::read_to_string(plots.join("compare-histogram.svg")).unwrap();
+    let legend = svg.lines().find(|l| l.starts_with("run.hist")).unwrap_or_else(|| panic!("{svg}"));
+    assert!(legend.contains("&gt;500 µs: 30 timeouts"), "{legend}");
+    assert!(!legend.contains("1000 µs"), "{legend}");
+}

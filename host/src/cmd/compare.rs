@@ -1,7 +1,8 @@
 //! `latprobe compare A B …`: runs side by side (seed 003's table), from
 //! latprobe reports, raw files, imported in-kernel documents, or cyclictest
 //! and rtla files read on the spot; with `--plot DIR`, their histograms in
-//! one plot too (`compare-histogram.svg` and `.png`).
+//! one plot too (`compare-histogram.svg` and `.png`, and on a log latency
+//! axis `compare-histogram-log.svg` and `.png`).
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +45,7 @@ pub struct CompareArgs {
     /// Unit of a cyclictest histfile whose unit the file does not say (-N: ns)
     #[arg(long, value_name = "UNIT")]
     pub unit: Option<UnitArg>,
-    /// Also draw the runs' histograms in one plot: DIR/compare-histogram.svg and .png (DIR is created)
+    /// Also draw the runs' histograms in one plot: DIR/compare-histogram.svg and .png, and on a log latency axis DIR/compare-histogram-log.svg and .png (DIR is created)
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
 }

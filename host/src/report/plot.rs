@@ -8,9 +8,9 @@
 //!  ImportedRun ─▶ HistData ──────────────┘                          └─ BitMapBackend ─▶ RGB ─png─▶ bytes
 //! ```
 //!
-//! The tail is never cut off (DESIGN.md): the samples beyond the
-//! histogram's range and the timeouts (latencies known only to exceed the
-//! timeout) are drawn in a panel of their own right of the axis, each group
+//! The tail is never cut off (README, "The tail is measured, never cut
+//! off"): the samples beyond the histogram's range and the timeouts
+//! (latencies known only to exceed the timeout) are drawn in a panel of their own right of the axis, each group
 //! as a bar labelled with its own bound and count (`≥1000 µs: 2 beyond the
 //! histogram's range`, `>180 µs: 70 timeouts`): a timeout below the range
 //! is never drawn at the range's end. A max or p99 that fell among the

@@ -97,8 +97,10 @@ impl HistData {
             bins,
             range_ns,
             overflows: run.overflows,
-            timeouts: 0,
-            timeout_ns: None,
+            // latprobe's own histfile, imported: its timeouts stand at
+            // their timeout, not at the range's end.
+            timeouts: run.timeouts.min(run.overflows),
+            timeout_ns: run.timeout_ns.filter(|_| run.timeouts > 0),
             max: run.max_ns.map_or(Cell::Unknown, Cell::Value),
             periodic: false,
             percentiles: Vec::new(),
