@@ -201,6 +201,7 @@ fn check(o: &Outcome, ppm: f64) {
         notes: Vec::new(),
         started_unix_ns: None,
         limits: None,
+        command_line: None,
     };
     let end = Ending {
         ended_by: EndedBy::CountReached,
