@@ -213,6 +213,26 @@ fn vm_hwm_kib() -> i64 {
         .unwrap_or(-1)
 }
 
+/// Feed `n` samples, generated on the fly in chunks of 16 384 and never
+/// held, through the real path into `state`.
+fn stream(state: &mut RunState, n: u64) {
+    let mut gen = Gen::new();
+    let mut deframer = Deframer::new();
+    let mut chunk = Vec::with_capacity(80 * 1024);
+    preamble(&mut chunk);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(16_384);
+        gen.frames(k, &mut chunk);
+        if k == left {
+            gen.flush(&mut chunk);
+        }
+        ingest(state, &mut deframer, &chunk);
+        chunk.clear();
+        left -= k;
+    }
+}
+
 /// Reset the process's peak RSS to its size now (Linux ≥ 4.0); without it
 /// the figure that follows is the peak since the start.
 fn reset_hwm() {
@@ -226,22 +246,8 @@ fn main() {
     // 2 first: the peak RSS of the process must not include part 1's buffer.
     let hwm_before = vm_hwm_kib();
     let t = Instant::now();
-    let mut gen = Gen::new();
     let mut state = RunState::new(1000, false);
-    let mut deframer = Deframer::new();
-    let mut chunk = Vec::with_capacity(80 * 1024);
-    preamble(&mut chunk);
-    let mut left = n_stream;
-    while left > 0 {
-        let n = left.min(16_384);
-        gen.frames(n, &mut chunk);
-        if n == left {
-            gen.flush(&mut chunk);
-        }
-        ingest(&mut state, &mut deframer, &chunk);
-        chunk.clear();
-        left -= n;
-    }
+    stream(&mut state, n_stream);
     let a = state.analysis.as_ref().expect("started");
     assert_eq!(a.samples() + a.seq.lost, n_stream);
     assert_eq!(a.seq.lost, 0);
@@ -292,21 +298,7 @@ fn main() {
         let t = Instant::now();
         let mut state = RunState::new(1000, false);
         state.rows = Some(sink);
-        let mut gen = Gen::new();
-        let mut deframer = Deframer::new();
-        let mut chunk = Vec::with_capacity(80 * 1024);
-        preamble(&mut chunk);
-        let mut left = n_rows;
-        while left > 0 {
-            let n = left.min(16_384);
-            gen.frames(n, &mut chunk);
-            if n == left {
-                gen.flush(&mut chunk);
-            }
-            ingest(&mut state, &mut deframer, &chunk);
-            chunk.clear();
-            left -= n;
-        }
+        stream(&mut state, n_rows);
         let feed = state.analysis.as_mut().and_then(|a| a.rows.take()).expect("the rows' feed");
         let rows = feed.finish(&latprobe::samples::RunInfo::default()).expect("write the export");
         assert_eq!(rows, n_rows);
