@@ -16,6 +16,7 @@
 use hdrhistogram::Histogram;
 use latprobe_protocol::{ticks_to_ns, EdgeBatch, Outcome, SampleBatch};
 
+pub use crate::figure::{rank, Quantile};
 use crate::periodic::{CycleEvent, CycleSpill, PeriodicFit};
 
 /// Exact ticks→ns conversion, fast for the common cases: a timer rate that
@@ -190,44 +191,6 @@ pub struct Worst {
 /// How many overflow sequence numbers the histfile lists (cyclictest lists
 /// a bounded number too and counts the rest).
 pub const OVERFLOW_SEQS_KEPT: usize = 1024;
-
-/// A latency figure over every sample, timeouts included.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quantile {
-    /// A measured latency in ns (within the histogram's 0.1 %, never below
-    /// the exact value it stands for, never above the exact maximum).
-    Value(u64),
-    /// The figure falls among the timeouts: a latency known only to exceed
-    /// this many ns (the timeout).
-    Above(u64),
-    /// No samples.
-    None,
-}
-
-impl Quantile {
-    /// The measured value, if the figure is one.
-    pub fn value(self) -> Option<u64> {
-        match self {
-            Quantile::Value(v) => Some(v),
-            Quantile::Above(_) | Quantile::None => None,
-        }
-    }
-
-    /// Whether the figure falls among the timeouts.
-    pub fn is_censored(self) -> bool {
-        matches!(self, Quantile::Above(_))
-    }
-}
-
-/// The rank (1-based) of quantile `q` among `n` samples: `max(1, ⌈q·n⌉)`,
-/// with `q` taken to 10⁻⁹ so that `0.999 · 1000` is exactly 999.
-pub fn rank(q: f64, n: u64) -> u64 {
-    const ONE: u128 = 1_000_000_000;
-    let ppb = (q.clamp(0.0, 1.0) * ONE as f64).round() as u128;
-    let r = (ppb * u128::from(n)).div_ceil(ONE);
-    // r <= n, a u64.
-    (r as u64).max(1)
-}
 
 /// Periodic-mode edge statistics: counts and raw intervals only.
 #[derive(Debug, Clone)]

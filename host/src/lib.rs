@@ -21,6 +21,7 @@ pub mod compare;
 pub mod defmtlog;
 pub mod duration;
 pub mod error;
+pub mod figure;
 pub mod fsout;
 pub mod gates;
 pub mod import;

@@ -218,7 +218,7 @@ impl SignedHist {
         if n == 0 {
             return None;
         }
-        let r = crate::analysis::rank(q, n);
+        let r = crate::figure::rank(q, n);
         let nn = self.neg.len();
         let v = if r <= nn {
             // Rank r among the negatives counts from the most negative.

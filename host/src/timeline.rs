@@ -59,10 +59,10 @@ impl TimelineReport {
         self.samples.is_empty()
     }
 
-    /// Row `i`'s p99 as a [`crate::analysis::Quantile`]: above `timeout_ns`
+    /// Row `i`'s p99 as a [`crate::figure::Quantile`]: above `timeout_ns`
     /// when censored.
-    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::analysis::Quantile {
-        use crate::analysis::Quantile;
+    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::figure::Quantile {
+        use crate::figure::Quantile;
         match (self.samples.get(i), self.p99_ns.get(i)) {
             (Some(&n), Some(&Some(v))) if n > 0 => Quantile::Value(v),
             (Some(&n), _) if n > 0 => Quantile::Above(timeout_ns),
@@ -221,7 +221,7 @@ impl Timeline {
         if n == 0 {
             return None;
         }
-        let r = crate::analysis::rank(0.99, n);
+        let r = crate::figure::rank(0.99, n);
         let p99 = if r > measured {
             CENSORED
         } else if let Some(h) = &self.hist {

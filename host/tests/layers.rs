@@ -15,10 +15,8 @@ use std::path::{Path, PathBuf};
 
 /// The circles of today, each as its sorted files (relative to host/src).
 const KNOWN: &[&[&str]] = &[
-    &["analysis.rs", "periodic.rs", "timeline.rs"],
     &["calibration.rs", "gates.rs", "link.rs", "rawfile.rs", "report/mod.rs", "session.rs"],
     &["cli.rs", "cmd/mod.rs"],
-    &["compare/mod.rs", "import/mod.rs"],
 ];
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

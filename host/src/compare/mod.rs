@@ -20,18 +20,7 @@ use crate::import::ImportedRun;
 
 pub use render::render;
 
-/// One figure of a column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cell {
-    /// A value in nanoseconds.
-    Value(u64),
-    /// Censored: the value lies at or beyond this bound (ns) and is not
-    /// known more closely, e.g. a percentile that fell among a histogram's
-    /// overflows. Printed `>bound`.
-    Above(u64),
-    /// The source does not give this figure. Printed `n/a`.
-    Unknown,
-}
+pub use crate::figure::Cell;
 
 /// One run, as one column of the table. Latencies are nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
