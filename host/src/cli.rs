@@ -1,13 +1,10 @@
-//! The command line: one subcommand per file in [`crate::cmd`], shared
-//! option groups flattened in.
+//! The command line: one subcommand per file in [`crate::cmd`] (its shared
+//! option groups, in [`crate::cmd::options`], flattened in), and the
+//! dispatch to them: the top of the host, which nothing imports.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use crate::cmd;
-use crate::units::{parse_duration_ns, parse_positive_duration};
 
 const EXIT_CODES: &str = "Exit codes:\n  \
     0  ok (also a run ended early by Ctrl-C/SIGTERM: its report says complete: false)\n  \
@@ -68,88 +65,6 @@ pub enum Command {
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages (latprobe.1 and one per subcommand) into DIR, or latprobe.1 to stdout
     Man(cmd::docs::ManArgs),
-}
-
-/// Stimulus timing, shared by `run` and `demo`.
-#[derive(Debug, Clone, Args)]
-pub struct TimingArgs {
-    /// Time between stimuli (in periodic mode: the target's nominal period): 500us, 1ms, 1.5ms
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns, allow_hyphen_values = true)]
-    pub interval: u64,
-    /// Delay each stimulus by a uniform random extra of up to this, so stimuli do not phase-lock with the target's tick
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration_ns, allow_hyphen_values = true)]
-    pub dither: u64,
-    /// An answer later than this after its stimulus is a timeout sample, counted as a latency above it [default: with identity bytes (uart-echo without --byte) 8 intervals, at most 9 intervals less --dither and --guard; with one stimulus in flight (--byte, gpio-echo) the interval less --dither and --guard]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, allow_hyphen_values = true)]
-    pub timeout: Option<u64>,
-    /// Quiet time after a sample ends (answer or timeout) before the next stimulus on its slot: the next stimulus with one in flight, the one 9 later with identity bytes [default: a tenth of the interval]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns, allow_hyphen_values = true)]
-    pub guard: Option<u64>,
-    /// Seed of the dither sequence: the same seed gives the same schedule
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub seed: u64,
-    /// Stop after this many samples (the probe counts them)
-    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = parse_count, allow_hyphen_values = true)]
-    pub count: Option<u64>,
-    /// No data from the probe for this long is an error naming the port
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
-    pub silence_timeout: Duration,
-}
-
-/// `--count N`: a whole number of samples. A minus sign reaches this
-/// parser (`allow_hyphen_values`), so that `--count -1` is named as such
-/// rather than taken for an unknown flag `-1`.
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    if t.starts_with("--") {
-        return Err(format!("needs a value, found the flag '{t}': give a number of samples, e.g. 10000"));
-    }
-    t.parse::<u64>().map_err(|_| format!("'{t}' is not a whole number of samples, 1 or more (e.g. 10000)"))
-}
-
-/// Output files, shared by `run` and `demo`.
-#[derive(Debug, Clone, Args)]
-pub struct OutputArgs {
-    /// Write the JSON report (schema_version 2) to FILE
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Write a cyclictest --histfile style histogram (1 us bins) to FILE
-    #[arg(long, value_name = "FILE")]
-    pub histfile: Option<PathBuf>,
-    /// Range of the 1 us histogram, like cyclictest's -h; longer latencies count as overflows
-    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub histfile_max_us: u32,
-    /// Record every byte the probe sends to FILE, for `latprobe report FILE` later
-    #[arg(long, value_name = "FILE")]
-    pub raw: Option<PathBuf>,
-    /// Attach this JSON file (e.g. from `latprobe-responder metadata`) to the report as `target`
-    #[arg(long, value_name = "FILE")]
-    pub target_meta: Option<PathBuf>,
-    /// Periodic mode: the target's own per-cycle log (`latprobe-responder periodic --log FILE`), read after the run and set beside the probe's figures cycle by cycle
-    #[arg(long, value_name = "FILE")]
-    pub target_log: Option<PathBuf>,
-    /// Periodic mode: also print the delays measured against the nominal schedule (what a tool trusting the target's clock would show)
-    #[arg(long)]
-    pub show_naive: bool,
-}
-
-/// Limits and the outputs CI reads, shared by `run`, `demo` and `report`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct GateArgs {
-    #[command(flatten)]
-    pub limits: crate::gates::LimitArgs,
-    /// Write JUnit XML to FILE: one testcase per limit and one for the run (labgrid, pytest, Jenkins, GitLab)
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Print `lava-test-case` lines on stdout, one per limit and headline figure (the summary then goes to stderr)
-    #[arg(long)]
-    pub lava: bool,
-    /// Write the plots (histogram, latency over time, complementary CDF) as SVG and PNG into DIR
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
-    /// Write one self-contained HTML report (summary, plots, target, limits, notes) to FILE
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
 }
 
 /// Units a duration flag takes, for telling `--duration 5 s` apart.
@@ -229,4 +144,21 @@ fn split_unit(stray: &str, args: &[String]) -> Option<String> {
              together: {flag} {number}{stray}"
         )
     })
+}
+
+/// Run the parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    crate::signals::ignore_file_size_limit();
+    match cli.command {
+        Command::Run(args) => cmd::run::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Import(args) => cmd::import::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
+        Command::Calibrate(args) => cmd::calibrate::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::Flash(args) => cmd::flash::run(args),
+        Command::Completions(args) => cmd::docs::completions(args, <Cli as clap::CommandFactory>::command()),
+        Command::Man(args) => cmd::docs::man(args, <Cli as clap::CommandFactory>::command(), version_line()),
+    }
 }

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Each layer talks only to its neighbour (README, "What is in the repository"). The binary is a thin
-//! shell over [`cmd::dispatch`], so tests drive the same code.
+//! shell over [`cli::dispatch`], so tests drive the same code.
 
 pub mod analysis;
 pub mod calibration;

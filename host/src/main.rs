@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Err(err) => return clap_exit(err),
     };
     latprobe::out::set_quiet(cli.quiet);
-    match latprobe::cmd::dispatch(cli) {
+    match latprobe::cli::dispatch(cli) {
         Ok(()) => ExitCode::from(exit::OK),
         Err(err) => {
             // An error may quote what a probe or a file said (a refusal's

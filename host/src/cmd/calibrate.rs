@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::options::{OutputArgs, TimingArgs};
 use crate::calibration::{Calibration, LineArg, MIN_SAMPLES};
-use crate::cli::{OutputArgs, TimingArgs};
 use crate::link::Link;
 use crate::rawfile::{RawWriter, RunContext};
 use crate::session::{EdgeArg, ModeArg, SessionOptions};
@@ -31,7 +31,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_enum, default_value = "rising")]
     pub edge: EdgeArg,
     /// Loopback samples to take (at least 10000)
-    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES, value_parser = crate::cli::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES, value_parser = super::options::parse_count, allow_hyphen_values = true)]
     pub count: u64,
     /// Time between stimuli
     #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns, allow_hyphen_values = true)]

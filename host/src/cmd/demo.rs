@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::cli::{OutputArgs, TimingArgs};
+use super::options::{OutputArgs, TimingArgs};
 use crate::link::Link;
 use crate::rawfile::{RawWriter, RunContext};
 use crate::session::{EdgeArg, ModeArg, SessionOptions};
@@ -50,7 +50,7 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub gates: crate::cli::GateArgs,
+    pub gates: super::options::GateArgs,
 }
 
 /// The modes the demo runs: this machine has no GPIO lines to wire, so

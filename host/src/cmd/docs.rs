@@ -5,9 +5,8 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory as _};
+use clap::Args;
 
-use crate::cli::Cli;
 use crate::Error;
 
 /// `latprobe completions` options.
@@ -27,15 +26,17 @@ pub struct ManArgs {
 }
 
 /// Run `latprobe completions`: the script on stdout.
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<()> {
+/// `cli` is the whole command line's definition.
+pub fn completions(args: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<()> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "latprobe", &mut script);
+    clap_complete::generate(args.shell, &mut cli, "latprobe", &mut script);
     write_stdout(&script)
 }
 
 /// The man pages: `latprobe.1`, then one per subcommand, each with its name and text.
-pub fn pages() -> Result<Vec<(String, Vec<u8>)>, Error> {
-    let cmd = Cli::command();
+/// `cmd` is the whole command line's definition, `version` latprobe's
+/// version line.
+pub fn pages(cmd: clap::Command, version: &'static str) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let render = |c: clap::Command, name: String| -> Result<(String, Vec<u8>), Error> {
         let mut page = Vec::new();
         clap_mangen::Man::new(c)
@@ -48,15 +49,15 @@ pub fn pages() -> Result<Vec<(String, Vec<u8>)>, Error> {
         // clap names are `&'static str` (without its `string` feature): a
         // handful of short names, made once per `latprobe man`.
         let name: &'static str = Box::leak(format!("latprobe-{}", sub.get_name()).into_boxed_str());
-        let sub = sub.clone().name(name).version(crate::cli::version_line());
+        let sub = sub.clone().name(name).version(version);
         out.push(render(sub, format!("{name}.1"))?);
     }
     Ok(out)
 }
 
 /// Run `latprobe man`.
-pub fn man(args: ManArgs) -> anyhow::Result<()> {
-    let pages = pages()?;
+pub fn man(args: ManArgs, cmd: clap::Command, version: &'static str) -> anyhow::Result<()> {
+    let pages = pages(cmd, version)?;
     let Some(dir) = args.dir else {
         return write_stdout(&pages[0].1);
     };

@@ -8,6 +8,7 @@ pub mod docs;
 pub mod flash;
 pub mod import;
 pub mod list;
+pub mod options;
 pub(crate) mod paths;
 pub mod report;
 pub mod run;
@@ -18,34 +19,17 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Cli, Command, OutputArgs};
 use crate::link::Link;
 use crate::rawfile::{RawEnding, RunContext};
 use crate::report::text::ns_cell;
 use crate::report::{self as rep, Ending, Report};
 use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
 use crate::{signals, timefmt, Error};
+use options::OutputArgs;
 
 pub(crate) use paths::{
     check_demo_outputs, check_outputs, check_parent, check_plot_dir, os_message, Delivery, PathSet,
 };
-
-/// Run the parsed command line.
-pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    signals::ignore_file_size_limit();
-    match cli.command {
-        Command::Run(args) => run::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Demo(args) => demo::run(args),
-        Command::Import(args) => import::run(args),
-        Command::Compare(args) => compare::run(args),
-        Command::Calibrate(args) => calibrate::run(args),
-        Command::List(args) => list::run(args),
-        Command::Flash(args) => flash::run(args),
-        Command::Completions(args) => docs::completions(args),
-        Command::Man(args) => docs::man(args),
-    }
-}
 
 /// `--target-log` and `--show-naive` belong to periodic runs.
 pub(crate) fn check_periodic_flags(out: &OutputArgs, mode: ModeArg) -> Result<(), Error> {

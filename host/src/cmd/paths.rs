@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{GateArgs, OutputArgs};
+use super::options::{GateArgs, OutputArgs};
 use crate::gates::Limits;
 use crate::report as rep;
 use crate::Error;

@@ -34,7 +34,7 @@ pub struct ReportArgs {
     pub show_naive: bool,
     /// Limits given here replace the ones the report was judged with; without any, a JSON report keeps its own and a raw file is judged by its run's
     #[command(flatten)]
-    pub gates: crate::cli::GateArgs,
+    pub gates: super::options::GateArgs,
 }
 
 /// Load or rebuild the report in `file`.

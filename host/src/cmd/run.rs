@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::options::{OutputArgs, TimingArgs};
 use crate::calibration::{Calibration, LineArg};
-use crate::cli::{OutputArgs, TimingArgs};
 use crate::link::Link;
 use crate::rawfile::{RawWriter, RunContext};
 use crate::session::{EdgeArg, ModeArg, Request, SessionOptions};
@@ -45,7 +45,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub gates: crate::cli::GateArgs,
+    pub gates: super::options::GateArgs,
     #[command(flatten)]
     pub probe: crate::probe::RunProbeArgs,
 }
