@@ -25,11 +25,11 @@ fuzz_target!(|data: &[u8]| {
         let _ = latprobe::report::lava::lines(&r);
         // Judged against limits of every kind, a percentile off the
         // report's own list included (bounded by its bins).
-        let limits = latprobe::gates::Limits {
+        let limits = latprobe::model::Limits {
             max_ns: Some(200_000),
             percentiles: vec![
-                latprobe::gates::PercentileLimit { percent: 99.9, limit_ns: 100_000 },
-                latprobe::gates::PercentileLimit { percent: 99.5, limit_ns: 100_000 },
+                latprobe::model::PercentileLimit { percent: 99.9, limit_ns: 100_000 },
+                latprobe::model::PercentileLimit { percent: 99.5, limit_ns: 100_000 },
             ],
             max_timeouts: Some(0),
             max_lost: Some(0),

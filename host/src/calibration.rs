@@ -14,12 +14,11 @@
 //! A calibration is refused for another board, firmware version, line or
 //! target baud rate, since its offset would not hold there.
 
+use crate::model::{Calibration, LineArg};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
+use crate::model::ProbeHello;
 use crate::report::Report;
-use crate::session::ProbeHello;
 use crate::units::format_ns;
 use crate::Error;
 
@@ -37,16 +36,6 @@ pub const MIN_SAMPLES: u64 = 10_000;
 /// would turn every latency into 0 and pass every `--max`.
 pub const MAX_OFFSET_NS: u64 = 1_000_000;
 
-/// Which line a loopback measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum LineArg {
-    /// The GPIO stimulus edge (Nucleo: PA0 wired to PA1).
-    Gpio,
-    /// The UART stimulus byte (Nucleo: PA9 wired to PA10, PA1 and PB10).
-    Uart,
-}
-
 impl LineArg {
     /// The name on the command line.
     pub fn name(self) -> &'static str {
@@ -55,40 +44,6 @@ impl LineArg {
             LineArg::Uart => "uart",
         }
     }
-}
-
-/// A calibration file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// [`KIND`].
-    pub kind: String,
-    /// The board it was measured on.
-    pub board: String,
-    /// Its firmware version.
-    pub firmware_version: String,
-    /// The line looped back.
-    pub line: LineArg,
-    /// The target line's baud rate (UART; 0 for GPIO or a line without
-    /// bit timing).
-    pub baud: u32,
-    /// The probe's timer rate.
-    pub timer_hz: u32,
-    /// Loopback samples it was taken from.
-    pub samples: u64,
-    /// The offset subtracted from every latency: the median loopback
-    /// latency, ns.
-    pub offset_ns: u64,
-    /// The smallest and largest loopback latency, ns: their difference is
-    /// the peak-to-peak jitter.
-    pub min_ns: u64,
-    /// See `min_ns`.
-    pub max_ns: u64,
-    /// The 99.9th percentile, ns.
-    pub p99_9_ns: u64,
-    /// When it was measured, RFC 3339 UTC.
-    pub created_at: String,
-    /// The latprobe version that measured it.
-    pub tool_version: String,
 }
 
 impl Calibration {

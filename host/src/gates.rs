@@ -9,10 +9,11 @@
 //! (README, "The tail is measured, never cut off"), so it cannot prove any limit
 //! and is a violation whose text says why and what to change.
 
+use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::analysis::{rank, Analysis, Quantile};
 use crate::report::Report;
@@ -42,16 +43,6 @@ pub struct LimitArgs {
     pub limits: Option<PathBuf>,
 }
 
-/// A percentile limit: the latency at `percent` (0 < p < 100) must not
-/// exceed `limit_ns`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PercentileLimit {
-    /// The percentile, as written (99.9).
-    pub percent: f64,
-    /// The limit, ns.
-    pub limit_ns: u64,
-}
-
 /// Parse `99.9=100us`.
 pub fn parse_percentile(text: &str) -> Result<PercentileLimit, String> {
     let t = text.trim();
@@ -77,21 +68,6 @@ pub fn percentile_name(percent: f64) -> String {
     let s = format!("{percent:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("p{s}")
-}
-
-/// Every limit of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Limits {
-    /// The largest latency, ns.
-    pub max_ns: Option<u64>,
-    /// Percentile limits, in the order given.
-    pub percentiles: Vec<PercentileLimit>,
-    /// Timeout samples allowed.
-    pub max_timeouts: Option<u64>,
-    /// Lost samples allowed.
-    pub max_lost: Option<u64>,
-    /// Late answers allowed.
-    pub max_late: Option<u64>,
 }
 
 impl Limits {
@@ -205,43 +181,6 @@ impl LimitArgs {
     }
 }
 
-/// What a limit bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LimitUnit {
-    /// A latency, ns.
-    Ns,
-    /// A count of samples or answers.
-    Count,
-}
-
-/// What was measured for a limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Measured {
-    /// Exactly this (a latency figure is HdrHistogram's, within 0.1 %,
-    /// never below the sample's).
-    Value {
-        /// ns or count.
-        value: u64,
-    },
-    /// Only known to be above this: the figure fell among the timeouts
-    /// (or beyond a JSON report's histogram range).
-    Above {
-        /// The bound, ns.
-        bound: u64,
-    },
-    /// Somewhere in `[low, high]`: a JSON report's 1 µs bins.
-    Between {
-        /// At least this, ns.
-        low: u64,
-        /// At most this, ns.
-        high: u64,
-    },
-    /// Nothing to judge: no sample arrived.
-    Nothing,
-}
-
 impl Measured {
     /// The single figure to print and plot: the value, the bound (`>`), the
     /// upper end of a range.
@@ -253,26 +192,6 @@ impl Measured {
             Measured::Nothing => None,
         }
     }
-}
-
-/// One limit judged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// `max`, `p99.9`, `timeouts`, `lost`, `late`.
-    pub name: String,
-    /// What the numbers count.
-    pub unit: LimitUnit,
-    /// The limit: the figure must be at most this.
-    pub limit: u64,
-    /// What was measured.
-    pub measured: Measured,
-    /// The figure is proven within the limit.
-    pub pass: bool,
-    /// `limit − measured` when the measured figure is one value: the
-    /// headroom (negative: by how much it was exceeded).
-    pub margin: Option<i128>,
-    /// Why a limit that did not pass failed, in plain words.
-    pub why: Option<String>,
 }
 
 impl Verdict {

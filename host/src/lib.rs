@@ -3,14 +3,30 @@
 //!
 //! ```text
 //!  source (serial | tcp | unix | replay file | virtual probe)   bytes in/out
-//!     └─▶ link     bytes ─▶ frames ─▶ ProbeMsg   (+ --raw recording)
+//!     └─▶ link     bytes ─▶ frames (deframe) ─▶ ProbeMsg   (+ --raw recording)
 //!          └─▶ session  Hello / Configure / Start / ingest / Stop
 //!               └─▶ analysis  sequence tracking, histogram, exact stats
 //!                    └─▶ report/  text summary, JSON, cyclictest histfile
 //! ```
 //!
-//! Each layer talks only to its neighbour (README, "What is in the repository"). The binary is a thin
-//! shell over [`cli::dispatch`], so tests drive the same code.
+//! The modules in layers, bottom first. A module may use its own layer and
+//! those below, never one above, and no set of files imports one another
+//! in a circle (`host/tests/layers.rs` reads the source and checks both):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`] |
+//! | bytes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`) |
+//! | statistics | [`periodic`], [`timeline`], [`samples`], [`targetlog`], [`analysis`] |
+//! | the session | [`session`] |
+//! | in-kernel outputs read | [`import`] |
+//! | the report | [`report`], [`gates`], [`calibration`] |
+//! | runs side by side | [`compare`], [`inkernel`] |
+//! | subcommands | [`cmd`] (shared option groups in [`cmd::options`]) |
+//! | the command line | [`cli`] |
+//!
+//! The binary is a thin shell over [`cli::dispatch`], so tests drive the
+//! same code.
 
 pub mod analysis;
 pub mod calibration;
@@ -19,6 +35,7 @@ pub mod cmd;
 pub mod compare;
 #[cfg(feature = "probe-rs")]
 pub mod defmtlog;
+pub mod deframe;
 pub mod duration;
 pub mod error;
 pub mod figure;
@@ -28,6 +45,7 @@ pub mod import;
 pub mod inkernel;
 pub mod input;
 pub mod link;
+pub mod model;
 pub mod out;
 pub mod periodic;
 pub mod probe;

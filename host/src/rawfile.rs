@@ -30,14 +30,12 @@
 //! The context and the ending are bounded ([`MAX_CONTEXT`]), as is the
 //! histogram range the context may ask for ([`MAX_HISTFILE_US`]).
 
+use crate::model::{RawEnding, RunContext};
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use crate::session::Request;
 use crate::source::ReplaySource;
 use crate::Error;
 
@@ -56,54 +54,6 @@ pub const END_MAGIC: &[u8; 12] = b"LATPROBE-END";
 /// The largest histogram range latprobe writes (`--histfile-max-us`'s
 /// limit); a file claiming more is damaged, and would allocate that much.
 pub const MAX_HISTFILE_US: u32 = 1_000_000;
-
-/// How the live run ended, as recorded at the end of its raw file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawEnding {
-    /// How it ended.
-    pub ended_by: crate::session::EndedBy,
-    /// Whether as asked.
-    pub complete: bool,
-    /// The error that ended it.
-    pub error: Option<String>,
-    /// The session's remarks (an unconfirmed Stop, say).
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-/// What a raw file says about its run besides the bytes: everything the
-/// report needs that the probe does not send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunContext {
-    /// Version of the latprobe that recorded it.
-    pub tool_version: String,
-    /// The port the bytes came from.
-    pub source: String,
-    /// Wall-clock start of the run, RFC 3339 UTC.
-    pub started_at: String,
-    /// What the user asked for.
-    pub request: Request,
-    /// Range of the 1 µs histogram.
-    pub histfile_max_us: u32,
-    /// Target metadata (`--target-meta`), verbatim.
-    pub target: Option<serde_json::Value>,
-    /// Notes carried into the report (e.g. that the probe was virtual).
-    pub notes: Vec<String>,
-    /// Wall clock (CLOCK_REALTIME, ns since 1970) just before the
-    /// handshake: the coarse anchor that matches a `--target-log`'s cycles
-    /// to the probe's (absent in files of older versions).
-    #[serde(default)]
-    pub started_unix_ns: Option<u64>,
-    /// The limits the run was judged by (`--max` …, `--limits`), so that
-    /// its replay judges them again; absent without limits (and in files
-    /// of older versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<crate::gates::Limits>,
-    /// latprobe's own command line ([`crate::report::command_line`]);
-    /// absent in files of older versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command_line: Option<Vec<String>>,
-}
 
 /// Appends received bytes to a raw file in blocks.
 #[derive(Debug)]
@@ -190,14 +140,15 @@ impl RawWriter {
         if file.seek(SeekFrom::Start(self.header_len)).is_err() {
             return (self.written, 0);
         }
-        let mut deframer = crate::link::Deframer::new();
+        let mut deframer = crate::deframe::Deframer::new();
         let mut samples = 0u64;
         let mut buf = vec![0u8; BLOCK_BYTES];
         loop {
             match file.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => deframer.feed(&buf[..n], |m| {
-                    if let crate::link::Incoming::Message(latprobe_protocol::ProbeMsg::SampleBatch(b)) = m {
+                    if let crate::deframe::Incoming::Message(latprobe_protocol::ProbeMsg::SampleBatch(b)) = m
+                    {
                         samples += b.iter().filter(Result::is_ok).count() as u64;
                     }
                 }),

@@ -17,6 +17,7 @@
 //!        ◀─────────────────── last batches, Stopped
 //! ```
 
+use crate::model::{EdgeArg, EndedBy, ModeArg, ProbeHello, Request};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,27 +26,12 @@ use latprobe_protocol::{
     Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped,
     DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::analysis::Analysis;
-use crate::calibration::{Calibration, LineArg};
 use crate::link::{Incoming, Link, Polled};
+use crate::model::LineArg;
 use crate::units::format_ns;
 use crate::Error;
-
-/// Measurement mode, as named on the command line and in reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModeArg {
-    /// The probe toggles a GPIO, the target toggles one back.
-    GpioEcho,
-    /// The probe sends a byte, the target echoes it.
-    UartEcho,
-    /// The target toggles a line on its own timer; the probe timestamps it.
-    Periodic,
-    /// The stimulus wired straight back: the probe's own offset and jitter.
-    Loopback,
-}
 
 impl ModeArg {
     /// The wire mode.
@@ -57,55 +43,6 @@ impl ModeArg {
             ModeArg::Loopback => Mode::Loopback,
         }
     }
-}
-
-/// Stimulus edge for GPIO modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum EdgeArg {
-    /// Low to high.
-    Rising,
-    /// High to low.
-    Falling,
-    /// Invert on every stimulus.
-    Toggle,
-}
-
-/// What the user asked for, in nanoseconds (the probe's tick rate is not
-/// known until its Hello).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
-    /// Measurement mode.
-    pub mode: ModeArg,
-    /// Time between stimuli (or the target's nominal period).
-    pub interval_ns: u64,
-    /// Random extra delay per stimulus, at most this.
-    pub dither_ns: u64,
-    /// Response timeout; `None`: the default of [`Request::timeout_ns_for`].
-    pub timeout_ns: Option<u64>,
-    /// Quiet time before the next stimulus on a slot; `None`: a tenth of the interval.
-    pub guard_ns: Option<u64>,
-    /// Samples to take; the probe stops by itself.
-    pub count: Option<u64>,
-    /// Run time; the host sends Stop after it.
-    pub duration_ns: Option<u64>,
-    /// Dither seed.
-    pub seed: u64,
-    /// Stimulus byte in UART modes: `None` sends identity bytes
-    /// ([`Stimulus::Identified`], several stimuli in flight), `Some(b)` the
-    /// fixed byte `b` every time (no identity, one in flight).
-    pub byte: Option<u8>,
-    /// Stimulus edge in GPIO modes.
-    pub edge: EdgeArg,
-    /// The line a loopback measures, or the line a periodic target toggles
-    /// (`--line`); required in loopback mode, and in periodic mode on a
-    /// board that captures both kinds.
-    #[serde(default)]
-    pub line: Option<LineArg>,
-    /// The probe's own offset to subtract (`--calibration`), checked
-    /// against the probe before the run.
-    #[serde(default)]
-    pub calibration: Option<Calibration>,
 }
 
 /// Periodic mode's default horizon, in intervals: an edge later than this
@@ -461,32 +398,6 @@ impl EdgeArg {
     }
 }
 
-/// The probe's Hello, owned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbeHello {
-    /// Protocol version.
-    pub protocol_version: u8,
-    /// Firmware version.
-    pub firmware_version: String,
-    /// Board name.
-    pub board: String,
-    /// Timer rate.
-    pub timer_hz: u32,
-    /// Counter width.
-    pub timer_bits: u8,
-    /// Capability bits.
-    pub capabilities: u32,
-    /// Largest batch.
-    pub max_batch: u16,
-    /// Baud rate of the probe's target UART line; 0 without bit timing
-    /// (absent in reports of protocol 1 probes).
-    #[serde(default)]
-    pub target_baud: u32,
-    /// CRC-32 of the probe's firmware image; 0 when unknown.
-    #[serde(default)]
-    pub build_id: u32,
-}
-
 impl ProbeHello {
     /// Whether the probe is emulated or virtual.
     pub fn is_emulated(&self) -> bool {
@@ -832,22 +743,6 @@ impl RunState {
         let (st, sp, a) = (self.started?, self.stopped?, self.analysis.as_ref()?);
         Some(a.conv().ns(sp.end_tick.saturating_sub(st.start_tick)))
     }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EndedBy {
-    /// The probe took `--count` samples.
-    CountReached,
-    /// `--duration` elapsed and the host stopped the probe.
-    DurationElapsed,
-    /// A signal (Ctrl-C, SIGTERM) stopped the run early.
-    Interrupted,
-    /// The run failed (see the report's `error`).
-    Failed,
-    /// A replayed stream ends without the probe's Stopped.
-    StreamEnded,
 }
 
 /// Options of a live session.
@@ -1376,13 +1271,13 @@ fn restarted_error(state: &RunState) -> String {
 #[derive(Debug)]
 pub struct Replayed {
     /// The recorded run context.
-    pub ctx: crate::rawfile::RunContext,
+    pub ctx: crate::model::RunContext,
     /// The state after every recorded byte.
     pub state: RunState,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// How the recorded run ended, as far as the bytes tell.
-    pub ending: crate::report::Ending,
+    pub ending: crate::model::Ending,
 }
 
 /// Replay a raw file through the same link and [`RunState`] as a live run.
@@ -1487,7 +1382,7 @@ pub fn replay_rows(
         ctx,
         state,
         bad_frames,
-        ending: crate::report::Ending {
+        ending: crate::model::Ending {
             ended_by,
             complete,
             error,

@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use latprobe::link::Link;
-use latprobe::rawfile::RunContext;
-use latprobe::report::{self, histfile, Ending};
-use latprobe::session::{self, EdgeArg, EndedBy, ModeArg, Request, RunState, SessionOptions};
+use latprobe::model::Ending;
+use latprobe::model::RunContext;
+use latprobe::model::{EdgeArg, EndedBy, ModeArg, Request};
+use latprobe::report::{self, histfile};
+use latprobe::session::{self, RunState, SessionOptions};
 use latprobe::virtual_probe::VirtualProbe;
 
 #[test]

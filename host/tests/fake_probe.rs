@@ -556,8 +556,9 @@ fn a_version_1_report_is_still_read_and_converted() {
 
 #[test]
 fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
-    use latprobe::rawfile::{RawWriter, RunContext};
-    use latprobe::session::{EdgeArg, ModeArg, Request};
+    use latprobe::model::RunContext;
+    use latprobe::model::{EdgeArg, ModeArg, Request};
+    use latprobe::rawfile::RawWriter;
     let dir = tmp();
     let raw = dir.path().join("old.raw");
     let ctx = RunContext {

@@ -14,7 +14,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use latprobe::rawfile::{RawWriter, RunContext};
+use latprobe::model::RunContext;
+use latprobe::rawfile::RawWriter;
 use latprobe_protocol::{
     encode_message, Anomalies, Capabilities, Config, EdgeBatchBuilder, EdgeStamp, Mode, Outcome, ProbeInfo,
     ProbeMsg, Sample, SampleBatchBuilder, Stimulus, StopReason, Stopped, MAX_FRAME_LEN,

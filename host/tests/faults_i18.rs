@@ -290,7 +290,7 @@ fn i18_7_a_raw_replay_judges_the_runs_limits() {
     assert_eq!(o.status.code(), Some(0), "new limits win: {}", show(&o));
     // A crafted percentile limit in a raw file's context is refused, as
     // --limits refuses it, not judged.
-    let ctx: latprobe::rawfile::RunContext = serde_json::from_value(serde_json::json!({
+    let ctx: latprobe::model::RunContext = serde_json::from_value(serde_json::json!({
         "tool_version": "test", "source": "crafted", "started_at": "2025-01-01T00:00:00Z",
         "request": {
             "mode": "uart-echo", "interval_ns": 1_000_000, "dither_ns": 0, "timeout_ns": null,

@@ -18,9 +18,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use latprobe::link::{Deframer, Incoming};
+use latprobe::model::Ending;
+use latprobe::model::{EdgeArg, EndedBy, ModeArg, Request};
 use latprobe::periodic::SpillRecord;
-use latprobe::report::{self, Ending};
-use latprobe::session::{EdgeArg, EndedBy, ModeArg, Request, RunState};
+use latprobe::report;
+use latprobe::session::RunState;
 use latprobe_firmware::TimerBits;
 use latprobe_protocol::{Config, HostMsg, Mode, Stimulus, StopReason, PROTOCOL_VERSION};
 use latprobe_tests::sim::{ClockedTarget, Drain, Sim, SimParams, Sink, Target};
@@ -191,7 +193,7 @@ fn check(o: &Outcome, ppm: f64) {
         line: None,
         calibration: None,
     };
-    let ctx = latprobe::rawfile::RunContext {
+    let ctx = latprobe::model::RunContext {
         tool_version: "test".into(),
         source: "sim".into(),
         started_at: "2025-01-01T00:00:00Z".into(),

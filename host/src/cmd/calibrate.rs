@@ -8,10 +8,13 @@ use std::time::Duration;
 use clap::Args;
 
 use super::options::{OutputArgs, TimingArgs};
-use crate::calibration::{Calibration, LineArg, MIN_SAMPLES};
+use crate::calibration::MIN_SAMPLES;
 use crate::link::Link;
-use crate::rawfile::{RawWriter, RunContext};
-use crate::session::{EdgeArg, ModeArg, SessionOptions};
+use crate::model::RunContext;
+use crate::model::{Calibration, LineArg};
+use crate::model::{EdgeArg, ModeArg};
+use crate::rawfile::RawWriter;
+use crate::session::SessionOptions;
 use crate::units::{format_ns, parse_duration_ns, parse_positive_duration};
 use crate::{source, timefmt, Error, TOOL_VERSION};
 
@@ -97,7 +100,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         target: None,
         notes: Vec::new(),
         limits: None,
-        command_line: crate::report::command_line(),
+        command_line: crate::model::command_line(),
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;

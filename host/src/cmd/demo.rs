@@ -16,8 +16,10 @@ use clap::Args;
 
 use super::options::{OutputArgs, TimingArgs};
 use crate::link::Link;
-use crate::rawfile::{RawWriter, RunContext};
-use crate::session::{EdgeArg, ModeArg, SessionOptions};
+use crate::model::RunContext;
+use crate::model::{EdgeArg, ModeArg};
+use crate::rawfile::RawWriter;
+use crate::session::SessionOptions;
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
 use crate::{timefmt, Error, TOOL_VERSION};
@@ -299,7 +301,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mode = ModeArg::from(args.mode);
     let req = super::run::request(mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
     let req =
-        if args.timing.count.is_some() { crate::session::Request { duration_ns: None, ..req } } else { req };
+        if args.timing.count.is_some() { crate::model::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
     super::check_periodic_flags(&args.out, mode)?;
     let gates = super::Delivery::new(&args.gates)?;
@@ -365,7 +367,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             ),
         ],
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
-        command_line: crate::report::command_line(),
+        command_line: crate::model::command_line(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {

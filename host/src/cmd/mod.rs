@@ -20,10 +20,12 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::link::Link;
-use crate::rawfile::{RawEnding, RunContext};
+use crate::model::Ending;
+use crate::model::{EndedBy, ModeArg};
+use crate::model::{RawEnding, RunContext};
 use crate::report::text::ns_cell;
-use crate::report::{self as rep, Ending, Report};
-use crate::session::{self, EndedBy, ModeArg, RunState, SessionOptions};
+use crate::report::{self as rep, Report};
+use crate::session::{self, RunState, SessionOptions};
 use crate::{signals, timefmt, Error};
 use options::OutputArgs;
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::options::{GateArgs, OutputArgs};
-use crate::gates::Limits;
+use crate::model::Limits;
 use crate::report as rep;
 use crate::Error;
 

@@ -6,10 +6,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::options::{OutputArgs, TimingArgs};
-use crate::calibration::{Calibration, LineArg};
 use crate::link::Link;
-use crate::rawfile::{RawWriter, RunContext};
-use crate::session::{EdgeArg, ModeArg, Request, SessionOptions};
+use crate::model::RunContext;
+use crate::model::{Calibration, LineArg};
+use crate::model::{EdgeArg, ModeArg, Request};
+use crate::rawfile::RawWriter;
+use crate::session::SessionOptions;
 use crate::units::parse_duration_ns;
 use crate::{timefmt, TOOL_VERSION};
 
@@ -114,7 +116,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         target,
         notes: link_notes,
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
-        command_line: crate::report::command_line(),
+        command_line: crate::model::command_line(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let announce =

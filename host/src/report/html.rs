@@ -118,7 +118,7 @@ fn verdict_banner(h: &mut String, r: &Report) {
     }
 }
 
-fn kebab(e: &crate::session::EndedBy) -> String {
+fn kebab(e: &crate::model::EndedBy) -> String {
     serde_json::to_value(e).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 

@@ -59,8 +59,8 @@ use std::path::Path;
 
 use super::Report;
 use crate::analysis::Quantile;
-use crate::gates::Verdict;
-use crate::session::EndedBy;
+use crate::model::EndedBy;
+use crate::model::Verdict;
 use crate::units::{decimal, format_ns};
 use crate::Error;
 

@@ -73,7 +73,7 @@ use std::collections::HashSet;
 
 use super::Report;
 use crate::analysis::Quantile;
-use crate::gates::{LimitUnit, Measured, Verdict};
+use crate::model::{LimitUnit, Measured, Verdict};
 use crate::units::decimal;
 
 /// The one command every line runs.

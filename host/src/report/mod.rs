@@ -53,27 +53,18 @@ pub mod plot;
 pub(crate) mod testkit;
 pub mod text;
 
+use crate::model::Ending;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Quantile;
-use crate::rawfile::RunContext;
-use crate::session::{EndedBy, ModeArg, ProbeHello, RunState};
+use crate::model::RunContext;
+use crate::model::{EndedBy, ModeArg, ProbeHello};
+use crate::session::RunState;
 use crate::units::format_ns;
 use latprobe_protocol::{ticks_to_ns, Anomalies, Stimulus};
 
 /// The schema version written into every JSON report.
 pub const SCHEMA_VERSION: u32 = 2;
-
-/// latprobe's own command line, for the report (`command_line`): the
-/// arguments as given (not UTF-8 ones lossily), the program named
-/// `latprobe` whatever path started it. `run`, `demo` and `calibrate` put
-/// it in their [`RunContext`].
-pub fn command_line() -> Option<Vec<String>> {
-    let mut args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    let first = args.first_mut()?;
-    *first = "latprobe".into();
-    Some(args)
-}
 
 /// A finished run's report; the source of every output format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,7 +91,7 @@ pub struct Report {
     pub started_at: String,
     /// Wall-clock end.
     pub ended_at: String,
-    /// latprobe's own command line (see [`command_line`]); absent in
+    /// latprobe's own command line (see [`command_line`](crate::model::command_line)); absent in
     /// reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
@@ -125,7 +116,7 @@ pub struct Report {
     /// The limits this report was judged against (`--max`,
     /// `--percentile`, …, see [`crate::gates`]); absent when none was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verdicts: Vec<crate::gates::Verdict>,
+    pub verdicts: Vec<crate::model::Verdict>,
     /// Remarks.
     pub notes: Vec<String>,
 }
@@ -170,7 +161,7 @@ pub struct ConfigReport {
     /// The loopback calibration subtracted from every latency
     /// (`--calibration`), as its file says.
     #[serde(default)]
-    pub calibration: Option<crate::calibration::Calibration>,
+    pub calibration: Option<crate::model::Calibration>,
 }
 
 /// Accepted configuration in ticks.
@@ -468,21 +459,6 @@ pub struct IntervalReport {
     pub max_ns: u64,
     /// Mean.
     pub mean_ns: u64,
-}
-
-/// How the run ended, as the caller knows it.
-#[derive(Debug, Clone)]
-pub struct Ending {
-    /// How.
-    pub ended_by: EndedBy,
-    /// Whether as asked.
-    pub complete: bool,
-    /// The error, if any.
-    pub error: Option<String>,
-    /// Wall clock.
-    pub ended_at: String,
-    /// The raw file replayed.
-    pub replayed_from: Option<String>,
 }
 
 const PERIODIC_NOTE: &str = "wake-up delays are against the target's own schedule, fitted from its edges \
@@ -924,7 +900,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
 mod tests {
     use super::*;
     use crate::link::Incoming;
-    use crate::session::{EdgeArg, Request};
+    use crate::model::{EdgeArg, Request};
     use latprobe_protocol::{
         Capabilities, Config, Outcome, ProbeInfo, ProbeMsg, Sample, SampleBatchBuilder, StopReason, Stopped,
     };
@@ -1021,7 +997,8 @@ mod tests {
 
     #[test]
     fn limits_pass_only_what_the_report_proves() {
-        use crate::gates::{evaluate, parse_percentile, Limits, Measured};
+        use crate::gates::{evaluate, parse_percentile};
+        use crate::model::{Limits, Measured};
         // 10.0 .. 39.9 µs, no timeouts.
         let r = run_of(|seq| Outcome::Response(10_000 + seq as u32 * 100));
         let lim = |max: u64, p: &str| Limits {

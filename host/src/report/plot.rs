@@ -51,7 +51,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::compare::Cell;
+use crate::figure::Cell;
 use crate::report::Report;
 use crate::Error;
 

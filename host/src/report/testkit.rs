@@ -5,7 +5,7 @@
 
 use super::{ConfigReport, Counts, HistReport, Latency, ProbeReport, Report, SCHEMA_VERSION};
 use crate::gates::{evaluate, parse_limits_toml};
-use crate::session::{EndedBy, ModeArg, ProbeHello};
+use crate::model::{EndedBy, ModeArg, ProbeHello};
 
 /// 300 samples every 1 ms, timeout 8 ms; sample `i` answered after
 /// 10 µs + i × 0.5 µs, or, with `timeouts`, the last `timeouts` samples

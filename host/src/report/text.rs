@@ -228,7 +228,7 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
 
 /// The limits, one line each: verdict, name, limit, measured, margin, and
 /// for a violation why.
-fn verdict_section(s: &mut String, verdicts: &[crate::gates::Verdict]) {
+fn verdict_section(s: &mut String, verdicts: &[crate::model::Verdict]) {
     let failed = verdicts.iter().filter(|v| !v.pass).count();
     let head = if failed == 0 {
         format!("limits: all {} passed", verdicts.len())

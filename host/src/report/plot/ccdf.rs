@@ -187,7 +187,7 @@ impl Figure for Ccdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::Cell;
+    use crate::figure::Cell;
 
     #[test]
     fn the_curve_ends_at_the_overflows_share_and_drops_by_each_bin() {

@@ -77,7 +77,7 @@ impl HistData {
             timeouts: r.counts.timeouts,
             timeout_ns: Some(timeout_ns),
             max,
-            periodic: r.periodic.is_some() || r.config.mode == crate::session::ModeArg::Periodic,
+            periodic: r.periodic.is_some() || r.config.mode == crate::model::ModeArg::Periodic,
             percentiles,
         }
     }

@@ -15,7 +15,7 @@ use super::{
     DrawResult, Figure, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
     PANEL_PX, SERIES, TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
 };
-use crate::compare::Cell;
+use crate::figure::Cell;
 use crate::report::Report;
 use crate::Error;
 

@@ -56,7 +56,7 @@ impl Timeline {
         let Some(t) = r.timeline.as_ref().filter(|t| !t.is_empty()) else {
             return Ok(None);
         };
-        let periodic = r.periodic.is_some() || r.config.mode == crate::session::ModeArg::Periodic;
+        let periodic = r.periodic.is_some() || r.config.mode == crate::model::ModeArg::Periodic;
         let what = if periodic { "Wake-up delay over time" } else { "Latency over time" };
         Ok(Some(Self {
             t: t.clone(),
