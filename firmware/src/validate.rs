@@ -25,7 +25,10 @@
 //! `dither_ticks`, `timeout_ticks` and `guard_ticks` are unused and may be
 //! anything (0 included).
 
-use latprobe_protocol::{min_interval_ticks, Capabilities, Config, ErrorCode, Mode, ResponseLine, Stimulus};
+use latprobe_protocol::{
+    min_interval_ticks, timing_fault, Capabilities, Config, ErrorCode, Mode, ResponseLine, Stimulus,
+    TimingFault,
+};
 
 /// A refusal: the code and a short detail (at most `MAX_ERROR_DETAIL` bytes).
 pub type Refusal = (ErrorCode, &'static str);
@@ -84,24 +87,34 @@ pub fn validate(config: &Config, caps: Capabilities, byte_ticks: u64) -> Result<
         return Err((ErrorCode::ZeroInterval, "interval_ticks must not be 0"));
     }
     let w = config.stimulus.window() as u64;
-    let span = w * u64::from(config.interval_ticks);
-    if config.timeout_ticks == 0 || u64::from(config.timeout_ticks) >= span {
-        return Err((
-            ErrorCode::BadTimeout,
-            if w == 1 { "need 0 < timeout_ticks < interval_ticks" } else { "need 0 < timeout < 9 intervals" },
-        ));
-    }
-    let busy =
-        u64::from(config.dither_ticks) + u64::from(config.timeout_ticks) + u64::from(config.guard_ticks);
-    if busy > span {
-        return Err((
-            ErrorCode::BadDither,
-            if w == 1 {
-                "need dither + timeout + guard <= interval"
-            } else {
-                "need dither + timeout + guard <= 9 intervals"
-            },
-        ));
+    let (iv, dither, timeout, guard) = (
+        u64::from(config.interval_ticks),
+        u64::from(config.dither_ticks),
+        u64::from(config.timeout_ticks),
+        u64::from(config.guard_ticks),
+    );
+    match timing_fault(w, iv, dither, timeout, guard) {
+        Some(TimingFault::NoTimeout | TimingFault::TimeoutTooLong) => {
+            return Err((
+                ErrorCode::BadTimeout,
+                if w == 1 {
+                    "need 0 < timeout_ticks < interval_ticks"
+                } else {
+                    "need 0 < timeout < 9 intervals"
+                },
+            ));
+        }
+        Some(TimingFault::Crowded) => {
+            return Err((
+                ErrorCode::BadDither,
+                if w == 1 {
+                    "need dither + timeout + guard <= interval"
+                } else {
+                    "need dither + timeout + guard <= 9 intervals"
+                },
+            ));
+        }
+        None => {}
     }
     if u64::from(config.interval_ticks) < min_interval_ticks(config.stimulus, byte_ticks, config.guard_ticks)
     {

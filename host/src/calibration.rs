@@ -14,10 +14,10 @@
 //! A calibration is refused for another board, firmware version, line or
 //! target baud rate, since its offset would not hold there.
 
-use crate::model::{Calibration, LineArg};
 use std::path::Path;
 
 use crate::model::ProbeHello;
+use crate::model::{Calibration, LineArg};
 use crate::report::Report;
 use crate::units::format_ns;
 use crate::Error;

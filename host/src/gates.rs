@@ -9,13 +9,13 @@
 //! (README, "The tail is measured, never cut off"), so it cannot prove any limit
 //! and is a violation whose text says why and what to change.
 
-use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Deserialize;
 
 use crate::analysis::{rank, Analysis, Quantile};
+use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
 use crate::report::Report;
 use crate::units::{format_ns, parse_duration_ns};
 use crate::Error;

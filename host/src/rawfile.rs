@@ -30,12 +30,12 @@
 //! The context and the ending are bounded ([`MAX_CONTEXT`]), as is the
 //! histogram range the context may ask for ([`MAX_HISTFILE_US`]).
 
-use crate::model::{RawEnding, RunContext};
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::model::{RawEnding, RunContext};
 use crate::source::ReplaySource;
 use crate::Error;
 

@@ -17,19 +17,19 @@
 //!        ◀─────────────────── last batches, Stopped
 //! ```
 
-use crate::model::{EdgeArg, EndedBy, ModeArg, ProbeHello, Request};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use latprobe_protocol::{
-    byte_ticks, min_interval_ticks, ns_to_ticks, ticks_to_ns, Capabilities, Config, Edge, ErrorCode,
-    Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped,
+    byte_ticks, min_interval_ticks, ns_to_ticks, ticks_to_ns, timing_fault, Capabilities, Config, Edge,
+    ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped, TimingFault,
     DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
 };
 
 use crate::analysis::Analysis;
 use crate::link::{Incoming, Link, Polled};
 use crate::model::LineArg;
+use crate::model::{EdgeArg, EndedBy, ModeArg, ProbeHello, Request};
 use crate::units::format_ns;
 use crate::Error;
 
@@ -47,8 +47,8 @@ impl ModeArg {
 
 /// Periodic mode's default horizon, in intervals: an edge later than this
 /// after its cycle's fitted time is a timeout sample (like uart-echo's
-/// horizon of [`DEFAULT_HORIZON_INTERVALS`]).
-pub const PERIODIC_HORIZON_INTERVALS: u32 = 8;
+/// horizon, the same number of intervals: one constant, in the protocol).
+pub const PERIODIC_HORIZON_INTERVALS: u32 = DEFAULT_HORIZON_INTERVALS;
 
 /// The default timeout for a window of `window` stimuli in flight, in any
 /// unit (ns or ticks), from the interval, dither and guard in that unit.
@@ -85,30 +85,27 @@ fn check_timing(
     } else {
         (format!("--interval {}", show(interval)), "one stimulus in flight".to_string())
     };
-    if timeout == 0 {
-        return Err(if given {
-            "--timeout must be longer than 0".into()
-        } else {
-            format!(
-                "--dither {} and --guard {} leave no time for a response in {span_name} ({why}): \
-                 lower them, raise --interval, or give --timeout",
-                show(dither),
-                show(guard)
-            )
-        });
-    }
-    if timeout >= span {
-        return Err(format!("--timeout {} must be shorter than {span_name} ({why})", show(timeout)));
-    }
-    if dither.saturating_add(timeout).saturating_add(guard) > span {
-        return Err(format!(
+    // The probe's own rule (`validate`), so that nothing it would refuse
+    // is sent; only the words are the host's.
+    match timing_fault(window as u64, interval, dither, timeout, guard) {
+        Some(TimingFault::NoTimeout) if given => Err("--timeout must be longer than 0".into()),
+        Some(TimingFault::NoTimeout) => Err(format!(
+            "--dither {} and --guard {} leave no time for a response in {span_name} ({why}): \
+             lower them, raise --interval, or give --timeout",
+            show(dither),
+            show(guard)
+        )),
+        Some(TimingFault::TimeoutTooLong) => {
+            Err(format!("--timeout {} must be shorter than {span_name} ({why})", show(timeout)))
+        }
+        Some(TimingFault::Crowded) => Err(format!(
             "--dither {} + --timeout {} + --guard {} must fit in {span_name} ({why})",
             show(dither),
             show(timeout),
             show(guard)
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 impl Request {

@@ -264,6 +264,45 @@ pub const fn byte_ticks(timer_hz: u32, baud: u32) -> u64 {
     }
 }
 
+/// Which timing rule of an echo mode's schedule a configuration breaks
+/// ([`timing_fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimingFault {
+    /// A timeout of 0: no time for an answer.
+    NoTimeout,
+    /// The timeout reaches the window's span (`window · interval`): a
+    /// stimulus's timeout would run into the next use of its slot.
+    TimeoutTooLong,
+    /// `dither + timeout + guard` exceeds the window's span: a sample and
+    /// its guard would not end before its slot is used again.
+    Crowded,
+}
+
+/// The timing rule of an echo mode, in any one unit (ticks on the probe,
+/// nanoseconds on the host before it knows the tick): with `window`
+/// stimuli in flight ([`Stimulus::window`]), `0 < timeout < window ·
+/// interval` and `dither + timeout + guard <= window · interval`. The
+/// probe's `validate` (`BadTimeout`, `BadDither`) and the host (before it
+/// sends, naming the flags) apply this one rule, checked in this order.
+pub const fn timing_fault(
+    window: u64,
+    interval: u64,
+    dither: u64,
+    timeout: u64,
+    guard: u64,
+) -> Option<TimingFault> {
+    let span = interval.saturating_mul(window);
+    if timeout == 0 {
+        Some(TimingFault::NoTimeout)
+    } else if timeout >= span {
+        Some(TimingFault::TimeoutTooLong)
+    } else if dither.saturating_add(timeout).saturating_add(guard) > span {
+        Some(TimingFault::Crowded)
+    } else {
+        None
+    }
+}
+
 /// The shortest interval a byte stimulus allows on a target line of
 /// `byte_ticks` per byte ([`byte_ticks`]), in ticks: each stimulus byte must
 /// have left the transmitter before the next is written, or the probe would
@@ -600,6 +639,21 @@ pub const fn ns_to_ticks(ns: u64, timer_hz: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timing_rule_at_its_edges() {
+        use TimingFault::*;
+        // One in flight, interval 1000: timeout in 1..=999, the sum at most 1000.
+        assert_eq!(timing_fault(1, 1000, 0, 0, 0), Some(NoTimeout));
+        assert_eq!(timing_fault(1, 1000, 0, 1000, 0), Some(TimeoutTooLong));
+        assert_eq!(timing_fault(1, 1000, 100, 800, 100), None);
+        assert_eq!(timing_fault(1, 1000, 100, 800, 101), Some(Crowded));
+        // Nine in flight: the span is nine intervals.
+        assert_eq!(timing_fault(9, 1000, 0, 8999, 1), None);
+        assert_eq!(timing_fault(9, 1000, 0, 9000, 0), Some(TimeoutTooLong));
+        // Sums past u64 saturate, and are crowded, not wrapped into range.
+        assert_eq!(timing_fault(1, u64::MAX / 2, u64::MAX, 1, u64::MAX), Some(Crowded));
+    }
 
     #[test]
     fn tick_conversion_is_exact_and_rounds() {

@@ -53,10 +53,10 @@ pub mod plot;
 pub(crate) mod testkit;
 pub mod text;
 
-use crate::model::Ending;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Quantile;
+use crate::model::Ending;
 use crate::model::RunContext;
 use crate::model::{EndedBy, ModeArg, ProbeHello};
 use crate::session::RunState;
