@@ -11,8 +11,17 @@ pub mod nucleo_f411re {
     /// SYSCLK, and TIM2's clock (APB1 at 50 MHz, doubled for its timers):
     /// one tick is one core cycle, 10 ns.
     pub const TIMER_HZ: u32 = 100_000_000;
-    /// Host link over the ST-LINK/V2-1 virtual COM port.
+    /// Host link over the ST-LINK/V2-1 virtual COM port (the host's
+    /// default `--baud`).
     pub const HOST_BAUD: u32 = 921_600;
+    /// probe-rs's name for the chip (`latprobe flash`).
+    pub const CHIP: &str = "STM32F411RETx";
+    /// DBGMCU_IDCODE's DEV_ID of the chip (RM0383 §23.6.1): a wrong chip is
+    /// told before it is erased.
+    pub const DEV_ID: u16 = 0x431;
+    /// The chip's SRAM (origin, length; RM0383 §2.3, memory.x), where the
+    /// RTT control block lies.
+    pub const RAM: (u64, u64) = (0x2000_0000, 128 * 1024);
     /// Target line (USART1): the responder's default.
     pub const TARGET_BAUD: u32 = 115_200;
     /// The input filter of TIM2's capture channels: ICxF = 0011,
@@ -61,4 +70,18 @@ pub mod qemu {
         capture_delay_ticks: 0,
         loopback_skew_ticks: 0,
     };
+}
+
+#[cfg(test)]
+mod tests {
+    /// The linker's memory.x and the host's RTT search give one SRAM.
+    #[test]
+    fn the_nucleo_ram_is_the_linker_scripts() {
+        let x =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/memory/nucleo-f411re.x")).unwrap();
+        let ram = x.lines().find(|l| l.trim_start().starts_with("RAM")).unwrap();
+        let (origin, len) = super::nucleo_f411re::RAM;
+        assert!(ram.contains(&std::format!("ORIGIN = {origin:#010x}")), "{ram}");
+        assert!(ram.contains(&std::format!("LENGTH = {}K", len / 1024)), "{ram}");
+    }
 }

@@ -165,6 +165,7 @@ mod fmt;
 
 pub mod board;
 pub mod boards;
+pub mod buildinfo;
 pub mod capture;
 pub mod engine;
 pub mod hostrx;

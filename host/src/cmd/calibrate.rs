@@ -25,7 +25,7 @@ pub struct CalibrateArgs {
     #[arg(long, short, value_name = "PORT")]
     pub port: String,
     /// Serial line speed of the probe's link
-    #[arg(long, value_name = "N", default_value_t = 921_600)]
+    #[arg(long, value_name = "N", default_value_t = latprobe_firmware::boards::nucleo_f411re::HOST_BAUD)]
     pub baud: u32,
     /// The line looped back: gpio (PA0 wired to PA1) or uart (PA9 wired to PA10, PA1 and PB10)
     #[arg(long, value_enum, value_name = "LINE")]

@@ -31,7 +31,7 @@ pub struct FlashArgs {
     #[arg(long, value_name = "PORT")]
     pub port: Option<String>,
     /// Serial speed of --port
-    #[arg(long, value_name = "N", default_value_t = 921_600)]
+    #[arg(long, value_name = "N", default_value_t = latprobe_firmware::boards::nucleo_f411re::HOST_BAUD)]
     pub baud: u32,
 }
 

@@ -22,7 +22,7 @@ pub struct RunArgs {
     #[arg(long, short, value_name = "PORT")]
     pub port: Option<String>,
     /// Serial line speed of the probe's link (the reference board's ST-LINK port runs at 921600)
-    #[arg(long, value_name = "N", default_value_t = 921_600, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = latprobe_firmware::boards::nucleo_f411re::HOST_BAUD, value_parser = clap::value_parser!(u32).range(1..))]
     pub baud: u32,
     /// What to measure
     #[arg(long, value_enum, default_value = "uart-echo")]

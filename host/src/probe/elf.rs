@@ -15,7 +15,7 @@ use super::Board;
 use crate::Error;
 
 /// The symbol that says what an ELF is.
-pub const BUILD_SYMBOL: &str = "LATPROBE_BUILD";
+pub const BUILD_SYMBOL: &str = latprobe_firmware::buildinfo::SYMBOL;
 /// The symbol of the RTT control block.
 pub const RTT_SYMBOL: &str = "_SEGGER_RTT";
 
@@ -31,16 +31,11 @@ pub struct BuildInfo {
 }
 
 impl BuildInfo {
-    /// Decode the 64 bytes of format 1.
+    /// Decode the 64 bytes of format 1 ([`latprobe_firmware::buildinfo`]).
     pub fn parse(b: &[u8]) -> Option<Self> {
-        if b.len() < 64 || &b[..8] != b"LATPROBE" || b[8] != 1 {
-            return None;
-        }
-        let text = |r: &[u8]| {
-            let end = r.iter().position(|&c| c == 0).unwrap_or(r.len());
-            String::from_utf8_lossy(&r[..end]).into_owned()
-        };
-        Some(Self { protocol_version: b[9], board: text(&b[12..44]), firmware_version: text(&b[44..60]) })
+        let d = latprobe_firmware::buildinfo::decode(b)?;
+        let text = |r: &[u8]| String::from_utf8_lossy(r).into_owned();
+        Some(Self { protocol_version: d.protocol, board: text(d.board), firmware_version: text(d.version) })
     }
 }
 

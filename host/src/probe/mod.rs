@@ -45,12 +45,12 @@ pub struct Board {
 /// Every board `latprobe flash` knows (the QEMU board is not flashed).
 pub const BOARDS: &[Board] = &[Board {
     name: "nucleo-f411re",
-    chip: "STM32F411RETx",
-    dev_id: 0x431,
+    chip: latprobe_firmware::boards::nucleo_f411re::CHIP,
+    dev_id: latprobe_firmware::boards::nucleo_f411re::DEV_ID,
     family: "STM32F411xC/E",
     elf_name: "nucleo-f411re",
     build: "cargo fw-nucleo",
-    ram: (0x2000_0000, 128 * 1024),
+    ram: latprobe_firmware::boards::nucleo_f411re::RAM,
 }];
 
 /// The board named `name`.

@@ -65,39 +65,15 @@ const RTT_HOST: usize = 256;
 const RTT_POLL_RELOAD: u32 = 100_000_000 / 100 - 1;
 
 /// What this ELF is, for `latprobe flash` to read before it touches a probe
-/// (host/src/probe/elf.rs parses it by this symbol's name): an ELF built for
-/// another board or protocol is refused there, not discovered after
-/// flashing. Layout (format 1, 64 bytes): `LATPROBE`, format, protocol
-/// version, 2 reserved, board name (32, NUL-padded), firmware version (16,
-/// NUL-padded), 4 reserved.
+/// (the layout is `latprobe_firmware::buildinfo`'s, which the host reads
+/// too): an ELF built for another board or protocol is refused there, not
+/// discovered after flashing.
 #[no_mangle]
-pub static LATPROBE_BUILD: [u8; 64] =
-    build_info("nucleo-f411re", latprobe_firmware::FIRMWARE_VERSION, latprobe_protocol::PROTOCOL_VERSION);
-
-const fn build_info(board: &str, version: &str, protocol: u8) -> [u8; 64] {
-    let mut out = [0u8; 64];
-    let magic = *b"LATPROBE";
-    let mut i = 0;
-    while i < 8 {
-        out[i] = magic[i];
-        i += 1;
-    }
-    out[8] = 1;
-    out[9] = protocol;
-    let (board, version) = (board.as_bytes(), version.as_bytes());
-    assert!(board.len() <= 32 && version.len() <= 16, "LATPROBE_BUILD fields too long");
-    i = 0;
-    while i < board.len() {
-        out[12 + i] = board[i];
-        i += 1;
-    }
-    i = 0;
-    while i < version.len() {
-        out[44 + i] = version[i];
-        i += 1;
-    }
-    out
-}
+pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_firmware::buildinfo::encode(
+    "nucleo-f411re",
+    latprobe_firmware::FIRMWARE_VERSION,
+    latprobe_protocol::PROTOCOL_VERSION,
+);
 
 /// TIM2 with the front that reads it: one RTIC resource, so that the
 /// extender's `now()` never interleaves with `on_overflow()`.
@@ -229,7 +205,9 @@ mod app {
         // Keep LATPROBE_BUILD in the image: nothing else reads it, and the
         // linker drops what nothing reads.
         // SAFETY: a read of an initialised static.
-        let build_protocol = unsafe { core::ptr::read_volatile(&super::LATPROBE_BUILD[9]) };
+        let build_protocol = unsafe {
+            core::ptr::read_volatile(&super::LATPROBE_BUILD[latprobe_firmware::buildinfo::PROTOCOL_AT])
+        };
         debug_assert_eq!(build_protocol, latprobe_protocol::PROTOCOL_VERSION);
         // The cycle counter for the capture-path figures.
         core.DCB.enable_trace();
