@@ -504,7 +504,7 @@ fn every_prefix_of_every_fixture_is_handled() {
 
 /// A latprobe histfile of 20 samples in a 100 µs range: 10 measured
 /// inside, 8 measured beyond the range (gpio-echo's timeout lies above it)
-/// and 2 timeouts above 500 µs; `new_header` adds the lines of issue 19.
+/// and 2 timeouts above 500 µs; `new_header` adds the `# latprobe:` lines.
 fn latprobe_histfile(new_header: bool) -> String {
     let mut s = String::from("# latprobe 0.1.0: latencies measured by the probe's clock, 1 us bins\n");
     s.push_str("# latprobe: samples 20 responses 18 timeouts 2 lost 1\n");

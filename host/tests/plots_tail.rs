@@ -1,4 +1,4 @@
-//! Issue 19: the plots tell the tail as it is. A timeout is drawn at its
+//! The plots tell the tail as it is. A timeout is drawn at its
 //! own bound (`>180 µs: 70 timeouts`), never at the histogram's range end;
 //! an imported histogram's overflows stay at the range end and say so;
 //! p99 and p99.9 are marked; a log-x view spreads the body and the tail;

@@ -7,7 +7,7 @@
 //! ```text
 //! # latprobe 0.1.0: latencies measured by the probe's clock, 1 us bins      every version
 //! # latprobe: samples 3000 responses 2970 timeouts 30 lost 0               every version
-//! # latprobe: mode uart-echo                                               since issue 19
+//! # latprobe: mode uart-echo                                               newer files
 //! # latprobe: interval_ns 1000000
 //! # latprobe: timeout_ns 500000
 //! # latprobe: unit us

@@ -1,4 +1,4 @@
-//! Issue 19: latprobe's own histfile imports as latprobe's (an external
+//! latprobe's own histfile imports as latprobe's (an external
 //! probe measurement, its timeouts censored at the timeout), compare's rows
 //! say what the report says, the report records latprobe's command line,
 //! an `-N` histfile read as µs is warned about, and a wrong kind of file
@@ -71,7 +71,7 @@ fn compare_text(files: &[&Path], format: &str) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// The histfile as latprobe before issue 19 wrote it: only the first
+/// The histfile as latprobe 0.1 wrote it before the `# latprobe:` lines: only the first
 /// line, the counts and the timeout sentence of its own comments.
 fn old_histfile(text: &str) -> String {
     text.lines()

@@ -1,4 +1,4 @@
-//! Issue 19, the command line: errors that name the flag and its form,
+//! What a new user meets on the command line: errors that name the flag and its form,
 //! `-o -` and `--quiet`, completions and the man page, `--version`, and a
 //! `wrote FILE` line for every output.
 
