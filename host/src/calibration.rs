@@ -54,15 +54,17 @@ impl Calibration {
 
     /// The calibration a finished loopback run gives, or why it gives none.
     pub fn from_report(r: &Report, line: LineArg) -> Result<Self, Error> {
-        let probe =
-            r.probe.as_ref().ok_or_else(|| Error::Usage("no probe answered: nothing to calibrate".into()))?;
+        let probe = r
+            .probe
+            .as_ref()
+            .ok_or_else(|| Error::Report("no probe answered: nothing to calibrate".into()))?;
         let c = &r.counts;
         let wire = match line {
             LineArg::Gpio => "PA0 to PA1",
             LineArg::Uart => "PA9 to PA10, PA1 and PB10",
         };
         if c.timeouts > 0 || c.lost > 0 {
-            return Err(Error::Usage(format!(
+            return Err(Error::Report(format!(
                 "the {} loopback left {} of {} stimuli unanswered and lost {}: a wire loops every \
                  stimulus back; check the wire ({wire} on the Nucleo) and run calibrate again",
                 line.name(),
@@ -72,15 +74,17 @@ impl Calibration {
             )));
         }
         if c.samples < MIN_SAMPLES {
-            return Err(Error::Usage(format!(
+            return Err(Error::Report(format!(
                 "{} loopback samples are too few to calibrate: give --count {MIN_SAMPLES} or more",
                 c.samples
             )));
         }
         let l =
-            r.latency_ns.as_ref().ok_or_else(|| Error::Usage("no loopback latency was measured".into()))?;
+            r.latency_ns.as_ref().ok_or_else(|| Error::Report("no loopback latency was measured".into()))?;
         let need = |v: Option<u64>, what: &str| {
-            v.ok_or_else(|| Error::Usage(format!("the loopback's {what} is not known: nothing to calibrate")))
+            v.ok_or_else(|| {
+                Error::Report(format!("the loopback's {what} is not known: nothing to calibrate"))
+            })
         };
         Ok(Self {
             kind: KIND.into(),
@@ -102,22 +106,22 @@ impl Calibration {
     /// Read a calibration file.
     pub fn read(path: &Path) -> Result<Self, Error> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Usage(format!("cannot read --calibration {}: {e}", path.display())))?;
+            .map_err(|e| Error::Input(format!("cannot read --calibration {}: {e}", path.display())))?;
         let c: Self = serde_json::from_str(&text).map_err(|e| {
-            Error::Usage(format!(
+            Error::Input(format!(
                 "--calibration {} is not a latprobe calibration file ({e}): make one with latprobe calibrate",
                 path.display()
             ))
         })?;
         if c.kind != KIND {
-            return Err(Error::Usage(format!(
+            return Err(Error::Input(format!(
                 "--calibration {} is a '{}' file, not a {KIND}",
                 path.display(),
                 crate::out::clean(&c.kind)
             )));
         }
         c.validate().map_err(|why| {
-            Error::Usage(format!(
+            Error::Input(format!(
                 "--calibration {} is not a usable calibration: {why}; make a new one with latprobe calibrate",
                 path.display()
             ))
@@ -168,7 +172,7 @@ impl Calibration {
     pub fn check(&self, probe: &ProbeHello, line: LineArg) -> Result<(), Error> {
         let redo = format!("run latprobe calibrate --line {} again on this probe", line.name());
         let mismatch = |what: &str, file: &str, now: &str| {
-            Err(Error::Usage(format!(
+            Err(Error::Input(format!(
                 "--calibration was measured {what} {file}, this run uses {now}: its offset does not hold; {redo}"
             )))
         };

@@ -1,5 +1,5 @@
 //! The command line: one subcommand per file in [`crate::cmd`] (its shared
-//! option groups, in [`crate::cmd::options`], flattened in), and the
+//! option groups, in [`crate::options`], flattened in), and the
 //! dispatch to them: the top of the host, which nothing imports.
 
 use clap::{Parser, Subcommand};
@@ -147,7 +147,7 @@ fn split_unit(stray: &str, args: &[String]) -> Option<String> {
 }
 
 /// Run the parsed command line.
-pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+pub fn dispatch(cli: Cli) -> Result<(), crate::Error> {
     crate::signals::ignore_file_size_limit();
     match cli.command {
         Command::Run(args) => cmd::run::run(args),

@@ -58,9 +58,9 @@ impl DefmtLog {
     /// printed on stderr as it comes.
     pub fn new(elf: &[u8], path: &Path, verbose: bool) -> Result<Self, Error> {
         let table = Table::parse(elf)
-            .map_err(|e| Error::Usage(format!("the defmt table of {} cannot be read: {e}", path.display())))?
+            .map_err(|e| Error::Input(format!("the defmt table of {} cannot be read: {e}", path.display())))?
             .ok_or_else(|| {
-                Error::Usage(format!(
+                Error::Input(format!(
                     "{} has no defmt table: it is not a latprobe probe firmware",
                     path.display()
                 ))

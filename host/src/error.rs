@@ -1,18 +1,72 @@
-//! The library's errors. Each one names what the user must change and knows
-//! its exit code ([`crate::exit`]), so `main` prints one `Error:` line and
-//! exits with the right code.
+//! The library's errors, by area: the command line ([`Error::Config`]), the
+//! files it names ([`Error::Input`], [`Error::Output`]), the probe's link
+//! ([`LinkError`]), the debug probe ([`Error::DebugProbe`]), an in-kernel
+//! tool's output ([`ImportError`]), a report that cannot be made
+//! ([`Error::Report`]), a limit the run broke ([`Error::Threshold`]) and the
+//! system's I/O ([`Error::Io`]). Each message names what the user must
+//! change. Which exit code an area ends with is one table, in `main`
+//! (`latprobe::exit` names the codes).
 
 use std::io;
 use std::time::Duration;
 
-use crate::exit;
-
-/// Everything that can end a latprobe command early.
+/// Everything that can end a latprobe command early, by area.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A flag value or input file that cannot work; the message names it.
+    /// A flag's value, or a combination of flags, that cannot work; the
+    /// message names the flag and the form it wants.
     #[error("{0}")]
-    Usage(String),
+    Config(String),
+    /// A file named on the command line for reading (a raw file, a report,
+    /// `--limits`, `--calibration`, `--target-log`, `--elf`, …) is missing,
+    /// unreadable or not of its kind; the message names the file and the flag.
+    #[error("{0}")]
+    Input(String),
+    /// An output path that cannot be written, found before anything is
+    /// measured or rendered; the message names the flag and a path that would do.
+    #[error("{0}")]
+    Output(String),
+    /// The probe's link: the port, the handshake, the run on the wire.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The debug probe (probe-rs): finding it, the chip, flashing, RTT, the ELF.
+    #[error("{0}")]
+    DebugProbe(String),
+    /// An in-kernel tool's output (cyclictest, rtla) that cannot be imported.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// A report, plot or comparison that cannot be made from what was given.
+    #[error("{0}")]
+    Report(String),
+    /// The run was measured and reported, and at least one limit
+    /// (`--max`, `--percentile`, …) was violated.
+    #[error("{0}")]
+    Threshold(String),
+    /// An I/O error on a file, the link or the system, while working.
+    // The OS error is part of the message and deliberately not a `source`:
+    // `Error: {:#}` would print its text twice.
+    #[error("{context}: {cause}")]
+    Io {
+        /// What we were doing, naming the file or port.
+        context: String,
+        /// The OS error.
+        cause: io::Error,
+    },
+    /// Something latprobe itself got wrong; the message says to report it.
+    #[error("{0} (a latprobe bug: please report it)")]
+    Bug(String),
+}
+
+impl Error {
+    /// An I/O error with what we were doing.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Error::Io { context: context.into(), cause: source }
+    }
+}
+
+/// What went wrong on the probe's link.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
     /// The probe's port could not be opened.
     #[error("--port {port}: {reason}")]
     PortOpen {
@@ -105,41 +159,41 @@ pub enum Error {
         /// Bytes that came, none of them a frame.
         bytes: u64,
     },
-    /// The run was measured and reported, and at least one limit
-    /// (`--max`, `--percentile`, …) was violated: exit code 3.
-    #[error("{0}")]
-    Threshold(String),
-    /// An I/O error on a file or the link.
-    // The OS error is part of the message and deliberately not a `source`:
-    // `Error: {:#}` would print its text twice.
-    #[error("{context}: {cause}")]
-    Io {
-        /// What we were doing, naming the file or port.
-        context: String,
-        /// The OS error.
-        cause: io::Error,
-    },
 }
 
-impl Error {
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Error::Usage(_)
-            | Error::PortOpen { .. }
-            | Error::VersionMismatch { .. }
-            | Error::Refused { .. }
-            | Error::Garbled { .. }
-            | Error::NoHello { .. } => exit::USAGE,
-            Error::Silent { .. } | Error::Probe { .. } | Error::Closed { .. } | Error::Io { .. } => {
-                exit::RUN_FAILED
-            }
-            Error::Threshold(_) => exit::THRESHOLD,
-        }
-    }
-
-    /// An I/O error with what we were doing.
-    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { context: context.into(), cause: source }
-    }
+/// Why an in-kernel tool's output could not be imported. Displays as
+/// `file:line: message`.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is longer than latprobe reads whole.
+    #[error(
+        "{file}: longer than {cap}, the most latprobe reads of one file: import a shorter output \
+         (cyclictest with a smaller -h, one file per run)"
+    )]
+    TooLong {
+        /// The file.
+        file: String,
+        /// The cap, in words.
+        cap: String,
+    },
+    /// The file is not what it should be at `line` (1-based).
+    #[error("{file}:{line}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// The line where the problem shows (for a missing line: where it
+        /// was expected, one past the end for a cut file).
+        line: usize,
+        /// What was expected there and what was found.
+        message: String,
+    },
 }

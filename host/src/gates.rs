@@ -9,58 +9,16 @@
 //! (README, "The tail is measured, never cut off"), so it cannot prove any limit
 //! and is a violation whose text says why and what to change.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Args;
 use serde::Deserialize;
 
 use crate::analysis::{rank, Analysis, Quantile};
 use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
+pub use crate::options::{parse_percent, parse_percentile, LimitArgs};
 use crate::report::Report;
 use crate::units::{format_ns, parse_duration_ns};
 use crate::Error;
-
-/// The limit flags, shared by `run`, `demo` and `report`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct LimitArgs {
-    /// Fail (exit 3) when the largest latency exceeds this: 200us
-    #[arg(long = "max", value_name = "DURATION", value_parser = parse_duration_ns)]
-    pub max: Option<u64>,
-    /// Fail (exit 3) when a percentile exceeds a latency: 99.9=100us (repeatable)
-    #[arg(long = "percentile", value_name = "Q=DURATION", value_parser = parse_percentile)]
-    pub percentile: Vec<PercentileLimit>,
-    /// Fail (exit 3) when more than N samples timed out
-    #[arg(long, value_name = "N")]
-    pub max_timeouts: Option<u64>,
-    /// Fail (exit 3) when more than N samples were lost on the way (sequence gaps)
-    #[arg(long, value_name = "N")]
-    pub max_lost: Option<u64>,
-    /// Fail (exit 3) when the probe heard more than N late answers (after their stimulus's timeout)
-    #[arg(long, value_name = "N")]
-    pub max_late: Option<u64>,
-    /// Read limits from a TOML file (max, percentile, max_timeouts, max_lost, max_late); a flag given too wins
-    #[arg(long, value_name = "FILE")]
-    pub limits: Option<PathBuf>,
-}
-
-/// Parse `99.9=100us`.
-pub fn parse_percentile(text: &str) -> Result<PercentileLimit, String> {
-    let t = text.trim();
-    let Some((q, d)) = t.split_once('=') else {
-        return Err(format!("'{t}' is not Q=DURATION: write e.g. 99.9=100us"));
-    };
-    let percent = parse_percent(q.trim())?;
-    let limit_ns = parse_duration_ns(d.trim())?;
-    Ok(PercentileLimit { percent, limit_ns })
-}
-
-fn parse_percent(q: &str) -> Result<f64, String> {
-    let q = q.strip_prefix('p').unwrap_or(q);
-    match q.parse::<f64>() {
-        Ok(p) if p > 0.0 && p < 100.0 => Ok(p),
-        _ => Err(format!("'{q}' is not a percentile: give a number above 0 and below 100, e.g. 99.9")),
-    }
-}
 
 /// The name of a percentile: `p99.9`.
 pub fn percentile_name(percent: f64) -> String {
@@ -106,8 +64,8 @@ struct LimitsFile {
 /// Read a `--limits` file.
 pub fn read_limits_file(path: &Path) -> Result<Limits, Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("cannot read --limits {}: {e}", path.display())))?;
-    parse_limits_toml(&text).map_err(|e| Error::Usage(format!("--limits {}: {e}", path.display())))
+        .map_err(|e| Error::Input(format!("cannot read --limits {}: {e}", path.display())))?;
+    parse_limits_toml(&text).map_err(|e| Error::Input(format!("--limits {}: {e}", path.display())))
 }
 
 /// Parse the text of a `--limits` file.
@@ -163,7 +121,7 @@ impl LimitArgs {
         };
         for (i, p) in self.percentile.iter().enumerate() {
             if let Some(q) = self.percentile[..i].iter().find(|q| q.percent == p.percent) {
-                return Err(Error::Usage(format!(
+                return Err(Error::Config(format!(
                     "{} and {} limit one percentile twice: give each percentile once",
                     shown(q),
                     shown(p)

@@ -15,14 +15,15 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`] |
+//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`], [`options`] (the flag groups several subcommands share) |
 //! | bytes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`) |
 //! | statistics | [`periodic`], [`timeline`], [`samples`], [`targetlog`], [`analysis`] |
 //! | the session | [`session`] |
 //! | in-kernel outputs read | [`import`] |
 //! | the report | [`report`], [`gates`], [`calibration`] |
 //! | runs side by side | [`compare`], [`inkernel`] |
-//! | subcommands | [`cmd`] (shared option groups in [`cmd::options`]) |
+//! | the live path | [`measure`] (request, progress, session, target log, delivery of the outputs and their paths: shared by `run`, `demo`, `calibrate`, and `report`'s delivery) |
+//! | subcommands | [`cmd`] |
 //! | the command line | [`cli`] |
 //!
 //! The binary is a thin shell over [`cli::dispatch`], so tests drive the
@@ -45,7 +46,9 @@ pub mod import;
 pub mod inkernel;
 pub mod input;
 pub mod link;
+pub mod measure;
 pub mod model;
+pub mod options;
 pub mod out;
 pub mod periodic;
 pub mod probe;
@@ -61,7 +64,7 @@ pub mod timeline;
 pub mod units;
 pub mod virtual_probe;
 
-pub use error::Error;
+pub use error::{Error, LinkError};
 
 /// The process exit codes of `latprobe`. They are stable: CI scripts gate
 /// on them.

@@ -92,9 +92,8 @@ impl Link {
     /// Frame and send one message.
     pub fn send(&mut self, msg: &HostMsg) -> Result<(), Error> {
         let mut frame = [0u8; MAX_FRAME_LEN];
-        let n = encode_message(msg, &mut frame).map_err(|e| {
-            Error::Usage(format!("cannot frame {msg:?}: {e} (a latprobe bug: please report it)"))
-        })?;
+        let n =
+            encode_message(msg, &mut frame).map_err(|e| Error::Bug(format!("cannot frame {msg:?}: {e}")))?;
         self.source
             .write_all(&frame[..n])
             .map_err(|e| Error::io(format!("cannot write to the probe on {}", self.source.name()), e))

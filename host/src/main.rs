@@ -19,11 +19,34 @@ fn main() -> ExitCode {
         Err(err) => {
             // An error may quote what a probe or a file said (a refusal's
             // detail, a field): its control characters are escaped.
-            latprobe::tell_error!("Error: {}", latprobe::out::clean_lines(&format!("{err:#}")));
-            let code =
-                err.downcast_ref::<latprobe::Error>().map_or(exit::RUN_FAILED, latprobe::Error::exit_code);
-            ExitCode::from(code)
+            latprobe::tell_error!("Error: {}", latprobe::out::clean_lines(&format!("{err}")));
+            ExitCode::from(exit_code(&err))
         }
+    }
+}
+
+/// The exit code of an error, by its area: the one table of them. A
+/// set-up that cannot work as given is 2 (retrying unchanged cannot
+/// succeed), a run that failed on the way is 1, a broken limit is 3.
+fn exit_code(err: &latprobe::Error) -> u8 {
+    use latprobe::{Error, LinkError};
+    match err {
+        Error::Config(_)
+        | Error::Input(_)
+        | Error::Output(_)
+        | Error::DebugProbe(_)
+        | Error::Import(_)
+        | Error::Report(_) => exit::USAGE,
+        Error::Link(link) => match link {
+            LinkError::PortOpen { .. }
+            | LinkError::VersionMismatch { .. }
+            | LinkError::Refused { .. }
+            | LinkError::Garbled { .. }
+            | LinkError::NoHello { .. } => exit::USAGE,
+            LinkError::Silent { .. } | LinkError::Probe { .. } | LinkError::Closed { .. } => exit::RUN_FAILED,
+        },
+        Error::Threshold(_) => exit::THRESHOLD,
+        Error::Io { .. } | Error::Bug(_) => exit::RUN_FAILED,
     }
 }
 

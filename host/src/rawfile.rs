@@ -195,9 +195,9 @@ pub fn open(path: &Path) -> Result<(RunContext, ReplaySource), Error> {
 /// stream then stops before it).
 pub fn open_with_ending(path: &Path) -> Result<(RunContext, ReplaySource, Option<RawEnding>), Error> {
     let bad =
-        |what: &str| Error::Usage(format!("{} is not a usable latprobe raw file: {what}", path.display()));
+        |what: &str| Error::Input(format!("{} is not a usable latprobe raw file: {what}", path.display()));
     let mut file = File::open(path)
-        .map_err(|e| Error::Usage(format!("cannot read the raw file {}: {e}", path.display())))?;
+        .map_err(|e| Error::Input(format!("cannot read the raw file {}: {e}", path.display())))?;
     let mut head = [0u8; 17];
     file.read_exact(&mut head).map_err(|_| bad("shorter than its header"))?;
     if &head[..12] != MAGIC {
@@ -236,7 +236,7 @@ pub fn open_with_ending(path: &Path) -> Result<(RunContext, ReplaySource, Option
     let stream_start = 17 + u64::from(len);
     let (ending, stream_len) = read_ending(&mut file, stream_start);
     file.seek(SeekFrom::Start(stream_start))
-        .map_err(|e| Error::Usage(format!("cannot read the raw file {}: {e}", path.display())))?;
+        .map_err(|e| Error::Input(format!("cannot read the raw file {}: {e}", path.display())))?;
     let source = match stream_len {
         Some(n) => ReplaySource::limited(path.display().to_string(), file, n),
         None => ReplaySource::new(path.display().to_string(), file),

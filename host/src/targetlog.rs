@@ -197,7 +197,7 @@ struct LogReader {
 impl LogReader {
     fn open(path: &Path) -> Result<(Self, Header), Error> {
         let file = std::fs::File::open(path)
-            .map_err(|e| Error::Usage(format!("cannot read --target-log {}: {e}", path.display())))?;
+            .map_err(|e| Error::Input(format!("cannot read --target-log {}: {e}", path.display())))?;
         let mut r = Self {
             path: path.display().to_string(),
             lines: std::io::BufReader::with_capacity(1 << 16, file).lines(),
@@ -207,7 +207,7 @@ impl LogReader {
         let first = r.lines.next().transpose().map_err(|e| r.io(e))?.unwrap_or_default();
         r.line_no = 1;
         if first.trim_end() != MAGIC {
-            return Err(Error::Usage(format!(
+            return Err(Error::Input(format!(
                 "--target-log {}: line 1 is '{}', expected '{MAGIC}' (the log of `latprobe-responder periodic --log`)",
                 r.path,
                 first.chars().take(60).collect::<String>()
@@ -217,7 +217,7 @@ impl LogReader {
     }
 
     fn io(&self, e: std::io::Error) -> Error {
-        Error::Usage(format!("cannot read --target-log {}: {e}", self.path))
+        Error::Input(format!("cannot read --target-log {}: {e}", self.path))
     }
 
     /// The next record; header lines fill `header` on the way.
@@ -252,7 +252,7 @@ impl LogReader {
                 if self.lines_left_is_empty() {
                     return Ok(None);
                 }
-                return Err(Error::Usage(format!(
+                return Err(Error::Input(format!(
                     "--target-log {} line {}: expected 'CYCLE LATENCY_NS', found '{}'",
                     self.path,
                     self.line_no,
@@ -260,7 +260,7 @@ impl LogReader {
                 )));
             };
             if self.last.is_some_and(|p| c <= p) {
-                return Err(Error::Usage(format!(
+                return Err(Error::Input(format!(
                     "--target-log {} line {}: cycle {c} does not follow cycle {} (cycles must increase)",
                     self.path,
                     self.line_no,
@@ -336,7 +336,7 @@ pub fn compare(
     let head_info = read_header(log)?;
     let interval = match head_info.interval_ns {
         Some(i) if i != interval_ns => {
-            return Err(Error::Usage(format!(
+            return Err(Error::Input(format!(
                 "--target-log {}: its interval_ns is {i}, the run's --interval is {interval_ns} ns: \
                  is it the log of this run?",
                 log.display()

@@ -29,8 +29,8 @@ use std::thread::JoinHandle;
 use latprobe_firmware::{BoardInfo, Engine, TimerBits};
 use latprobe_protocol::{identity_byte, Capabilities, Stimulus};
 
+use crate::error::{Error, LinkError};
 use crate::source::{pair, Socket};
-use crate::Error;
 
 /// Board name in the virtual probe's Hello.
 pub const BOARD: &str = "virtual";
@@ -180,9 +180,10 @@ impl VirtualProbe {
         self.stop.store(true, Ordering::SeqCst);
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Err(e))) => Err(Error::io("virtual probe", e)),
-            Some(Err(_)) => {
-                Err(Error::Probe { port: BOARD.into(), what: "its engine thread panicked".into() })
-            }
+            Some(Err(_)) => Err(Error::Link(LinkError::Probe {
+                port: BOARD.into(),
+                what: "its engine thread panicked".into(),
+            })),
             _ => Ok(()),
         }
     }

@@ -23,7 +23,10 @@ const KNOWN: &[&[&str]] = &[];
 /// those below it. A new top-level module must be placed here.
 const LAYERS: &[&[&str]] = &[
     // plain data and helpers every layer reads
-    &["duration", "units", "figure", "model", "error", "out", "fsout", "timefmt", "input", "signals"],
+    &[
+        "duration", "units", "figure", "model", "error", "out", "fsout", "timefmt", "input", "signals",
+        "options",
+    ],
     // bytes: transports, frames, the raw file, the link, the probe tools
     &["source", "deframe", "rawfile", "link", "defmtlog", "probe", "virtual_probe"],
     // samples to statistics
@@ -36,6 +39,8 @@ const LAYERS: &[&[&str]] = &[
     &["report", "gates", "calibration"],
     // runs side by side, in-kernel documents
     &["compare", "inkernel"],
+    // the live path run, demo and calibrate share; the delivery of outputs
+    &["measure"],
     // the subcommands
     &["cmd"],
     // the command line: parse and dispatch

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::options::{OutputArgs, TimingArgs};
 use crate::calibration::MIN_SAMPLES;
 use crate::link::Link;
 use crate::model::RunContext;
 use crate::model::{Calibration, LineArg};
 use crate::model::{EdgeArg, ModeArg};
+use crate::options::{OutputArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
 use crate::units::{format_ns, parse_duration_ns, parse_positive_duration};
@@ -34,7 +34,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_enum, default_value = "rising")]
     pub edge: EdgeArg,
     /// Loopback samples to take (at least 10000)
-    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES, value_parser = super::options::parse_count, allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", default_value_t = MIN_SAMPLES, value_parser = crate::options::parse_count, allow_hyphen_values = true)]
     pub count: u64,
     /// Time between stimuli
     #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration_ns, allow_hyphen_values = true)]
@@ -51,17 +51,16 @@ pub struct CalibrateArgs {
 }
 
 /// Run `latprobe calibrate`.
-pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
     if args.count < MIN_SAMPLES {
-        return Err(Error::Usage(format!(
+        return Err(Error::Config(format!(
             "--count {}: a calibration takes at least {MIN_SAMPLES} loopback samples",
             args.count
-        ))
-        .into());
+        )));
     }
-    super::paths::check_output_file("--output", &args.output, "calibration.json")?;
+    crate::measure::paths::check_output_file("--output", &args.output, "calibration.json")?;
     if let Some(report) = &args.report {
-        super::paths::check_output_file("--report", report, "loopback.json")?;
+        crate::measure::paths::check_output_file("--report", report, "loopback.json")?;
     }
     let timing = TimingArgs {
         interval: args.interval,
@@ -72,7 +71,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         count: Some(args.count),
         silence_timeout: args.silence_timeout,
     };
-    let mut req = super::run::request(ModeArg::Loopback, &timing, None, None, args.edge);
+    let mut req = crate::measure::request(ModeArg::Loopback, &timing, None, None, args.edge);
     req.line = Some(args.line);
     req.validate()?;
     let out = OutputArgs {
@@ -85,7 +84,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         show_naive: false,
     };
     if let Some(report) = &args.report {
-        let mut set = super::PathSet::default();
+        let mut set = crate::measure::PathSet::default();
         set.output("--output", &args.output);
         set.output("--report", report);
         set.check()?;
@@ -111,16 +110,16 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         args.count
     );
     let opts = SessionOptions {
-        stop_wait: super::run::stop_wait(&timing, &req),
+        stop_wait: crate::measure::stop_wait(&timing, &req),
         request: req,
         silence: args.silence_timeout,
     };
-    let report = super::measure(
+    let report = crate::measure::measure(
         Link::new(src, raw),
         &ctx,
         &opts,
         &out,
-        &super::Delivery::default(),
+        &crate::measure::Delivery::default(),
         None,
         Some(&announce),
         &mut || {},

@@ -75,7 +75,7 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
     }
     let bytes = crate::input::read_capped(path).map_err(|e| match e {
         crate::input::ReadError::Io(e) => Error::io(format!("cannot read {}", path.display()), e),
-        crate::input::ReadError::TooLong => Error::Usage(format!(
+        crate::input::ReadError::TooLong => Error::Input(format!(
             "{}: longer than {}, the most latprobe reads of one file: compare a shorter output \
              (a JSON report, a raw file, or a tool's histogram with fewer bins)",
             path.display(),
@@ -87,7 +87,7 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
         if inkernel::is_in_kernel(&value) {
             let d: InKernelReport = serde_json::from_value(value).map_err(|e| {
-                Error::Usage(format!("{} is not a latprobe in-kernel document: {e}", path.display()))
+                Error::Input(format!("{} is not a latprobe in-kernel document: {e}", path.display()))
             })?;
             return Ok(vec![(
                 Column::from_imported(&d.run, &d.label),
@@ -116,12 +116,12 @@ pub fn runs_of(path: &Path, unit: Option<UnitArg>) -> Result<Vec<(Column, Option
 }
 
 /// Run `latprobe compare`.
-pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
     if let Some(dir) = &args.plot {
         // Before anything is read: a file given as the directory, or a
         // plot that would replace one of the runs, is refused.
-        super::check_plot_dir("--plot", dir)?;
-        let mut set = super::PathSet::default();
+        crate::measure::check_plot_dir("--plot", dir)?;
+        let mut set = crate::measure::PathSet::default();
         for f in &args.files {
             set.input("FILE", f);
         }
@@ -137,12 +137,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         }
     }
     if args.label.len() > cols.len() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Config(format!(
             "{} --label given for {} columns: drop the extra ones",
             args.label.len(),
             cols.len()
-        ))
-        .into());
+        )));
     }
     for ((c, h), l) in cols.iter_mut().zip(hists.iter_mut()).zip(&args.label) {
         c.label = l.clone();
@@ -154,12 +153,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         None => None,
         Some(n) if (1..=cols.len()).contains(&n) => Some(n - 1),
         Some(n) => {
-            return Err(Error::Usage(format!(
+            return Err(Error::Config(format!(
                 "--baseline {n}: there are {} columns, give 1 to {}",
                 cols.len(),
                 cols.len()
-            ))
-            .into())
+            )))
         }
     };
     let format = match args.format {
@@ -188,7 +186,7 @@ fn plot_runs(cols: &[Column], hists: Vec<Option<HistData>>, dir: &Path) -> Resul
     }
     let runs: Vec<HistData> = hists.into_iter().flatten().collect();
     if runs.is_empty() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Report(format!(
             "--plot {}: none of the runs has a histogram to plot (cyclictest keeps one with -h N)",
             dir.display()
         )));

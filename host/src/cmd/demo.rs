@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::options::{OutputArgs, TimingArgs};
 use crate::link::Link;
 use crate::model::RunContext;
 use crate::model::{EdgeArg, ModeArg};
+use crate::options::{OutputArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
 use crate::units::parse_duration_ns;
@@ -52,7 +52,7 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub gates: super::options::GateArgs,
+    pub gates: crate::options::GateArgs,
 }
 
 /// The modes the demo runs: this machine has no GPIO lines to wire, so
@@ -82,7 +82,7 @@ pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
         return if p.is_file() {
             Ok(p.to_path_buf())
         } else {
-            Err(Error::Usage(format!("--responder {}: no such file", p.display())))
+            Err(Error::Input(format!("--responder {}: no such file", p.display())))
         };
     }
     let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(RESPONDER)));
@@ -91,7 +91,7 @@ pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|d| d.join(RESPONDER));
     beside.into_iter().chain(on_path).find(|p| p.is_file()).ok_or_else(|| {
-        Error::Usage(format!(
+        Error::Input(format!(
             "cannot find {RESPONDER} next to latprobe or on PATH: build it with \
              `cargo build --release -p latprobe-responder`, or give --responder PATH"
         ))
@@ -223,7 +223,7 @@ impl Responder {
                 } else {
                     format!("it said: {last}")
                 };
-                return Err(Error::Usage(format!(
+                return Err(Error::Input(format!(
                     "the demo's responder {} {what}; {said}: fix what it reports (run it by hand with \
                      --help), or give a working one with --responder PATH",
                     bin.display(),
@@ -297,15 +297,15 @@ impl Responder {
 }
 
 /// Run `latprobe demo`.
-pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let mode = ModeArg::from(args.mode);
-    let req = super::run::request(mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
+    let req = crate::measure::request(mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
     let req =
         if args.timing.count.is_some() { crate::model::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
-    super::check_periodic_flags(&args.out, mode)?;
-    let gates = super::Delivery::new(&args.gates)?;
-    let mut target = super::check_demo_outputs(&args.out, &gates)?;
+    crate::measure::check_periodic_flags(&args.out, mode)?;
+    let gates = crate::measure::Delivery::new(&args.gates)?;
+    let mut target = crate::measure::check_demo_outputs(&args.out, &gates)?;
     let bin = find_responder(args.responder.as_deref())?;
 
     let (probe, host_end) = VirtualProbe::start(args.priority)?;
@@ -371,7 +371,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {
-        stop_wait: super::run::stop_wait(&args.timing, &req),
+        stop_wait: crate::measure::stop_wait(&args.timing, &req),
         request: req,
         silence: args.timing.silence_timeout,
     };
@@ -381,15 +381,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut probe = Some(probe);
     let mut responder = Some(responder);
     let mut stopped = Ok(());
-    let result = super::measure(
+    let result = crate::measure::measure(
         Link::new(Box::new(host_end), raw),
         &ctx,
         &opts,
         &args.out,
         &gates,
         log_path.as_deref().map(|p| match args.out.target_log {
-            Some(_) => super::TargetLog::Given(p),
-            None => super::TargetLog::Chosen(p),
+            Some(_) => crate::measure::TargetLog::Given(p),
+            None => crate::measure::TargetLog::Chosen(p),
         }),
         None,
         &mut || {

@@ -27,7 +27,7 @@ pub struct ManArgs {
 
 /// Run `latprobe completions`: the script on stdout.
 /// `cli` is the whole command line's definition.
-pub fn completions(args: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<()> {
+pub fn completions(args: CompletionsArgs, mut cli: clap::Command) -> Result<(), crate::Error> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cli, "latprobe", &mut script);
     write_stdout(&script)
@@ -56,17 +56,17 @@ pub fn pages(cmd: clap::Command, version: &'static str) -> Result<Vec<(String, V
 }
 
 /// Run `latprobe man`.
-pub fn man(args: ManArgs, cmd: clap::Command, version: &'static str) -> anyhow::Result<()> {
+pub fn man(args: ManArgs, cmd: clap::Command, version: &'static str) -> Result<(), crate::Error> {
     let pages = pages(cmd, version)?;
     let Some(dir) = args.dir else {
         return write_stdout(&pages[0].1);
     };
     if !dir.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "man {}: no such directory: give an existing one (e.g. ~/.local/share/man/man1), or none for stdout",
             dir.display()
         ))
-        .into());
+        );
     }
     for (name, page) in pages {
         let p = dir.join(name);
@@ -77,12 +77,10 @@ pub fn man(args: ManArgs, cmd: clap::Command, version: &'static str) -> anyhow::
 }
 
 /// `bytes` on stdout; a closed stdout is no error of ours (`| head`).
-fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+fn write_stdout(bytes: &[u8]) -> Result<(), crate::Error> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::io("cannot write to stdout", e).into())
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("cannot write to stdout", e)),
         _ => Ok(()),
     }
 }

@@ -36,7 +36,7 @@ pub struct FlashArgs {
 }
 
 /// Run `latprobe flash`.
-pub fn run(args: FlashArgs) -> anyhow::Result<()> {
+pub fn run(args: FlashArgs) -> Result<(), crate::Error> {
     let board = probe::board(&args.board)?;
     let path = probe::find_elf(board, args.elf.as_deref())?;
     #[cfg(feature = "probe-rs")]
@@ -51,7 +51,7 @@ pub fn run(args: FlashArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "probe-rs")]
-fn flash(args: &FlashArgs, board: &probe::Board, path: &std::path::Path) -> anyhow::Result<()> {
+fn flash(args: &FlashArgs, board: &probe::Board, path: &std::path::Path) -> Result<(), crate::Error> {
     use crate::probe::{debug, elf::FirmwareElf};
     use crate::source::ByteSource;
 

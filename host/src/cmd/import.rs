@@ -55,13 +55,13 @@ pub fn import_all(files: &[PathBuf], unit: Option<UnitArg>) -> Result<Vec<Import
     for f in files {
         check_input(f)?;
         if crate::rawfile::is_raw(f) {
-            return Err(Error::Usage(format!(
+            return Err(Error::Input(format!(
                 "{0}: this is a latprobe raw file, not cyclictest or rtla output: read it with `latprobe \
                  report {0}`, or set it beside other runs with `latprobe compare {0} …`",
                 f.display()
             )));
         }
-        let got = import::import_file_with(f, &options).map_err(|e| Error::Usage(e.to_string()))?;
+        let got = import::import_file_with(f, &options).map_err(Error::Import)?;
         for r in &got {
             if let Some(w) = r.extra.get("unit_warning").and_then(|w| w.as_str()) {
                 crate::tell!("latprobe: warning: {}: {}", crate::out::clean(&r.source_file), w);
@@ -76,14 +76,14 @@ pub fn import_all(files: &[PathBuf], unit: Option<UnitArg>) -> Result<Vec<Import
 /// exist, is said as such.
 pub fn check_input(f: &Path) -> Result<(), Error> {
     if f.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Input(format!(
             "{}: this is a directory; give a file in it (cyclictest --json or --histfile output, rtla timerlat hist \
              output, or a latprobe report)",
             f.display()
         )));
     }
     if !f.is_file() {
-        return Err(Error::Usage(format!("{}: no such file", f.display())));
+        return Err(Error::Input(format!("{}: no such file", f.display())));
     }
     Ok(())
 }
@@ -143,9 +143,9 @@ fn output_paths(out: &Path, docs: &[InKernelReport], several_files: bool) -> Vec
 }
 
 /// Run `latprobe import`.
-pub fn run(args: ImportArgs) -> anyhow::Result<()> {
+pub fn run(args: ImportArgs) -> Result<(), crate::Error> {
     if let Some(out) = &args.output {
-        super::check_parent("--output", out)?;
+        crate::measure::check_parent("--output", out)?;
     }
     let runs = import_all(&args.files, args.unit)?;
     let several = runs.len() > 1;
@@ -159,7 +159,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
     match &args.output {
         Some(out) => {
             let paths = output_paths(out, &docs, args.files.len() > 1);
-            let mut set = super::PathSet::default();
+            let mut set = crate::measure::PathSet::default();
             for f in &args.files {
                 set.input("FILE", f);
             }
@@ -167,7 +167,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
                 set.output("--output", p);
             }
             set.check().map_err(|e| match e {
-                Error::Usage(m) if paths.len() > 1 => Error::Usage(format!(
+                Error::Output(m) if paths.len() > 1 => Error::Output(format!(
                     "{m} (with several series, --output {} gives one file per series)",
                     out.display()
                 )),

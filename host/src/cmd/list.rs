@@ -288,11 +288,11 @@ pub fn render(l: &Listing) -> String {
 }
 
 /// Run `latprobe list`.
-pub fn run(args: ListArgs) -> anyhow::Result<()> {
+pub fn run(args: ListArgs) -> Result<(), crate::Error> {
     let l = listing(&args.sys_root, &args.dev_root, !args.no_debug_probes);
     if args.json {
         let text =
-            serde_json::to_string_pretty(&l).map_err(|e| Error::Usage(format!("cannot print JSON: {e}")))?;
+            serde_json::to_string_pretty(&l).map_err(|e| Error::Bug(format!("cannot print JSON: {e}")))?;
         crate::say!("{text}\n");
     } else {
         // Serial numbers and product names are what the USB devices say.

@@ -34,7 +34,7 @@ pub struct ReportArgs {
     pub show_naive: bool,
     /// Limits given here replace the ones the report was judged with; without any, a JSON report keeps its own and a raw file is judged by its run's
     #[command(flatten)]
-    pub gates: super::options::GateArgs,
+    pub gates: crate::options::GateArgs,
 }
 
 /// Load or rebuild the report in `file`.
@@ -74,19 +74,19 @@ pub fn load_state(
     target_log: Option<&std::path::Path>,
 ) -> Result<(Report, Option<session::RunState>), crate::Error> {
     if !file.exists() {
-        return Err(crate::Error::Usage(format!("{}: no such file", file.display())));
+        return Err(crate::Error::Input(format!("{}: no such file", file.display())));
     }
     if rawfile::is_raw(file) {
         replay_report(file, histfile_max_us, target_log, None).map(|(r, s)| (r, Some(s)))
     } else {
         if let Some(log) = target_log {
-            return Err(crate::Error::Usage(format!(
+            return Err(crate::Error::Input(format!(
                 "--target-log {} needs the raw file of the run (--raw): a JSON report keeps no per-cycle delays",
                 log.display()
             )));
         }
         if histfile_max_us.is_some() {
-            return Err(crate::Error::Usage(
+            return Err(crate::Error::Input(
                 "--histfile-max-us applies to raw files only: a JSON report keeps its own bins".into(),
             ));
         }
@@ -109,7 +109,7 @@ fn replay_report(
         rep.verdicts = crate::gates::evaluate(&rep, limits, r.state.analysis.as_ref());
     }
     if let Some(log) = target_log {
-        super::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
+        crate::measure::attach_target_log(&mut rep, &mut r.state, log, &r.ctx)?;
     }
     Ok((rep, r.state))
 }
@@ -146,7 +146,10 @@ fn finish_samples(
 ) -> Result<(), crate::Error> {
     let info = run_info(r, raw);
     let path = export.path().display().to_string();
-    let state = state.expect("a raw file's replay keeps its state");
+    let Some(state) = state else {
+        export.abandon();
+        return Err(crate::Error::Bug(format!("--samples {path}: the raw file's replay kept no state")));
+    };
     let written = match (state.analysis.as_mut().and_then(|a| a.rows.take()), state.rows.take()) {
         (Some(feed), _) => feed.finish(&info),
         // The measurement never started: a file of no rows.
@@ -162,9 +165,8 @@ fn finish_samples(
     };
     if rows != r.counts.samples {
         export.abandon();
-        return Err(crate::Error::Usage(format!(
-            "--samples {path}: {rows} rows for the report's {} samples: a latprobe bug, please report it; \
-             the file was not written",
+        return Err(crate::Error::Bug(format!(
+            "--samples {path}: {rows} rows for the report's {} samples, so the file was not written",
             r.counts.samples
         )));
     }
@@ -197,27 +199,27 @@ fn other_tool(file: &std::path::Path) -> Option<crate::Error> {
     let runs = crate::import::import_file(file).ok()?;
     let tool = runs.first().map_or("cyclictest", |r| r.tool.as_str());
     let f = file.display();
-    Some(crate::Error::Usage(format!(
+    Some(crate::Error::Input(format!(
         "{f} is {tool} output, not a latprobe report or raw file: `latprobe import {f} -o FILE.json` \
          turns it into a latprobe document, `latprobe compare {f} RUN.json` sets it beside a run"
     )))
 }
 
 /// Run `latprobe report`.
-pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
     // Outputs checked before anything is read: none may be an input.
-    let mut set = super::PathSet::default();
-    let to_stdout = args.output.as_deref().is_some_and(super::paths::is_stdout);
+    let mut set = crate::measure::PathSet::default();
+    let to_stdout = args.output.as_deref().is_some_and(crate::measure::paths::is_stdout);
     for (flag, p) in
         [("--output", &args.output), ("--histfile", &args.histfile), ("--samples", &args.samples)]
     {
         if let Some(p) = p.as_deref().filter(|_| !(flag == "--output" && to_stdout)) {
-            super::check_parent(flag, p)?;
+            crate::measure::check_parent(flag, p)?;
             set.output(flag, p);
         }
     }
-    let gates = super::Delivery::new(&args.gates)?;
-    super::paths::check_stdout(args.output.as_deref(), &gates)?;
+    let gates = crate::measure::Delivery::new(&args.gates)?;
+    crate::measure::paths::check_stdout(args.output.as_deref(), &gates)?;
     gates.add_to(&mut set);
     set.input("FILE", &args.file);
     if let Some(log) = &args.target_log {
@@ -225,38 +227,37 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     set.check()?;
     if args.samples.is_some() && !rawfile::is_raw(&args.file) {
-        return Err(crate::Error::Usage(format!(
+        return Err(crate::Error::Config(format!(
             "--samples needs the raw file of the run (`latprobe run --raw FILE`): {} is not one, and a \
              report or an imported histogram keeps no per-sample figures",
             args.file.display()
-        ))
-        .into());
+        )));
     }
     if let Some(d) = in_kernel(&args.file) {
         let g = &args.gates;
         if !gates.limits.is_empty() || g.junit.is_some() || g.lava || g.plot.is_some() || g.html.is_some() {
-            return Err(crate::Error::Usage(format!(
+            return Err(crate::Error::Config(format!(
                 "{} is an imported in-kernel run: limits, --junit, --lava, --plot and --html apply to \
                  latprobe runs; `latprobe compare {} --plot DIR` draws its histogram",
                 args.file.display(),
                 args.file.display()
-            ))
-            .into());
+            )));
         }
         if args.histfile.is_some() || args.histfile_max_us.is_some() {
-            return Err(crate::Error::Usage(format!(
+            return Err(crate::Error::Config(format!(
                 "{} is an imported in-kernel run: it keeps the tool's own histogram, drop --histfile",
                 args.file.display()
-            ))
-            .into());
+            )));
         }
         match &args.output {
             Some(_) if to_stdout => {
-                super::json_to_stdout(&(serde_json::to_string_pretty(&d).unwrap_or_default() + "\n"))?;
+                crate::measure::json_to_stdout(
+                    &(serde_json::to_string_pretty(&d).unwrap_or_default() + "\n"),
+                )?;
             }
             Some(out) => {
                 d.write(out)?;
-                super::wrote(out);
+                crate::measure::wrote(out);
             }
             None => {}
         }
@@ -290,7 +291,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 if let Some(x) = export {
                     x.abandon();
                 }
-                return Err(other_tool(&args.file).unwrap_or(e).into());
+                return Err(other_tool(&args.file).unwrap_or(e));
             }
         };
     if let Some(x) = export {
@@ -303,6 +304,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     // `deliver` writes the files before printing the summary: a closed
     // stdout must not cost them.
     let summary = |r: &Report| report::text::summary_with(r, args.show_naive);
-    super::deliver(&mut r, exact, args.output.as_deref(), args.histfile.as_deref(), &gates, Some(&summary))?;
+    crate::measure::deliver(
+        &mut r,
+        exact,
+        args.output.as_deref(),
+        args.histfile.as_deref(),
+        &gates,
+        Some(&summary),
+    )?;
     Ok(())
 }

@@ -1,15 +1,14 @@
 //! `latprobe run`: measure with a probe board on a serial port, a TCP or a
 //! unix socket.
 
-use std::time::Duration;
-
 use clap::Args;
 
-use super::options::{OutputArgs, TimingArgs};
 use crate::link::Link;
+use crate::measure::{request, stop_wait};
 use crate::model::RunContext;
 use crate::model::{Calibration, LineArg};
-use crate::model::{EdgeArg, ModeArg, Request};
+use crate::model::{EdgeArg, ModeArg};
+use crate::options::{OutputArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
 use crate::units::parse_duration_ns;
@@ -47,7 +46,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub gates: super::options::GateArgs,
+    pub gates: crate::options::GateArgs,
     #[command(flatten)]
     pub probe: crate::probe::RunProbeArgs,
 }
@@ -62,48 +61,17 @@ pub fn parse_byte(text: &str) -> Result<u8, String> {
     parsed.map_err(|_| format!("'{t}' is not a byte: write 0x00-0xff or 0-255"))
 }
 
-/// The request the timing flags describe.
-pub(crate) fn request(
-    mode: ModeArg,
-    timing: &TimingArgs,
-    duration: Option<u64>,
-    byte: Option<u8>,
-    edge: EdgeArg,
-) -> Request {
-    Request {
-        mode,
-        interval_ns: timing.interval,
-        dither_ns: timing.dither,
-        timeout_ns: timing.timeout,
-        guard_ns: timing.guard,
-        count: timing.count,
-        duration_ns: duration,
-        seed: timing.seed,
-        byte,
-        edge,
-        line: None,
-        calibration: None,
-    }
-}
-
-/// How long to wait for the last batches and Stopped after Stop: the probe
-/// first lets the stimuli in flight finish (answer or timeout), so the
-/// request's timeout comes on top.
-pub(crate) fn stop_wait(timing: &TimingArgs, req: &Request) -> Duration {
-    timing.silence_timeout.max(Duration::from_secs(2)) + Duration::from_nanos(req.timeout_ns())
-}
-
 /// Run `latprobe run`.
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
+pub fn run(args: RunArgs) -> Result<(), crate::Error> {
     let mut req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
     req.line = args.line;
     req.calibration = args.calibration.as_deref().map(Calibration::read).transpose()?;
     req.validate()?;
-    super::check_periodic_flags(&args.out, req.mode)?;
-    let gates = super::Delivery::new(&args.gates)?;
+    crate::measure::check_periodic_flags(&args.out, req.mode)?;
+    let gates = crate::measure::Delivery::new(&args.gates)?;
     let cal: Vec<(&str, &std::path::Path)> =
         args.calibration.iter().map(|p| ("--calibration", p.as_path())).collect();
-    let target = super::check_outputs(&args.out, &gates, &cal)?;
+    let target = crate::measure::check_outputs(&args.out, &gates, &cal)?;
     // With --flash this flashes (or finds the firmware in place) first.
     let (src, link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
     let ctx = RunContext {
@@ -126,13 +94,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         request: req,
         silence: args.timing.silence_timeout,
     };
-    super::measure(
+    crate::measure::measure(
         Link::new(src, raw),
         &ctx,
         &opts,
         &args.out,
         &gates,
-        args.out.target_log.as_deref().map(super::TargetLog::Given),
+        args.out.target_log.as_deref().map(crate::measure::TargetLog::Given),
         Some(&announce),
         &mut || {},
     )?;
@@ -143,6 +111,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use clap::Parser as _;
+    use std::time::Duration;
 
     fn args(extra: &[&str]) -> RunArgs {
         let argv = [&["latprobe", "run", "--port", "/dev/null"][..], extra].concat();

@@ -162,41 +162,7 @@ pub struct ImportOptions {
     pub cyclictest_unit: Option<TimeUnit>,
 }
 
-/// Why a file could not be imported. Displays as `file:line: message`.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
-    Io {
-        /// The file.
-        file: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is longer than latprobe reads whole.
-    #[error(
-        "{file}: longer than {cap}, the most latprobe reads of one file: import a shorter output \
-         (cyclictest with a smaller -h, one file per run)"
-    )]
-    TooLong {
-        /// The file.
-        file: String,
-        /// The cap, in words.
-        cap: String,
-    },
-    /// The file is not what it should be at `line` (1-based).
-    #[error("{file}:{line}: {message}")]
-    Parse {
-        /// The file.
-        file: String,
-        /// The line where the problem shows (for a missing line: where it
-        /// was expected, one past the end for a cut file).
-        line: usize,
-        /// What was expected there and what was found.
-        message: String,
-    },
-}
+pub use crate::error::ImportError;
 
 impl ImportError {
     pub(crate) fn at(file: &str, line: usize, message: impl Into<String>) -> Self {

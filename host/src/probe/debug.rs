@@ -59,7 +59,7 @@ pub fn classify(e: &(dyn std::error::Error + 'static)) -> OpenFailure {
 
 /// The message for a probe that could not be opened.
 pub fn open_error(probe: &str, e: &(dyn std::error::Error + 'static)) -> Error {
-    Error::Usage(match classify(e) {
+    Error::DebugProbe(match classify(e) {
         OpenFailure::Permission => {
             format!("permission denied opening the debug probe {probe}: {}", super::permission_hint())
         }
@@ -96,16 +96,16 @@ pub fn choose<'a, T>(
         .collect();
     match (matching.as_slice(), sel) {
         ([one], _) => Ok(one),
-        ([], None) => Err(Error::Usage(
+        ([], None) => Err(Error::DebugProbe(
             "no debug probe found: plug the Nucleo in by its ST-LINK USB connector (CN1) with a data \
              cable; `latprobe list` shows what is attached"
                 .into(),
         )),
-        ([], Some(s)) => Err(Error::Usage(format!(
+        ([], Some(s)) => Err(Error::DebugProbe(format!(
             "no debug probe matches --probe {s}; attached:\n{}",
             if found.is_empty() { "  (none)".to_string() } else { list(&found.iter().collect::<Vec<_>>()) }
         ))),
-        (many, _) => Err(Error::Usage(format!(
+        (many, _) => Err(Error::DebugProbe(format!(
             "{} debug probes are attached and {}: choose one with --probe VID:PID:SERIAL:\n{}",
             many.len(),
             sel.map_or_else(|| "none is chosen".to_string(), |s| format!("--probe {s} matches them all")),
@@ -123,7 +123,7 @@ pub fn open_probe(sel: Option<&Selector>) -> Result<(Probe, String), Error> {
     })?;
     let name = describe(&item.info);
     if item.accessibility == Accessibility::PermissionDenied {
-        return Err(Error::Usage(format!(
+        return Err(Error::DebugProbe(format!(
             "permission denied opening the debug probe {name}: {}",
             super::permission_hint()
         )));
@@ -136,11 +136,11 @@ pub fn open_probe(sel: Option<&Selector>) -> Result<(Probe, String), Error> {
 /// chip is the board's (a wrong chip is named before anything is erased).
 pub fn attach(probe: Probe, name: &str, chip: &str, board: Option<&Board>) -> Result<Session, Error> {
     let mut session = probe.attach(chip, Permissions::default()).map_err(|e| match e {
-        probe_rs::Error::ChipNotFound(_) => Error::Usage(format!(
+        probe_rs::Error::ChipNotFound(_) => Error::DebugProbe(format!(
             "--chip {chip}: probe-rs does not know this chip (the Nucleo-F411RE's is STM32F411RETx)"
         )),
         e if classify(&e) != OpenFailure::Other => open_error(name, &e),
-        e => Error::Usage(format!(
+        e => Error::DebugProbe(format!(
             "the debug probe {name} cannot reach the {chip}: {e}; check that the board is powered \
              and the ST-LINK jumpers (CN2) are on"
         )),
@@ -149,7 +149,7 @@ pub fn attach(probe: Probe, name: &str, chip: &str, board: Option<&Board>) -> Re
         let id = session
             .core(0)
             .and_then(|mut c| c.read_word_32(DBGMCU_IDCODE))
-            .map_err(|e| Error::Usage(format!("cannot read the chip id through {name}: {e}")))?;
+            .map_err(|e| Error::DebugProbe(format!("cannot read the chip id through {name}: {e}")))?;
         check_dev_id(b, id)?;
     }
     Ok(session)
@@ -159,7 +159,7 @@ pub fn attach(probe: Probe, name: &str, chip: &str, board: Option<&Board>) -> Re
 pub fn check_dev_id(board: &Board, idcode: u32) -> Result<(), Error> {
     let dev = (idcode & 0xFFF) as u16;
     if dev != board.dev_id {
-        return Err(Error::Usage(format!(
+        return Err(Error::DebugProbe(format!(
             "wrong chip: the debug probe reaches an STM32 with DEV_ID {dev:#05x}, and a {} has a \
              {} (DEV_ID {:#05x}): choose the probe of the {} board with --probe (`latprobe list`)",
             board.name, board.family, board.dev_id, board.name
@@ -171,11 +171,11 @@ pub fn check_dev_id(board: &Board, idcode: u32) -> Result<(), Error> {
 /// Whether the chip's flash already holds `elf`'s image, byte for byte.
 pub fn holds(session: &mut Session, elf: &FirmwareElf) -> Result<bool, Error> {
     let mut core =
-        session.core(0).map_err(|e| Error::Usage(format!("cannot read the probe's flash: {e}")))?;
+        session.core(0).map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
     for (addr, data) in &elf.image {
         let mut have = vec![0u8; data.len()];
         core.read(*addr, &mut have)
-            .map_err(|e| Error::Usage(format!("cannot read the probe's flash: {e}")))?;
+            .map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
         if &have != data {
             return Ok(false);
         }
@@ -189,7 +189,7 @@ pub fn flash(session: &mut Session, elf: &FirmwareElf) -> Result<(), Error> {
     let mut loader = session.target().flash_loader();
     for (addr, data) in &elf.image {
         loader.add_data(*addr, data).map_err(|e| {
-            Error::Usage(format!(
+            Error::DebugProbe(format!(
                 "{} does not fit the chip's flash at {addr:#010x}: {e} (is it built for this board?)",
                 elf.path.display()
             ))
@@ -201,7 +201,7 @@ pub fn flash(session: &mut Session, elf: &FirmwareElf) -> Result<(), Error> {
     options.progress = FlashProgress::new(|ev| bars.event(ev));
     loader
         .commit(session, options)
-        .map_err(|e| Error::Usage(format!("flashing {} failed: {e}", elf.path.display())))?;
+        .map_err(|e| Error::DebugProbe(format!("flashing {} failed: {e}", elf.path.display())))?;
     reset(session)
 }
 
@@ -210,14 +210,14 @@ pub fn reset(session: &mut Session) -> Result<(), Error> {
     session
         .core(0)
         .and_then(|mut c| c.reset())
-        .map_err(|e| Error::Usage(format!("cannot reset the probe board: {e}")))
+        .map_err(|e| Error::DebugProbe(format!("cannot reset the probe board: {e}")))
 }
 
 /// Let a halted core run (a previous debugger may have left it halted).
 pub fn ensure_running(session: &mut Session) -> Result<(), Error> {
-    let mut core = session.core(0).map_err(|e| Error::Usage(format!("cannot reach the core: {e}")))?;
+    let mut core = session.core(0).map_err(|e| Error::DebugProbe(format!("cannot reach the core: {e}")))?;
     if matches!(core.status(), Ok(CoreStatus::Halted(_)) | Ok(CoreStatus::LockedUp)) {
-        core.run().map_err(|e| Error::Usage(format!("cannot resume the probe board: {e}")))?;
+        core.run().map_err(|e| Error::DebugProbe(format!("cannot resume the probe board: {e}")))?;
     }
     Ok(())
 }
@@ -352,7 +352,7 @@ pub fn open_rtt(
 ) -> Result<RttSource<SessionMemory>, Error> {
     let mut mem = SessionMemory { session };
     let deadline = Instant::now() + Duration::from_secs(2);
-    let rtt_err = |e: crate::source::rtt::RttError| Error::Usage(format!("RTT through {name}: {e}"));
+    let rtt_err = |e: crate::source::rtt::RttError| Error::DebugProbe(format!("RTT through {name}: {e}"));
     let cb = loop {
         let found = match elf.and_then(|e| e.rtt_addr) {
             Some(addr) => ControlBlock::read(&mut mem, addr).map_err(rtt_err)?,
@@ -362,7 +362,7 @@ pub fn open_rtt(
             break cb;
         }
         if Instant::now() >= deadline {
-            return Err(Error::Usage(match elf.and_then(|e| e.rtt_addr.map(|a| (e, a))) {
+            return Err(Error::DebugProbe(match elf.and_then(|e| e.rtt_addr.map(|a| (e, a))) {
                 Some((e, addr)) => format!(
                     "RTT control block not found at {addr:#010x} (_SEGGER_RTT of {}): the probe does \
                      not run that firmware or it has stopped; flash it (`latprobe flash`, or add --flash)",
@@ -409,7 +409,7 @@ pub fn open_run_link(
             Err(_) => None,
         },
         (None, true) => {
-            return Err(Error::Usage(format!(
+            return Err(Error::DebugProbe(format!(
                 "--flash with --chip {}: latprobe has firmware for {} only",
                 args.chip,
                 super::BOARDS.iter().map(|b| b.chip).collect::<Vec<_>>().join(", ")

@@ -60,9 +60,9 @@ impl FirmwareElf {
     /// the command that builds the right one.
     pub fn load(path: &Path, board: &Board) -> Result<Self, Error> {
         let bytes =
-            std::fs::read(path).map_err(|e| Error::Usage(format!("cannot read {}: {e}", path.display())))?;
+            std::fs::read(path).map_err(|e| Error::Input(format!("cannot read {}: {e}", path.display())))?;
         let refuse = |why: String| {
-            Error::Usage(format!(
+            Error::Input(format!(
                 "refusing to flash {}: {why}; build the {} firmware with `{}` in the latprobe \
                  source tree (or give --elf PATH of one)",
                 path.display(),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use crate::Error;
+use crate::error::{Error, LinkError};
 
 #[cfg(feature = "probe-rs")]
 pub mod debug;
@@ -57,7 +57,7 @@ pub const BOARDS: &[Board] = &[Board {
 pub fn board(name: &str) -> Result<&'static Board, Error> {
     BOARDS.iter().find(|b| b.name == name).ok_or_else(|| {
         let known: Vec<&str> = BOARDS.iter().map(|b| b.name).collect();
-        Error::Usage(format!("--board {name}: latprobe flashes {} only", known.join(", ")))
+        Error::Config(format!("--board {name}: latprobe flashes {} only", known.join(", ")))
     })
 }
 
@@ -208,7 +208,7 @@ pub fn elf_candidates(board: &Board) -> Vec<PathBuf> {
 pub fn find_elf(board: &Board, explicit: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = explicit {
         if !p.is_file() {
-            return Err(Error::Usage(format!("--elf {}: no such file", p.display())));
+            return Err(Error::Input(format!("--elf {}: no such file", p.display())));
         }
         return Ok(p.to_path_buf());
     }
@@ -217,7 +217,7 @@ pub fn find_elf(board: &Board, explicit: Option<&Path>) -> Result<PathBuf, Error
         return Ok(p.clone());
     }
     let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-    Err(Error::Usage(format!(
+    Err(Error::Input(format!(
         "no {} firmware ELF found (looked at {}): build it in the latprobe source tree with `{}`, \
          or give --elf PATH",
         board.name,
@@ -228,7 +228,7 @@ pub fn find_elf(board: &Board, explicit: Option<&Path>) -> Result<PathBuf, Error
 
 /// What `flash` and `run --flash` say when this latprobe has no probe-rs.
 pub fn without_probe_rs(what: &str) -> Error {
-    Error::Usage(format!(
+    Error::Config(format!(
         "{what} needs the debug probe, and this latprobe was built without probe-rs: \
          build it with the default features (`cargo install --path host` or \
          `cargo build --release -p latprobe`, without --no-default-features)"
@@ -244,7 +244,7 @@ pub fn open_run_link(
     baud: u32,
 ) -> Result<(Box<dyn crate::source::ByteSource>, Vec<String>), Error> {
     if args.link == LinkArg::Serial && port.is_none() {
-        return Err(Error::Usage(
+        return Err(Error::Config(
             "give the probe's link: --port /dev/ttyACM0 (its virtual COM port; `latprobe list` shows it), \
              tcp:HOST:PORT or unix:PATH, or --link rtt"
                 .into(),
@@ -252,7 +252,7 @@ pub fn open_run_link(
     }
     if args.link == LinkArg::Rtt {
         if let Some(p) = port {
-            return Err(Error::Usage(format!(
+            return Err(Error::Config(format!(
                 "--port {p} and --link rtt: RTT goes through the debug probe; drop --port, or use --link serial"
             )));
         }
@@ -298,7 +298,7 @@ pub fn await_hello(
 
     let mut frame = [0u8; MAX_FRAME_LEN];
     let n = encode_message(&HostMsg::Hello { protocol_version: PROTOCOL_VERSION }, &mut frame)
-        .map_err(|e| Error::Usage(format!("cannot frame Hello: {e} (a latprobe bug)")))?;
+        .map_err(|e| Error::Bug(format!("cannot frame Hello: {e}")))?;
     let deadline = Instant::now() + timeout;
     let mut deframer = Deframer::new();
     let mut buf = vec![0u8; 4096];
@@ -327,8 +327,11 @@ pub fn await_hello(
                 }));
             }
             Incoming::OtherVersion(theirs) if found.is_none() => {
-                found =
-                    Some(Err(Error::VersionMismatch { port: port.clone(), ours: PROTOCOL_VERSION, theirs }));
+                found = Some(Err(Error::Link(LinkError::VersionMismatch {
+                    port: port.clone(),
+                    ours: PROTOCOL_VERSION,
+                    theirs,
+                })));
             }
             _ => {}
         });
@@ -336,7 +339,7 @@ pub fn await_hello(
             return r;
         }
     }
-    Err(Error::Usage(format!(
+    Err(Error::DebugProbe(format!(
         "no Hello from the probe on {} within {} s: the firmware does not run, or that link is not \
          this probe's (`latprobe list`)",
         src.name(),
@@ -354,14 +357,14 @@ pub fn check_hello(
     port: &str,
 ) -> Result<(), Error> {
     if hello.build_id != 0 && hello.build_id != image_crc {
-        return Err(Error::Usage(format!(
+        return Err(Error::DebugProbe(format!(
             "the probe on {port} runs a build with image CRC {:#010x}, not the ELF's {image_crc:#010x}: \
              flash it (latprobe flash --force), or {port} is another probe's link (`latprobe list`)",
             hello.build_id
         )));
     }
     if hello.board != board || hello.firmware_version != firmware_version {
-        return Err(Error::Usage(format!(
+        return Err(Error::DebugProbe(format!(
             "the probe on {port} says it is {} firmware {}, not the {board} firmware {firmware_version} \
              just flashed: {port} is another probe's link (`latprobe list` pairs ports and probes)",
             hello.board, hello.firmware_version

@@ -31,7 +31,7 @@ pub const MAX_REPORT_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
 /// cannot be read is the user's to change, whatever is wrong with it.
 pub fn read_text(path: &Path) -> Result<String, Error> {
     use crate::input::ReadError;
-    let fail = |what: String| Error::Usage(format!("{}: {what}", path.display()));
+    let fail = |what: String| Error::Input(format!("{}: {what}", path.display()));
     let bytes = crate::input::read_capped(path).map_err(|e| match e {
         ReadError::Io(e) => fail(format!("cannot read it: {e}")),
         ReadError::TooLong => fail(format!(
@@ -49,14 +49,14 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
 pub fn read(path: &Path) -> Result<Report, Error> {
     let text = read_text(path)?;
     let mut value: Value = serde_json::from_str(&text).map_err(|e| {
-        Error::Usage(format!("{} is neither a latprobe raw file nor a JSON report: {e}", path.display()))
+        Error::Input(format!("{} is neither a latprobe raw file nor a JSON report: {e}", path.display()))
     })?;
-    let not_a_report = |e: String| Error::Usage(format!("{} is not a latprobe report: {e}", path.display()));
+    let not_a_report = |e: String| Error::Input(format!("{} is not a latprobe report: {e}", path.display()));
     match value.get("schema_version").and_then(Value::as_u64) {
         Some(v) if v == u64::from(SCHEMA_VERSION) => {}
         Some(1) => upgrade_v1(&mut value).map_err(not_a_report)?,
         _ => {
-            return Err(Error::Usage(format!(
+            return Err(Error::Input(format!(
                 "{} has schema_version {}, this latprobe reads versions 1 and {SCHEMA_VERSION}",
                 path.display(),
                 describe_version(value.get("schema_version"))

@@ -21,7 +21,7 @@
 //! (`histogram-log`: 1 µs bins, the body and the tail both readable).
 //!
 //! A report without samples has nothing to plot: every function here then
-//! returns [`Error::Usage`] saying so (and [`write_all`] writes nothing).
+//! returns [`Error::Report`] saying so (and [`write_all`] writes nothing).
 //! [`timeline_svg`] returns `None` for a report without a timeline (those
 //! of latprobe before 0.3).
 //!
@@ -150,7 +150,7 @@ pub const OVERLAY_FILES: [&str; 4] = [
 /// a report that cannot be plotted (no samples) leaves `dir` untouched.
 pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let named = |e: Error| match e {
-        Error::Usage(m) => Error::Usage(format!("cannot plot into {} (--plot): {m}", dir.display())),
+        Error::Report(m) => Error::Report(format!("cannot plot into {} (--plot): {m}", dir.display())),
         Error::Io { context, cause } => {
             Error::io(format!("cannot plot into {} (--plot): {context}", dir.display()), cause)
         }
@@ -181,7 +181,7 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
 /// gave `dir`, for errors. Returns the paths written.
 pub fn write_overlay(runs: &[HistData], dir: &Path, flag: &str) -> Result<Vec<PathBuf>, Error> {
     let fig = hist::Overlay::of_runs(runs)
-        .map_err(|e| Error::Usage(format!("cannot plot into {} ({flag}): {e}", dir.display())))?;
+        .map_err(|e| Error::Output(format!("cannot plot into {} ({flag}): {e}", dir.display())))?;
     let log = fig.clone().log_x();
     let files = [
         ("compare-histogram.svg", svg(&fig)?.into_bytes()),
@@ -219,7 +219,7 @@ fn require_samples(r: &Report, what: &str) -> Result<(), Error> {
         } else {
             format!("the report's histogram holds none of its {} samples", r.counts.samples)
         };
-        return Err(Error::Usage(format!("{why}: there is no {what} to plot")));
+        return Err(Error::Report(format!("{why}: there is no {what} to plot")));
     }
     Ok(())
 }

@@ -165,14 +165,14 @@ impl Export {
     pub fn create(path: &Path) -> Result<(Self, Box<dyn Sink>), Error> {
         let name = path.display();
         if path.is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::Output(format!(
                 "--samples {name}: is a directory; give a file, e.g. {}",
                 path.join("samples.csv").display()
             )));
         }
         let temp = temp_beside(path);
         let file = std::fs::File::create(&temp).map_err(|e| {
-            Error::Usage(format!("--samples {name}: cannot write there ({e}): give a writable path"))
+            Error::Output(format!("--samples {name}: cannot write there ({e}): give a writable path"))
         })?;
         let sink: Box<dyn Sink> = match Format::of(path) {
             Format::Csv => Box::new(csv::CsvSink::new(file)),
@@ -187,7 +187,7 @@ impl Export {
             #[cfg(not(feature = "parquet"))]
             Format::Parquet => {
                 let _ = std::fs::remove_file(&temp);
-                return Err(Error::Usage(format!(
+                return Err(Error::Config(format!(
                     "--samples {name}: this latprobe was built without Parquet (the `parquet` feature): \
                      give a .csv file, or build latprobe with its default features"
                 )));

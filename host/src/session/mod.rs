@@ -27,11 +27,11 @@ use latprobe_protocol::{
 };
 
 use crate::analysis::Analysis;
+use crate::error::{Error, LinkError};
 use crate::link::{Incoming, Link, Polled};
 use crate::model::LineArg;
 use crate::model::{EdgeArg, EndedBy, ModeArg, ProbeHello, Request};
 use crate::units::format_ns;
-use crate::Error;
 
 mod replay;
 mod request;
@@ -105,7 +105,7 @@ impl Driver<'_> {
             state.on_incoming(inc);
         })?;
         if let Some(what) = self.state.fault.take() {
-            return Err(Error::Probe { port: self.port(), what });
+            return Err(Error::Link(LinkError::Probe { port: self.port(), what }));
         }
         let gap = self.last_poll.elapsed();
         self.last_poll = Instant::now();
@@ -137,10 +137,14 @@ impl Driver<'_> {
             } else {
                 "before the measurement started"
             };
-            return Err(Error::Closed { port: self.port(), what: what.into() });
+            return Err(Error::Link(LinkError::Closed { port: self.port(), what: what.into() }));
         }
         if let Some(theirs) = self.state.other_version {
-            return Err(Error::VersionMismatch { port: self.port(), ours: PROTOCOL_VERSION, theirs });
+            return Err(Error::Link(LinkError::VersionMismatch {
+                port: self.port(),
+                ours: PROTOCOL_VERSION,
+                theirs,
+            }));
         }
         let quiet = self.last_frame.elapsed();
         let handshake_over = self.handshake_until.is_some_and(|t| Instant::now() >= t);
@@ -158,25 +162,25 @@ impl Driver<'_> {
         let show = crate::units::format_duration;
         let bound = self.opts.silence + HANDSHAKE_EXTRA;
         match (self.state.started.is_some(), bytes) {
-            (false, _) if handshake && self.state.probe.is_none() => Error::Probe {
+            (false, _) if handshake && self.state.probe.is_none() => Error::Link(LinkError::Probe {
                 port: self.port(),
                 what: format!(
                     "it sent latprobe frames for {} but never answered Hello: it is busy with another \
                      host's measurement or runs other firmware; reset the probe (or flash it)",
                     show(bound)
                 ),
-            },
-            (false, _) if handshake => Error::Probe {
+            }),
+            (false, _) if handshake => Error::Link(LinkError::Probe {
                 port: self.port(),
                 what: format!(
                     "it answered Hello but did not take the measurement within {}: reset the probe",
                     show(bound)
                 ),
-            },
+            }),
             (false, 0) if self.state.probe.is_none() => {
-                Error::NoHello { port: self.port(), waited: self.opts.silence }
+                Error::Link(LinkError::NoHello { port: self.port(), waited: self.opts.silence })
             }
-            (false, 0) => Error::Probe {
+            (false, 0) => Error::Link(LinkError::Probe {
                 port: self.port(),
                 what: format!(
                     "it answered Hello but then said nothing for {} (--silence-timeout {}): reset the probe \
@@ -184,17 +188,17 @@ impl Driver<'_> {
                     show(quiet),
                     show(self.opts.silence)
                 ),
-            },
-            (false, _) => Error::Garbled { port: self.port(), waited: quiet, bytes },
-            (true, 0) => Error::Silent { port: self.port(), waited: quiet },
-            (true, _) => Error::Probe {
+            }),
+            (false, _) => Error::Link(LinkError::Garbled { port: self.port(), waited: quiet, bytes }),
+            (true, 0) => Error::Link(LinkError::Silent { port: self.port(), waited: quiet }),
+            (true, _) => Error::Link(LinkError::Probe {
                 port: self.port(),
                 what: format!(
                     "no intact frame for {} though {bytes} bytes came: the link is corrupted \
                      (check the cable, the baud rate and that nothing else writes to the port)",
                     crate::units::format_duration(quiet)
                 ),
-            },
+            }),
         }
     }
 
@@ -209,7 +213,7 @@ impl Driver<'_> {
                 return Ok(false);
             }
             if let Some(reason) = crate::signals::abort_reason() {
-                return Err(Error::Probe { port: self.port(), what: reason });
+                return Err(Error::Link(LinkError::Probe { port: self.port(), what: reason }));
             }
             self.poll()?;
             if let Some(msg) = &again {
@@ -267,7 +271,12 @@ impl Driver<'_> {
             ErrorCode::Busy => "the probe is busy with another measurement: reset it",
             _ => "check the flags against the probe's capabilities",
         };
-        Error::Refused { port: self.port(), code: format!("{code:?}"), detail, hint: hint.into() }
+        Error::Link(LinkError::Refused {
+            port: self.port(),
+            code: format!("{code:?}"),
+            detail,
+            hint: hint.into(),
+        })
     }
 }
 
@@ -311,15 +320,15 @@ pub fn run(
     }
     let probe = d.state.probe.clone().expect("waited for it");
     if probe.protocol_version != PROTOCOL_VERSION {
-        return Err(Error::VersionMismatch {
+        return Err(Error::Link(LinkError::VersionMismatch {
             port: d.port(),
             ours: PROTOCOL_VERSION,
             theirs: probe.protocol_version,
-        });
+        }));
     }
     let mode = opts.request.mode.mode();
     if !Capabilities(probe.capabilities).contains(mode.capability()) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Config(format!(
             "the probe on {} ({}) cannot measure --mode {}; it offers: {}",
             d.port(),
             probe.board,
@@ -359,7 +368,7 @@ pub fn run(
                 return Ok(EndedBy::Interrupted);
             }
             if let Some(reason) = crate::signals::abort_reason() {
-                return Err(Error::Probe { port: d.port(), what: reason });
+                return Err(Error::Link(LinkError::Probe { port: d.port(), what: reason }));
             }
             d.poll()?;
             if !configure_resent && !answered(d.state) {
@@ -378,10 +387,10 @@ pub fn run(
             }
             Some((code, detail)) if is_line_noise(code) => {
                 if attempts >= 5 {
-                    return Err(Error::Probe {
+                    return Err(Error::Link(LinkError::Probe {
                         port: d.port(),
                         what: format!("it kept reporting {code:?} ({detail}) instead of taking the configuration: check the link's baud rate and wiring"),
-                    });
+                    }));
                 }
             }
             Some((code, detail)) => return Err(d.refused(code, detail)),
@@ -420,11 +429,11 @@ pub fn run(
     loop {
         d.poll()?;
         if d.state.restarted {
-            return Err(Error::Probe { port: d.port(), what: restarted_error(d.state) });
+            return Err(Error::Link(LinkError::Probe { port: d.port(), what: restarted_error(d.state) }));
         }
         if let Some(s) = d.state.stopped {
             if let Some(reason) = aborting {
-                return Err(Error::Probe { port: d.port(), what: reason });
+                return Err(Error::Link(LinkError::Probe { port: d.port(), what: reason }));
             }
             return match s.reason {
                 StopReason::CountReached => Ok(EndedBy::CountReached),
@@ -437,7 +446,7 @@ pub fn run(
                             .to_string();
                         d.state.refused += 1;
                         d.state.notes.push(format!("latprobe refused a message of the probe: {what}"));
-                        Err(Error::Probe { port: d.port(), what })
+                        Err(Error::Link(LinkError::Probe { port: d.port(), what }))
                     }
                 },
                 StopReason::Fault => {
@@ -445,7 +454,7 @@ pub fn run(
                         || "it stopped the measurement with a fault".to_string(),
                         |(c, t)| format!("it stopped the measurement with a fault ({c:?}: {t})"),
                     );
-                    Err(Error::Probe { port: d.port(), what })
+                    Err(Error::Link(LinkError::Probe { port: d.port(), what }))
                 }
             };
         }
@@ -523,7 +532,7 @@ pub fn run(
                 if at.elapsed() >= opts.stop_wait {
                     let waited = crate::units::format_duration(opts.stop_wait);
                     if let Some(reason) = aborting {
-                        return Err(Error::Probe { port: d.port(), what: reason });
+                        return Err(Error::Link(LinkError::Probe { port: d.port(), what: reason }));
                     }
                     if why == EndedBy::Interrupted {
                         // The user asked to stop, and the run stopped: what
@@ -534,10 +543,10 @@ pub fn run(
                         ));
                         return Ok(EndedBy::Interrupted);
                     }
-                    return Err(Error::Probe {
+                    return Err(Error::Link(LinkError::Probe {
                         port: d.port(),
                         what: format!("it did not confirm Stop within {waited}"),
-                    });
+                    }));
                 }
             }
         }

@@ -68,7 +68,7 @@ pub fn replay_rows(
     // A recording of a probe of another protocol version (an older
     // latprobe's raw file) has no frame this build can read.
     if let (Some(theirs), None) = (state.other_version, &state.probe) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Input(format!(
             "{} was recorded from a probe of protocol version {theirs}; this latprobe reads version \
              {PROTOCOL_VERSION}: use the JSON report of that run, or the latprobe that recorded it",
             path.display()

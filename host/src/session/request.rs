@@ -155,29 +155,29 @@ impl Request {
     /// Check what can be checked before talking to a probe.
     pub fn validate(&self) -> Result<(), Error> {
         if self.interval_ns == 0 {
-            return Err(Error::Usage("--interval must be longer than 0".into()));
+            return Err(Error::Config("--interval must be longer than 0".into()));
         }
         match (self.mode, self.line) {
-            (ModeArg::Loopback, None) => return Err(Error::Usage(
+            (ModeArg::Loopback, None) => return Err(Error::Config(
                 "--mode loopback needs --line gpio (PA0 wired to PA1) or --line uart (PA9 wired to PA10, \
                      PA1 and PB10): the line the wire loops"
                     .into(),
             )),
             (ModeArg::Loopback, Some(LineArg::Gpio)) if self.byte.is_some() => {
-                return Err(Error::Usage(
+                return Err(Error::Config(
                     "--byte sets a UART stimulus: --line gpio loops an edge (--edge)".into(),
                 ))
             }
             (ModeArg::Loopback | ModeArg::Periodic, Some(_)) | (_, None) => {}
             (mode, Some(_)) => {
-                return Err(Error::Usage(format!(
+                return Err(Error::Config(format!(
                 "--line chooses the line of a loopback or of a periodic target; --mode {} has its own line",
                 mode.mode().name()
             )))
             }
         }
         if self.calibration.is_some() && self.mode == ModeArg::Periodic {
-            return Err(Error::Usage(
+            return Err(Error::Config(
                 "--calibration applies to the echo modes: periodic delays are against the fit, with no \
                  probe offset in them"
                     .into(),
@@ -186,12 +186,12 @@ impl Request {
         if let Some(b) = self.byte {
             match self.mode {
                 ModeArg::GpioEcho => {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Config(format!(
                         "--byte 0x{b:02x} sets a UART stimulus: --mode gpio-echo sends an edge (--edge)"
                     )))
                 }
                 ModeArg::Periodic => {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Config(format!(
                         "--byte 0x{b:02x} has no use in --mode periodic: the probe sends nothing"
                     )))
                 }
@@ -201,13 +201,13 @@ impl Request {
         if self.mode.mode().is_echo() && self.window_known() {
             let w = self.assumed_stimulus().window();
             let values = [self.interval_ns, self.dither_ns, self.timeout_ns_for(w), self.guard_ns()];
-            check_timing(w, values, self.timeout_ns.is_some(), &format_ns).map_err(Error::Usage)?;
+            check_timing(w, values, self.timeout_ns.is_some(), &format_ns).map_err(Error::Config)?;
         }
         if self.count == Some(0) {
-            return Err(Error::Usage("--count must be at least 1".into()));
+            return Err(Error::Config("--count must be at least 1".into()));
         }
         if self.duration_ns == Some(0) {
-            return Err(Error::Usage("--duration must be longer than 0".into()));
+            return Err(Error::Config("--duration must be longer than 0".into()));
         }
         Ok(())
     }
@@ -224,7 +224,7 @@ impl Request {
         // interval and a given timeout are refused when they do not fit.
         let echo = mode.is_echo();
         let too_long = |flag: &str, ns: u64| {
-            Error::Usage(format!(
+            Error::Config(format!(
                 "{flag} {} is too long for the probe: at {timer_hz} Hz it allows at most {}",
                 format_ns(ns),
                 format_ns(ticks_to_ns(u64::from(u32::MAX), timer_hz))
@@ -236,7 +236,7 @@ impl Request {
                 return Ok(u32::try_from(t).unwrap_or(u32::MAX));
             }
             if t == 0 && ns > 0 {
-                return Err(Error::Usage(format!(
+                return Err(Error::Config(format!(
                     "{flag} {} is shorter than one tick of the probe's {timer_hz} Hz timer",
                     format_ns(ns)
                 )));
@@ -247,7 +247,7 @@ impl Request {
         if mode == Mode::Periodic {
             let both = caps.contains(Capabilities::GPIO_ECHO) && caps.contains(Capabilities::UART_ECHO);
             match (self.line, both) {
-                (None, true) => return Err(Error::Usage(
+                (None, true) => return Err(Error::Config(
                     "--mode periodic needs --line gpio (the target toggles a GPIO; Nucleo: wired to PA1) \
                          or --line uart (the target sends a byte a period; Nucleo: its TX to PA10 and PA1): \
                          this probe captures both, and a guess from the first edges could be wrong for the \
@@ -255,14 +255,14 @@ impl Request {
                         .into(),
                 )),
                 (Some(LineArg::Gpio), _) if !caps.contains(Capabilities::GPIO_ECHO) => {
-                    return Err(Error::Usage(
+                    return Err(Error::Config(
                         "--line gpio: this probe captures no GPIO edges (its periodic line is a UART); use \
                          --line uart"
                             .into(),
                     ))
                 }
                 (Some(LineArg::Uart), _) if !caps.contains(Capabilities::UART_ECHO) => {
-                    return Err(Error::Usage(
+                    return Err(Error::Config(
                         "--line uart: this probe has no target UART; use --line gpio".into(),
                     ))
                 }
@@ -270,7 +270,7 @@ impl Request {
             }
         }
         if let (Some(b), Stimulus::Edge(_)) = (self.byte, stimulus) {
-            return Err(Error::Usage(format!(
+            return Err(Error::Config(format!(
                 "--byte 0x{b:02x}: this probe loops back GPIO edges only (it cannot echo bytes); \
                  leave --byte out or use --edge"
             )));
@@ -281,7 +281,7 @@ impl Request {
                 _ => (Capabilities::UART_ECHO, "uart", "gpio"),
             };
             if !caps.contains(needs) {
-                return Err(Error::Usage(format!(
+                return Err(Error::Config(format!(
                     "--line {name}: this probe has no {name} line to loop back; use --line {other}"
                 )));
             }
@@ -311,7 +311,7 @@ impl Request {
             let show = |t: u64| format_ns(ticks_to_ns(t, timer_hz));
             let values = [interval, dither, timeout, guard].map(u64::from);
             check_timing(stimulus.window(), values, self.timeout_ns.is_some(), &show)
-                .map_err(Error::Usage)?;
+                .map_err(Error::Config)?;
         }
         Ok(Config {
             mode,
@@ -345,7 +345,7 @@ pub fn check_byte_rate(config: &Config, timer_hz: u32, target_baud: u32) -> Resu
             "raise --interval, lower --guard, or raise the target line's baud",
         )
     };
-    Err(Error::Usage(format!(
+    Err(Error::Config(format!(
         "--interval {} is shorter than {what} on the probe's {target_baud} Bd target line: the next stimulus \
          byte would be written while the last one still shifts out. At {target_baud} Bd the interval must be \
          at least {}: {fix}",

@@ -23,7 +23,7 @@ const GPIO: Capabilities = Capabilities(Capabilities::GPIO_ECHO.0 | Capabilities
 
 fn usage(r: Result<impl std::fmt::Debug, Error>) -> String {
     match r {
-        Err(Error::Usage(m)) => m,
+        Err(Error::Config(m)) => m,
         other => panic!("expected a usage error, got {other:?}"),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serialport::SerialPort;
 
 use super::{is_timeout, ByteSource, Read};
-use crate::Error;
+use crate::error::{Error, LinkError};
 
 /// An open serial device.
 pub struct Serial {
@@ -28,24 +28,23 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
     // serialport's own message for a missing device is a bare "No such file
     // or directory"; say which port and what to do.
     if !Path::new(name).exists() {
-        return Err(Error::PortOpen {
+        return Err(Error::Link(LinkError::PortOpen {
             port: name.to_string(),
             reason: "no such device: give the probe's serial device (e.g. /dev/ttyACM0, see \
                      latprobe list), or tcp:HOST:PORT, or unix:PATH"
                 .to_string(),
-        });
+        }));
     }
     // B0 is no rate: on a real line it means "hang up".
     if baud == 0 {
-        return Err(Error::Usage(format!(
+        return Err(Error::Config(format!(
             "--baud 0 is no line speed for {name}: give the probe link's rate"
         )));
     }
     let timeout = Duration::from_millis(100);
-    let port = serialport::new(name, baud)
-        .timeout(timeout)
-        .open()
-        .map_err(|e| Error::PortOpen { port: name.to_string(), reason: open_failure(name, &e) })?;
+    let port = serialport::new(name, baud).timeout(timeout).open().map_err(|e| {
+        Error::Link(LinkError::PortOpen { port: name.to_string(), reason: open_failure(name, &e) })
+    })?;
     Ok(Serial { name: name.to_string(), port, timeout })
 }
 

@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::{is_timeout, ByteSource, Read};
-use crate::Error;
+use crate::error::{Error, LinkError};
 
 /// A connected stream socket.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ impl Stream for UnixStream {
 }
 
 pub(super) fn open_tcp(name: &str, addr: &str) -> Result<Socket<TcpStream>, Error> {
-    let fail = |reason: String| Error::PortOpen { port: name.to_string(), reason };
+    let fail = |reason: String| Error::Link(LinkError::PortOpen { port: name.to_string(), reason });
     let addrs: Vec<_> =
         addr.to_socket_addrs().map_err(|e| fail(format!("{e}: write --port tcp:HOST:PORT")))?.collect();
     let mut last = None;
@@ -76,9 +76,11 @@ fn os_text(e: &io::Error) -> String {
 
 pub(super) fn open_unix(name: &str, path: &str) -> Result<Socket<UnixStream>, Error> {
     UnixStream::connect(path).map(|stream| Socket { name: name.to_string(), stream, timeout: None }).map_err(
-        |e| Error::PortOpen {
-            port: name.to_string(),
-            reason: format!("{}: check that the socket exists and something listens on it", os_text(&e)),
+        |e| {
+            Error::Link(LinkError::PortOpen {
+                port: name.to_string(),
+                reason: format!("{}: check that the socket exists and something listens on it", os_text(&e)),
+            })
         },
     )
 }

@@ -380,7 +380,7 @@ pub(super) struct Overlay {
 impl Overlay {
     pub(super) fn of_runs(runs: &[HistData]) -> Result<Self, Error> {
         if runs.iter().all(|r| r.samples() == 0) {
-            return Err(Error::Usage(
+            return Err(Error::Report(
                 "no run has a histogram with samples in it: there is nothing to plot (cyclictest keeps one \
                  with -h N, rtla timerlat hist always does)"
                     .into(),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::model::PercentileLimit;
 use crate::units::{parse_duration_ns, parse_positive_duration};
 
 /// Stimulus timing, shared by `run` and `demo`.
@@ -76,7 +77,7 @@ pub struct OutputArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct GateArgs {
     #[command(flatten)]
-    pub limits: crate::gates::LimitArgs,
+    pub limits: LimitArgs,
     /// Write JUnit XML to FILE: one testcase per limit and one for the run (labgrid, pytest, Jenkins, GitLab)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -89,4 +90,46 @@ pub struct GateArgs {
     /// Write one self-contained HTML report (summary, plots, target, limits, notes) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+}
+
+/// The limit flags, shared by `run`, `demo` and `report`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LimitArgs {
+    /// Fail (exit 3) when the largest latency exceeds this: 200us
+    #[arg(long = "max", value_name = "DURATION", value_parser = parse_duration_ns)]
+    pub max: Option<u64>,
+    /// Fail (exit 3) when a percentile exceeds a latency: 99.9=100us (repeatable)
+    #[arg(long = "percentile", value_name = "Q=DURATION", value_parser = parse_percentile)]
+    pub percentile: Vec<PercentileLimit>,
+    /// Fail (exit 3) when more than N samples timed out
+    #[arg(long, value_name = "N")]
+    pub max_timeouts: Option<u64>,
+    /// Fail (exit 3) when more than N samples were lost on the way (sequence gaps)
+    #[arg(long, value_name = "N")]
+    pub max_lost: Option<u64>,
+    /// Fail (exit 3) when the probe heard more than N late answers (after their stimulus's timeout)
+    #[arg(long, value_name = "N")]
+    pub max_late: Option<u64>,
+    /// Read limits from a TOML file (max, percentile, max_timeouts, max_lost, max_late); a flag given too wins
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
+}
+
+/// Parse `99.9=100us` (`--percentile`).
+pub fn parse_percentile(text: &str) -> Result<PercentileLimit, String> {
+    let t = text.trim();
+    let Some((q, d)) = t.split_once('=') else {
+        return Err(format!("'{t}' is not Q=DURATION: write e.g. 99.9=100us"));
+    };
+    let percent = parse_percent(q.trim())?;
+    let limit_ns = parse_duration_ns(d.trim())?;
+    Ok(PercentileLimit { percent, limit_ns })
+}
+
+pub fn parse_percent(q: &str) -> Result<f64, String> {
+    let q = q.strip_prefix('p').unwrap_or(q);
+    match q.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p),
+        _ => Err(format!("'{q}' is not a percentile: give a number above 0 and below 100, e.g. 99.9")),
+    }
 }

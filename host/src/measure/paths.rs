@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::{GateArgs, OutputArgs};
 use crate::model::Limits;
+use crate::options::{GateArgs, OutputArgs};
 use crate::report as rep;
 use crate::Error;
 
@@ -14,7 +14,7 @@ use crate::Error;
 /// output must be writable and not a directory, no two may be one file, and
 /// none may be an input (`--target-meta`, `--target-log`, `--limits`, and
 /// `inputs`, such as `--calibration`).
-pub(crate) fn check_outputs(
+pub fn check_outputs(
     out: &OutputArgs,
     gates: &Delivery,
     inputs: &[(&str, &Path)],
@@ -23,10 +23,7 @@ pub(crate) fn check_outputs(
 }
 
 /// [`check_outputs`] for `demo`, where the responder writes `--target-log`.
-pub(crate) fn check_demo_outputs(
-    out: &OutputArgs,
-    gates: &Delivery,
-) -> Result<Option<serde_json::Value>, Error> {
+pub fn check_demo_outputs(out: &OutputArgs, gates: &Delivery) -> Result<Option<serde_json::Value>, Error> {
     check_output_set(out, gates, true, &[])
 }
 
@@ -64,9 +61,9 @@ fn check_output_set(
 }
 
 /// `-o -` takes stdout for the JSON: `--lava`'s lines cannot share it.
-pub(crate) fn check_stdout(output: Option<&Path>, gates: &Delivery) -> Result<(), Error> {
+pub fn check_stdout(output: Option<&Path>, gates: &Delivery) -> Result<(), Error> {
     if output.is_some_and(is_stdout) && gates.lava {
-        return Err(Error::Usage(
+        return Err(Error::Config(
             "-o - and --lava both write to stdout: write the JSON report to a file (-o run.json) \
              or drop --lava"
                 .into(),
@@ -119,7 +116,7 @@ fn canonical_new(p: &Path) -> PathBuf {
 /// write would silently replace the first, or the input). Checked before
 /// anything is measured or written.
 #[derive(Debug, Default)]
-pub(crate) struct PathSet {
+pub struct PathSet {
     /// Flag, the path as shown, the file, and whether it is written.
     entries: Vec<(String, String, PathBuf, bool)>,
 }
@@ -152,7 +149,7 @@ impl PathSet {
                 if keys[i].is_none() || keys[i] != keys[j] || !(*out_a || *out_b) {
                     continue;
                 }
-                return Err(Error::Usage(match (out_a, out_b) {
+                return Err(Error::Output(match (out_a, out_b) {
                     (true, true) => {
                         format!("{fa} {pa} and {fb} {pb} are the same file: give each output its own file")
                     }
@@ -172,7 +169,7 @@ impl PathSet {
 }
 
 /// An OS error's text without Rust's " (os error N)" suffix.
-pub(crate) fn os_message(e: &std::io::Error) -> String {
+pub fn os_message(e: &std::io::Error) -> String {
     let text = e.to_string();
     text.find(" (os error").map_or(text.clone(), |at| text[..at].to_string())
 }
@@ -180,7 +177,7 @@ pub(crate) fn os_message(e: &std::io::Error) -> String {
 /// `p` can be written as output `flag`: its directory exists, it is not a
 /// directory, and it can be opened for writing (created, if new: the test
 /// file is removed again). Nothing is truncated.
-pub(crate) fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
+pub fn check_parent(flag: &str, p: &Path) -> Result<(), Error> {
     check_output_file(flag, p, example_name(flag))
 }
 
@@ -198,39 +195,39 @@ fn example_name(flag: &str) -> &'static str {
 }
 
 /// Whether `p` is `-`, the standard output.
-pub(crate) fn is_stdout(p: &Path) -> bool {
+pub fn is_stdout(p: &Path) -> bool {
     p.as_os_str() == "-"
 }
 
 /// [`check_parent`], the error naming `example` as a file `flag` could take
 /// when `p` is a directory.
-pub(crate) fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Error> {
+pub fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Error> {
     if p.as_os_str().is_empty() {
-        return Err(Error::Usage(format!("{flag} needs a file name")));
+        return Err(Error::Output(format!("{flag} needs a file name")));
     }
     if is_stdout(p) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "{flag} -: only the JSON report (-o - of run, demo and report) goes to stdout; \
              for a file named -, write ./-"
         )));
     }
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "{flag} {}: the directory {} does not exist",
             p.display(),
             parent.display()
         )));
     }
     if p.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "{flag} {}: is a directory; give a file, e.g. {}",
             p.display(),
             p.join(example).display()
         )));
     }
     let cannot = |e: std::io::Error| {
-        Error::Usage(format!("{flag} {}: cannot write it: {} (check the path)", p.display(), os_message(&e)))
+        Error::Output(format!("{flag} {}: cannot write it: {} (check the path)", p.display(), os_message(&e)))
     };
     // A symbolic link is followed, a dangling one too: its target is what
     // gets written (`fsout`).
@@ -238,7 +235,7 @@ pub(crate) fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(
     let p = &crate::fsout::target(p);
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "{flag} {} is a symbolic link to {}, whose directory {} does not exist: \
              fix the link or give another file",
             link.display(),
@@ -257,16 +254,16 @@ pub(crate) fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(
 
 fn read_target_meta(p: &Path) -> Result<serde_json::Value, Error> {
     let text = std::fs::read_to_string(p)
-        .map_err(|e| Error::Usage(format!("cannot read --target-meta {}: {e}", p.display())))?;
+        .map_err(|e| Error::Input(format!("cannot read --target-meta {}: {e}", p.display())))?;
     serde_json::from_str(&text)
-        .map_err(|e| Error::Usage(format!("--target-meta {} is not JSON: {e}", p.display())))
+        .map_err(|e| Error::Input(format!("--target-meta {} is not JSON: {e}", p.display())))
 }
 
 /// A command's limits and CI outputs (`--max` …, `--junit`, `--lava`,
 /// `--plot`, `--html`), read and checked before it runs so that a typo in
 /// a limits file fails in a second, not after an hour's measurement.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Delivery {
+pub struct Delivery {
     /// The limits to judge the report against.
     pub limits: Limits,
     /// `--limits FILE`, an input.
@@ -324,12 +321,12 @@ impl Delivery {
 /// `--plot DIR` (`flag`) can hold the plots: a directory it can write in,
 /// or a new one it can create (created here and removed again; the plots
 /// create it).
-pub(crate) fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
+pub fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
     if dir.as_os_str().is_empty() {
-        return Err(Error::Usage(format!("{flag} needs a directory name")));
+        return Err(Error::Output(format!("{flag} needs a directory name")));
     }
     let cannot = |e: std::io::Error| {
-        Error::Usage(format!(
+        Error::Output(format!(
             "{flag} {}: cannot write the plots there: {} (give a directory you can write in)",
             dir.display(),
             os_message(&e)
@@ -337,7 +334,7 @@ pub(crate) fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
     };
     if dir.exists() {
         if !dir.is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::Output(format!(
                 "{flag} {} is a file: give a directory for the plots (it is created if missing)",
                 dir.display()
             )));
@@ -349,7 +346,7 @@ pub(crate) fn check_plot_dir(flag: &str, dir: &Path) -> Result<(), Error> {
     }
     let parent = dir.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(Error::Usage(format!(
+        return Err(Error::Output(format!(
             "{flag} {}: the directory {} does not exist (the plot directory itself is created, not its parents)",
             dir.display(),
             parent.display()
