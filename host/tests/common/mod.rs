@@ -487,7 +487,20 @@ pub fn assert_counts_add_up(r: &serde_json::Value) {
         assert_eq!(l["min"].is_null(), n("responses") == 0, "{l}");
         assert_eq!(l["max_measured"].is_null(), n("responses") == 0, "{l}");
     }
-    if let Some(taken) = c["probe_taken"].as_u64() {
+    let p = &r["periodic"];
+    if p.is_object() {
+        // Periodic: the probe takes edges; a sample is a cycle of the fitted
+        // schedule, and a cycle with no edge (or too late an edge) is a
+        // timeout. A missed cycle is no lost edge.
+        let pn = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("periodic.{k} in {p}"));
+        if let Some(taken) = c["probe_taken"].as_u64() {
+            assert_eq!(pn("edges") + pn("lost"), taken, "edges + lost must be what the probe took: {c} {p}");
+        }
+        if p["fit"].is_object() {
+            assert_eq!(n("samples"), pn("cycles"), "a sample per cycle: {c} {p}");
+            assert_eq!(n("timeouts"), pn("missed_periods") + pn("late_edges"), "{c} {p}");
+        }
+    } else if let Some(taken) = c["probe_taken"].as_u64() {
         assert_eq!(n("samples") + n("lost"), taken, "samples + lost must be what the probe took: {c}");
     }
 }
