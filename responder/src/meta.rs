@@ -38,6 +38,37 @@ pub struct Metadata {
     pub rt_throttling: RtThrottling,
     pub loadavg: Option<LoadAvg>,
     pub rt: RtReport,
+    /// The kernel's build configuration: every option set (`=y`, `=m`, a
+    /// value), so that two runs' kernels can be told apart option by option.
+    pub kernel_config: Option<KernelConfig>,
+    /// The clock source the kernel keeps time with, and the others it could use.
+    pub clocksource: Option<Clocksource>,
+}
+
+/// The options a kernel was built with, from `/proc/config.gz` or
+/// `/boot/config-$(uname -r)`. An option that "is not set" is left out (an
+/// absent option reads the same), so a distribution kernel keeps ~9 000
+/// entries; past [`MAX_CONFIG_OPTIONS`] the rest are cut and `truncated` says so.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelConfig {
+    /// Where it was read.
+    pub source: String,
+    /// `CONFIG_NAME` to its value as the file writes it (`y`, `m`, `"text"`, `1000`).
+    pub options: BTreeMap<String, String>,
+    /// More options were set than the bound keeps.
+    pub truncated: bool,
+}
+
+/// The most options [`KernelConfig`] keeps (a distribution kernel sets ~9 000).
+pub const MAX_CONFIG_OPTIONS: usize = 20_000;
+/// The longest value kept; a longer one is cut (a path or a command line at most).
+const MAX_CONFIG_VALUE: usize = 512;
+
+/// `/sys/devices/system/clocksource/clocksource0`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Clocksource {
+    pub current: String,
+    pub available: Vec<String>,
 }
 
 /// What this responder run does, so the host can check it against its own config.
@@ -119,6 +150,7 @@ pub struct LoadAvg {
 pub fn collect(run: Option<RunInfo>, rt: RtReport) -> Metadata {
     let uname = uname();
     let cmdline = read_trimmed("/proc/cmdline").map(|raw| parse_cmdline(&raw));
+    let config = kernel_config(uname.as_ref());
     Metadata {
         schema_version: SCHEMA_VERSION,
         responder_version: env!("CARGO_PKG_VERSION"),
@@ -128,7 +160,7 @@ pub fn collect(run: Option<RunInfo>, rt: RtReport) -> Metadata {
             .map(|d| d.as_secs()),
         run,
         hostname: uname.as_ref().map(|u| u.nodename.clone()),
-        preemption: preemption(uname.as_ref(), cmdline.as_ref()),
+        preemption: preemption(uname.as_ref(), cmdline.as_ref(), config.as_ref()),
         uname,
         kernel_cmdline: cmdline,
         num_cpus: online_cpus(),
@@ -142,6 +174,8 @@ pub fn collect(run: Option<RunInfo>, rt: RtReport) -> Metadata {
         },
         loadavg: read_trimmed("/proc/loadavg").and_then(|s| parse_loadavg(&s)),
         rt,
+        kernel_config: config.map(|(text, source)| parse_kernel_config(&text, source)),
+        clocksource: clocksource(Path::new("/sys/devices/system/clocksource/clocksource0")),
     }
 }
 
@@ -199,10 +233,14 @@ fn online_cpus() -> Option<usize> {
     usize::try_from(n).ok().filter(|&n| n > 0)
 }
 
-fn preemption(uname: Option<&Uname>, cmdline: Option<&KernelCmdline>) -> Preemption {
+fn preemption(
+    uname: Option<&Uname>,
+    cmdline: Option<&KernelCmdline>,
+    kernel_config: Option<&(String, String)>,
+) -> Preemption {
     let realtime = read_trimmed("/sys/kernel/realtime");
-    let (config, config_source) = match kernel_config(uname) {
-        Some((text, source)) => (Some(parse_preempt_config(&text)), Some(source)),
+    let (config, config_source) = match kernel_config {
+        Some((text, source)) => (Some(parse_preempt_config(text)), Some(source.clone())),
         None => (None, None),
     };
     let (model, source) = if realtime.as_deref() == Some("1") {
@@ -248,6 +286,43 @@ fn kernel_config(uname: Option<&Uname>) -> Option<(String, String)> {
     }
     let boot = format!("/boot/config-{}", uname?.release);
     fs::read_to_string(&boot).ok().map(|text| (text, boot))
+}
+
+/// Every option `text` sets (`CONFIG_NAME=value`), bounded; comments and
+/// "is not set" lines are left out.
+pub fn parse_kernel_config(text: &str, source: String) -> KernelConfig {
+    let mut options = BTreeMap::new();
+    let mut truncated = false;
+    for line in text.lines() {
+        let Some((name, value)) = line.trim().split_once('=') else { continue };
+        if !name.starts_with("CONFIG_") || name.contains(char::is_whitespace) {
+            continue;
+        }
+        if options.len() == MAX_CONFIG_OPTIONS {
+            truncated = true;
+            break;
+        }
+        let mut value = value.to_string();
+        if value.len() > MAX_CONFIG_VALUE {
+            let mut end = MAX_CONFIG_VALUE;
+            while !value.is_char_boundary(end) {
+                end -= 1;
+            }
+            value.truncate(end);
+            value.push('…');
+        }
+        options.insert(name.to_string(), value);
+    }
+    KernelConfig { source, options, truncated }
+}
+
+/// The clock source in `dir` (`current_clocksource`, `available_clocksource`).
+pub fn clocksource(dir: &Path) -> Option<Clocksource> {
+    let current = read_trimmed(dir.join("current_clocksource"))?;
+    let available = read_trimmed(dir.join("available_clocksource"))
+        .map(|a| a.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    Some(Clocksource { current, available })
 }
 
 /// `CONFIG_PREEMPT*` options; "is not set" lines become `n`.
@@ -387,6 +462,53 @@ fn governors() -> Vec<CpuGovernor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_config_keeps_every_set_option_and_no_comment() {
+        let text = "#\n# Automatically generated file; DO NOT EDIT.\n#\nCONFIG_NO_HZ_IDLE=y\n\
+                    # CONFIG_NO_HZ_FULL is not set\nCONFIG_HZ=1000\nCONFIG_LOCALVERSION=\"-rt\"\n\
+                    CONFIG_USB_STORAGE=m\n  CONFIG_INDENTED=y  \nNOT_CONFIG=y\n";
+        let c = parse_kernel_config(text, "/boot/config-test".into());
+        let got: Vec<(&str, &str)> = c.options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("CONFIG_HZ", "1000"),
+                ("CONFIG_INDENTED", "y"),
+                ("CONFIG_LOCALVERSION", "\"-rt\""),
+                ("CONFIG_NO_HZ_IDLE", "y"),
+                ("CONFIG_USB_STORAGE", "m"),
+            ]
+        );
+        assert_eq!(c.source, "/boot/config-test");
+        assert!(!c.truncated);
+    }
+
+    #[test]
+    fn a_kernel_config_is_bounded_in_options_and_value_length() {
+        let mut text = String::new();
+        for i in 0..MAX_CONFIG_OPTIONS + 5 {
+            text.push_str(&format!("CONFIG_OPT_{i:05}=y\n"));
+        }
+        let c = parse_kernel_config(&text, "x".into());
+        assert_eq!(c.options.len(), MAX_CONFIG_OPTIONS);
+        assert!(c.truncated);
+        let long = format!("CONFIG_CMDLINE=\"{}\"\n", "é".repeat(MAX_CONFIG_VALUE));
+        let c = parse_kernel_config(&long, "x".into());
+        let v = &c.options["CONFIG_CMDLINE"];
+        assert!(v.len() <= MAX_CONFIG_VALUE + '…'.len_utf8() && v.ends_with('…'), "{v}");
+    }
+
+    #[test]
+    fn the_clocksource_is_read_with_its_alternatives() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(clocksource(dir.path()), None);
+        fs::write(dir.path().join("current_clocksource"), "tsc\n").unwrap();
+        fs::write(dir.path().join("available_clocksource"), "tsc hpet acpi_pm \n").unwrap();
+        let c = clocksource(dir.path()).unwrap();
+        assert_eq!(c.current, "tsc");
+        assert_eq!(c.available, ["tsc", "hpet", "acpi_pm"]);
+    }
 
     #[test]
     fn uname_version_models() {

@@ -413,6 +413,46 @@ fn periodic_writes_the_chosen_byte_and_stops_on_hang_up() {
     assert!(r.stderr().iter().any(|l| l.contains("hung up")), "{:?}", r.stderr());
 }
 
+/// The kernel config in the metadata is the one the kernel exposes, read
+/// here by zcat and grep (not by the responder's code): every `CONFIG_` line
+/// that sets an option, none that "is not set"; and the clock source is sysfs's.
+#[test]
+fn metadata_carries_the_kernel_config_and_clocksource_as_the_system_reports_them() {
+    let (status, stdout, stderr) = run(&["metadata"]);
+    assert_eq!(status.code(), Some(0), "stderr: {stderr}");
+    let meta = json(stdout.as_bytes());
+    let cs = std::path::Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    match std::fs::read_to_string(cs) {
+        Ok(c) => assert_eq!(meta["clocksource"]["current"], c.trim(), "{}", meta["clocksource"]),
+        Err(_) => assert!(meta["clocksource"].is_null(), "{}", meta["clocksource"]),
+    }
+    let release = meta["uname"]["release"].as_str().expect("release").to_string();
+    let (reader, source) = if std::path::Path::new("/proc/config.gz").exists() {
+        ("zcat /proc/config.gz".to_string(), "/proc/config.gz".to_string())
+    } else if std::path::Path::new(&format!("/boot/config-{release}")).exists() {
+        (format!("cat /boot/config-{release}"), format!("/boot/config-{release}"))
+    } else {
+        eprintln!("skipped: this machine exposes no kernel config (/proc/config.gz, /boot/config-{release})");
+        assert!(meta["kernel_config"].is_null(), "{}", meta["kernel_config"]);
+        return;
+    };
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("{reader} | grep -E '^CONFIG_[A-Za-z0-9_]+='")])
+        .output()
+        .expect("sh");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let kc = &meta["kernel_config"];
+    assert_eq!(kc["source"], source.as_str());
+    assert_eq!(kc["truncated"], false);
+    let options = kc["options"].as_object().expect("options");
+    assert_eq!(options.len(), lines.len(), "one entry per CONFIG_ line that sets an option");
+    for l in &lines {
+        let (k, v) = l.split_once('=').unwrap();
+        assert_eq!(options[k], v, "{k}");
+    }
+    assert!(options.keys().all(|k| k.starts_with("CONFIG_")));
+}
+
 #[test]
 fn metadata_subcommand_prints_target_facts() {
     let (status, stdout, stderr) = run(&["metadata"]);

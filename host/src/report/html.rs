@@ -340,6 +340,9 @@ fn target(h: &mut String, r: &Report) {
 /// crafted file cannot make the page recurse without end).
 const MAX_DEPTH: usize = 8;
 
+/// The most entries a nested map shows unfolded.
+const MAX_UNFOLDED: usize = 40;
+
 /// One row per key of `map`.
 fn kv_rows(h: &mut String, map: &serde_json::Map<String, serde_json::Value>, depth: usize) {
     for (k, v) in map {
@@ -360,6 +363,13 @@ fn value_html(h: &mut String, v: &serde_json::Value, depth: usize) {
         Value::Bool(_) | Value::Number(_) => h.push_str(&esc(&v.to_string())),
         _ if depth >= MAX_DEPTH => h.push_str(&esc(&v.to_string())),
         Value::Object(m) if m.is_empty() => h.push_str("<span class=\"none\">(empty)</span>"),
+        // A long map (a kernel's config: thousands of options) is folded,
+        // so the page opens on what matters; it unfolds in place.
+        Value::Object(m) if m.len() > MAX_UNFOLDED => {
+            let _ = write!(h, "<details><summary>{} entries</summary><table class=\"kv\">", m.len());
+            kv_rows(h, m, depth + 1);
+            h.push_str("</table></details>");
+        }
         Value::Object(m) => {
             h.push_str("<table class=\"kv\">");
             kv_rows(h, m, depth + 1);
@@ -385,6 +395,22 @@ fn value_html(h: &mut String, v: &serde_json::Value, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_nested_map_is_folded_and_a_short_one_is_not() {
+        let mut r = crate::report::testkit::run(0);
+        let options: serde_json::Map<String, serde_json::Value> =
+            (0..=MAX_UNFOLDED).map(|i| (format!("CONFIG_OPT_{i}"), "y".into())).collect();
+        r.target = Some(serde_json::json!({
+            "kernel_config": { "source": "/proc/config.gz", "options": options },
+            "clocksource": { "current": "tsc" },
+        }));
+        let t = target_section(&r);
+        let folded = format!("<details><summary>{} entries</summary>", MAX_UNFOLDED + 1);
+        assert_eq!(t.matches(&folded).count(), 1, "{t}");
+        assert!(t.contains("<th class=\"l\">CONFIG_OPT_40</th>"), "{t}");
+        assert_eq!(t.matches("<details>").count(), 1, "only the long map folds: {t}");
+    }
 
     #[test]
     fn text_is_escaped_and_controls_replaced() {
