@@ -1,6 +1,7 @@
 //! The library's errors, by area: the command line ([`Error::Config`]), the
 //! files it names ([`Error::Input`], [`Error::Output`]), the probe's link
-//! ([`LinkError`]), the debug probe ([`Error::DebugProbe`]), an in-kernel
+//! ([`LinkError`]), the debug probe ([`Error::DebugProbe`]), the target over
+//! SSH ([`Error::Target`]), an in-kernel
 //! tool's output ([`ImportError`]), a report that cannot be made
 //! ([`Error::Report`]), a limit the run broke ([`Error::Threshold`]) and the
 //! system's I/O ([`Error::Io`]). Each message names what the user must
@@ -32,6 +33,10 @@ pub enum Error {
     /// The debug probe (probe-rs): finding it, the chip, flashing, RTT, the ELF.
     #[error("{0}")]
     DebugProbe(String),
+    /// The target driven over SSH (`--target`): unreachable, a key refused,
+    /// the responder missing there or of another version.
+    #[error("{0}")]
+    Target(String),
     /// An in-kernel tool's output (cyclictest, rtla) that cannot be imported.
     #[error(transparent)]
     Import(#[from] ImportError),

@@ -16,7 +16,7 @@
 //! | layer | modules |
 //! |---|---|
 //! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`], [`options`] (the flag groups several subcommands share) |
-//! | bytes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`) |
+//! | bytes and processes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`), [`target`] (the responder, here or over SSH) |
 //! | statistics | [`periodic`], [`timeline`], [`samples`], [`targetlog`], [`analysis`] |
 //! | the session | [`session`] |
 //! | in-kernel outputs read | [`import`] |
@@ -58,6 +58,7 @@ pub mod samples;
 pub mod session;
 pub mod signals;
 pub mod source;
+pub mod target;
 pub mod targetlog;
 pub mod timefmt;
 pub mod timeline;

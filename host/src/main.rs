@@ -35,6 +35,7 @@ fn exit_code(err: &latprobe::Error) -> u8 {
         | Error::Input(_)
         | Error::Output(_)
         | Error::DebugProbe(_)
+        | Error::Target(_)
         | Error::Import(_)
         | Error::Report(_) => exit::USAGE,
         Error::Link(link) => match link {

@@ -133,3 +133,21 @@ pub fn parse_percent(q: &str) -> Result<f64, String> {
         _ => Err(format!("'{q}' is not a percentile: give a number above 0 and below 100, e.g. 99.9")),
     }
 }
+
+/// `--target ssh://…` and how the responder gets there, shared by `demo`
+/// and `run`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TargetArgs {
+    /// Start the responder on this target over SSH (the system's ssh, with your config and agent, in BatchMode): ssh://[user@]host[:port]. Its metadata and logs come back, and it ends with the run
+    #[arg(long = "target", value_name = "ssh://[USER@]HOST[:PORT]")]
+    pub url: Option<String>,
+    /// With --target: ssh's config file (ssh -F FILE) instead of ~/.ssh/config
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub ssh_config: Option<PathBuf>,
+    /// With --target: the responder on the target [default: latprobe-responder on its PATH]
+    #[arg(long, value_name = "PATH", requires = "url")]
+    pub target_responder: Option<String>,
+    /// With --target: copy this latprobe's own responder (built for the target's CPU) to ~/.cache/latprobe on the target and run that one
+    #[arg(long, requires = "url", conflicts_with = "target_responder")]
+    pub target_install: bool,
+}

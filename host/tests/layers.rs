@@ -28,7 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "options",
     ],
     // bytes: transports, frames, the raw file, the link, the probe tools
-    &["source", "deframe", "rawfile", "link", "defmtlog", "probe", "virtual_probe"],
+    &["source", "deframe", "rawfile", "link", "defmtlog", "probe", "virtual_probe", "target"],
     // samples to statistics
     &["periodic", "timeline", "samples", "targetlog", "analysis"],
     // the session: Hello, Configure, Start, ingest, Stop; replay

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Set when the stop came from stdin closing (`--exit-with-stdin`), not a signal.
+static STDIN_CLOSED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(signal: libc::c_int) {
     // Only lock-free atomic stores here: they are async-signal-safe.
@@ -48,8 +50,42 @@ pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
+/// `--exit-with-stdin`: stop the run, as SIGTERM does, once stdin reaches
+/// its end. A responder started over ssh is then ended by the host closing
+/// its side, by the host dying, or by the connection dropping: sshd closes
+/// the command's stdin in each case, so the responder never outlives the run.
+/// A thread blocks on stdin and, at its end, signals the calling (main)
+/// thread with SIGTERM, so that the main loop's blocking call returns EINTR
+/// and sees the flag. Call after [`install`].
+pub fn exit_with_stdin() -> io::Result<()> {
+    // SAFETY: pthread_self has no preconditions; the id names the calling
+    // thread, which outlives the watcher (it is the process's main thread).
+    let main = unsafe { libc::pthread_self() };
+    std::thread::Builder::new().name("stdin-watch".into()).spawn(move || {
+        let mut sink = [0u8; 256];
+        let mut stdin = io::stdin().lock();
+        loop {
+            match io::Read::read(&mut stdin, &mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        STDIN_CLOSED.store(true, Ordering::SeqCst);
+        // SAFETY: `main` is a live thread of this process (the main thread
+        // runs until the process exits); the handler installed by `install`
+        // only stores atomics.
+        unsafe { libc::pthread_kill(main, libc::SIGTERM) };
+    })?;
+    Ok(())
+}
+
 /// The name of the signal that asked us to stop, for the summary line.
 pub fn stop_signal_name() -> &'static str {
+    if STDIN_CLOSED.load(Ordering::SeqCst) {
+        return "its stdin closing (--exit-with-stdin)";
+    }
     match SIGNAL.load(Ordering::Relaxed) {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",

@@ -123,7 +123,13 @@ impl Responder {
     }
 
     fn spawn_cmd(mut cmd: Command) -> std::io::Result<Responder> {
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        cmd.stdin(Stdio::null());
+        Self::spawn_with_stdin(cmd)
+    }
+
+    /// [`Responder::spawn_cmd`] with `cmd`'s own stdin (a pipe the test holds).
+    fn spawn_with_stdin(mut cmd: Command) -> std::io::Result<Responder> {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, ready) = mpsc::channel();
         let stderr = child.stderr.take().expect("stderr piped");
@@ -225,6 +231,38 @@ fn json(bytes: &[u8]) -> serde_json::Value {
     serde_json::from_slice(bytes).unwrap_or_else(|e| {
         panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes).chars().take(400).collect::<String>())
     })
+}
+
+/// `--exit-with-stdin`: while stdin stays open the responder echoes on;
+/// when it closes (the host's ssh session ending) it stops as on SIGTERM,
+/// restoring the line, and says why. Without the flag a closed stdin
+/// changes nothing.
+#[test]
+fn exit_with_stdin_stops_when_stdin_closes_and_not_before() {
+    let pty = Pty::new();
+    let mut cmd = command(&["uart", "--device", pty.slave_str(), "--exit-with-stdin"]);
+    cmd.stdin(Stdio::piped());
+    let mut r = Responder::spawn_with_stdin(cmd).expect("spawn");
+    let stdin = r.child.stdin.take().expect("stdin piped");
+    r.wait_ready();
+    std::thread::sleep(Duration::from_millis(300));
+    pty.write(b"abc");
+    assert_eq!(pty.read_until(3, Duration::from_secs(2)), b"abc", "it echoes while stdin is open");
+    assert!(r.child.try_wait().expect("try_wait").is_none(), "{:?}", r.stderr());
+    drop(stdin);
+    let status = r.wait_exit(Duration::from_secs(2));
+    assert_eq!(status.code(), Some(0), "stderr: {:?}", r.stderr());
+    assert!(r.stderr().iter().any(|l| l.contains("stdin closing")), "{:?}", r.stderr());
+    let after = pty.slave_termios();
+    assert_ne!(after.c_lflag & libc::ICANON, 0, "the line's settings are restored");
+
+    // Without the flag, stdin at its end (/dev/null) is no reason to stop.
+    let mut r = Responder::spawn(&["uart", "--device", pty.slave_str()]);
+    r.wait_ready();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(r.child.try_wait().expect("try_wait").is_none(), "{:?}", r.stderr());
+    r.signal(libc::SIGTERM);
+    assert_eq!(r.wait_exit(Duration::from_secs(2)).code(), Some(0));
 }
 
 #[test]

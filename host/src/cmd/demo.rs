@@ -3,23 +3,19 @@
 //! `latprobe-responder` over a pseudo-terminal, and everything else is what
 //! `latprobe run` does with a probe board.
 
-use std::io::{BufRead as _, BufReader};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use clap::Args;
 
 use crate::link::Link;
 use crate::model::RunContext;
 use crate::model::{EdgeArg, ModeArg};
-use crate::options::{OutputArgs, TimingArgs};
+use crate::options::{OutputArgs, TargetArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
+use crate::target::ssh::{self, SshTarget};
+use crate::target::{Named, Responder, Role};
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
 use crate::{timefmt, Error, TOOL_VERSION};
@@ -53,6 +49,10 @@ pub struct DemoArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub gates: crate::options::GateArgs,
+    /// The demo's responder must see this machine's pseudo-terminal, so its
+    /// --target is this machine (`ssh://127.0.0.1`): the SSH path, tested.
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// The modes the demo runs: this machine has no GPIO lines to wire, so
@@ -74,7 +74,7 @@ impl From<DemoMode> for ModeArg {
     }
 }
 
-const RESPONDER: &str = "latprobe-responder";
+use crate::target::ssh::RESPONDER;
 
 /// Find the responder: `--responder`, next to this executable, or on PATH.
 pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
@@ -98,201 +98,97 @@ pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
     })
 }
 
-/// The responder process, stopped (SIGTERM, then SIGKILL) when dropped.
-/// If it ends by itself during the run, the run is aborted: nothing
-/// answers the stimuli any more, and every later sample would be a timeout
-/// of a target that is not there.
-struct Responder {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-    /// Set when we stop it: its end is then expected.
-    stopping: Arc<AtomicBool>,
+/// A responder started, with the metadata it wrote at its start.
+struct Started {
+    responder: Responder,
+    meta: Option<Vec<u8>>,
 }
 
-/// What the responder is asked to do.
-#[derive(Debug, Clone)]
-enum Role {
-    /// `uart`: echo.
-    Uart,
-    /// `periodic --interval I --log FILE`.
-    Periodic { interval_ns: u64, log: PathBuf },
+/// The responder on this machine.
+fn start_local(
+    bin: &Path,
+    device: &Path,
+    meta: &Path,
+    priority: Option<u8>,
+    role: &Role,
+) -> Result<Started, Error> {
+    let mut cmd = Command::new(bin);
+    cmd.args(role.argv(device, meta.as_os_str(), priority));
+    let named = Named {
+        who: format!("the demo's responder {}", bin.display()),
+        fix: "give a working one with --responder PATH".into(),
+    };
+    let responder = Responder::spawn(cmd, &named, false)?;
+    let got = std::fs::read(meta).ok();
+    let _ = std::fs::remove_file(meta);
+    Ok(Started { responder, meta: got })
 }
 
-impl Role {
-    /// The responder's argv after its path. Periodic is exactly
-    /// `periodic --device DEV --interval I --metadata META --log FILE
-    /// [--priority N]`, so any responder with that interface can be tried
-    /// with `--responder PATH`.
-    fn argv(&self, device: &Path, meta: &Path, priority: Option<u8>) -> Vec<std::ffi::OsString> {
-        let mut v: Vec<std::ffi::OsString> = Vec::new();
-        match self {
-            Role::Uart => {
-                v.extend(["uart".into(), "--device".into(), device.into(), "--metadata".into(), meta.into()]);
-            }
-            Role::Periodic { interval_ns, log } => {
-                v.extend([
-                    "periodic".into(),
-                    "--device".into(),
-                    device.into(),
-                    "--interval".into(),
-                    format!("{interval_ns}ns").into(),
-                    "--metadata".into(),
-                    meta.into(),
-                    "--log".into(),
-                    log.into(),
-                ]);
-            }
-        }
-        if let Some(p) = priority {
-            v.extend(["--priority".into(), p.to_string().into()]);
-        }
-        v
-    }
+/// The target over SSH: its responder (checked, or installed), and a
+/// directory of its own for the run's files there.
+struct Remote {
+    ssh: SshTarget,
+    /// The responder's path there, a shell word.
+    responder: String,
+    /// The run's directory there (removed at the end).
+    dir: String,
 }
 
-impl Responder {
-    fn spawn(
-        bin: &Path,
-        device: &Path,
-        meta: &Path,
-        priority: Option<u8>,
-        role: &Role,
-    ) -> Result<Self, Error> {
-        let mut cmd = Command::new(bin);
-        cmd.args(role.argv(device, meta, priority));
-        // Its own process group: a Ctrl-C in the terminal reaches latprobe
-        // only, which then stops the run first and the responder after.
-        cmd.process_group(0).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child =
-            cmd.spawn().map_err(|e| Error::io(format!("cannot start the responder {}", bin.display()), e))?;
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stopping = Arc::new(AtomicBool::new(false));
-        let (ready_tx, ready_rx) = mpsc::channel();
-        // Said when its stderr has closed and every line is in `log`.
-        let (drained_tx, drained_rx) = mpsc::channel::<()>();
-        if let Some(stderr) = child.stderr.take() {
-            let log = log.clone();
-            let stopping = stopping.clone();
-            let pid = child.id();
-            let bin = bin.display().to_string();
-            // Drain its stderr for as long as it runs (so it never blocks on
-            // a full pipe), keeping the last lines for an error message.
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    if line.contains("ready:") {
-                        let _ = ready_tx.send(());
-                    }
-                    let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
-                    if l.len() >= 20 {
-                        l.remove(0);
-                    }
-                    l.push(line);
-                }
-                // Its stderr closed: it has ended (or is ending).
-                let _ = drained_tx.send(());
-                if !stopping.load(Ordering::SeqCst) {
-                    let how = exit_of(pid);
-                    let last = log.lock().unwrap_or_else(|p| p.into_inner()).join(" / ");
-                    let said = if last.is_empty() { String::new() } else { format!(" (it said: {last})") };
-                    crate::signals::abort(format!(
-                        "the responder {bin} ended during the run, {how}{said}: nothing answers the stimuli \
-                         any more, so the run stops here"
-                    ));
-                }
-            });
-        }
-        let mut r = Self { child, log, stopping };
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            if ready_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-                return Ok(r);
-            }
-            let exited = r.child.try_wait().ok().flatten();
-            if exited.is_some() || Instant::now() >= until {
-                let what = exited
-                    .map_or_else(|| "did not get ready within 10 s".to_string(), |s| format!("exited ({s})"));
-                // A set-up failure, not the run's: its end raises no abort,
-                // and what it said is read to the end before it is quoted.
-                r.stopping.store(true, Ordering::SeqCst);
-                r.stop();
-                let _ = drained_rx.recv_timeout(Duration::from_secs(2));
-                let last = r.last_lines();
-                let said = if last.is_empty() {
-                    "it said nothing on stderr".to_string()
-                } else {
-                    format!("it said: {last}")
-                };
-                return Err(Error::Input(format!(
-                    "the demo's responder {} {what}; {said}: fix what it reports (run it by hand with \
-                     --help), or give a working one with --responder PATH",
-                    bin.display(),
-                )));
-            }
-        }
-    }
-
-    fn last_lines(&self) -> String {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).join(" / ")
-    }
-}
-
-/// How process `pid` (our child) ended, without reaping it; waits up to a
-/// second for it to be over.
-fn exit_of(pid: u32) -> String {
-    let until = Instant::now() + Duration::from_secs(1);
-    loop {
-        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own child with WNOWAIT leaves it for
-        // Child::wait to reap; `info` is valid for writes.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: waitid filled `info` for a child that changed state.
-        let (got, status) = unsafe { (info.si_pid(), info.si_status()) };
-        if rc == 0 && got != 0 {
-            return match info.si_code {
-                libc::CLD_EXITED => format!("exit status {status}"),
-                _ => format!("killed by signal {status}"),
+impl Remote {
+    fn connect(url: &str, t: &TargetArgs, local: Option<&Path>) -> Result<Remote, Error> {
+        let ssh = SshTarget::parse(url, t.ssh_config.as_deref())?;
+        let mut responder = t.target_responder.clone().unwrap_or_else(|| RESPONDER.to_string());
+        let mut info = ssh.probe(&responder)?;
+        if t.target_install {
+            let local = match local {
+                Some(p) => Some(find_responder(Some(p))?),
+                None => find_responder(None).ok(),
             };
+            let bin = ssh::responder_for(&info.machine, local.as_deref())?;
+            responder = ssh.install(&bin)?;
+            crate::tell!("latprobe: installed {} as {responder} on {}", bin.display(), ssh.url());
+            info = ssh.probe(&responder)?;
         }
-        if rc != 0 || Instant::now() >= until {
-            return "its output closed".into();
-        }
-        std::thread::sleep(Duration::from_millis(10));
+        ssh.check_responder(&responder, &info)?;
+        let dir = ssh.temp_dir()?;
+        Ok(Remote { ssh, responder, dir })
     }
-}
 
-impl Drop for Responder {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-impl Responder {
-    /// Stop it (SIGTERM, then SIGKILL) and reap it; its end is expected.
-    fn stop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        // SAFETY: kill(2) on the pid of our own child, not yet reaped.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+    fn start(&self, device: &Path, priority: Option<u8>, role: &Role) -> Result<Started, Error> {
+        let meta = format!("{}/target.json", self.dir);
+        let role = match role {
+            Role::Periodic { interval_ns, .. } => {
+                Role::Periodic { interval_ns: *interval_ns, log: format!("{}/target.log", self.dir).into() }
             }
-            std::thread::sleep(Duration::from_millis(10));
+            Role::Uart => Role::Uart,
+        };
+        let words: Vec<String> = role
+            .argv(device, meta.as_ref(), priority)
+            .iter()
+            .map(|w| ssh::quote(&w.to_string_lossy()))
+            .collect();
+        let remote = format!("exec {} {} --exit-with-stdin", ssh::quote(&self.responder), words.join(" "));
+        let named = Named {
+            who: format!("the responder on {}", self.ssh.url()),
+            fix: "check it over ssh by hand, or give another with --target-responder PATH".into(),
+        };
+        let responder = Responder::spawn(self.ssh.command(&remote), &named, true)?;
+        let meta = self.ssh.fetch(&meta)?;
+        Ok(Started { responder, meta })
+    }
+
+    /// Copy the responder's per-cycle log back to `local`; a failure is said.
+    fn fetch_log(&self, local: &Path) {
+        let log = format!("{}/target.log", self.dir);
+        match self.ssh.fetch(&log) {
+            Ok(Some(bytes)) => {
+                if let Err(e) = crate::fsout::write(local, &bytes) {
+                    crate::tell_error!("latprobe: cannot keep the target's log in {}: {e}", local.display());
+                }
+            }
+            Ok(None) => crate::tell_error!("latprobe: the target's log {log} is not there"),
+            Err(e) => crate::tell_error!("latprobe: cannot fetch the target's log: {e}"),
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -306,7 +202,14 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     crate::measure::check_periodic_flags(&args.out, mode)?;
     let gates = crate::measure::Delivery::new(&args.gates)?;
     let mut target = crate::measure::check_demo_outputs(&args.out, &gates)?;
-    let bin = find_responder(args.responder.as_deref())?;
+    let remote = match &args.target.url {
+        None => None,
+        Some(url) => Some(Remote::connect(url, &args.target, args.responder.as_deref())?),
+    };
+    let bin = match &remote {
+        None => find_responder(args.responder.as_deref())?,
+        Some(r) => PathBuf::from(&r.responder),
+    };
 
     let (probe, host_end) = VirtualProbe::start(args.priority)?;
     let stem = std::env::temp_dir().join(format!("latprobe-demo-{}", std::process::id()));
@@ -314,26 +217,24 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // Periodic: the responder's own log, kept where --target-log says, else
     // in a temporary file removed at the end.
     let temp_log = stem.with_extension("target.log");
-    let role = match mode {
-        ModeArg::Periodic => Role::Periodic {
-            interval_ns: req.interval_ns,
-            log: args.out.target_log.clone().unwrap_or_else(|| temp_log.clone()),
-        },
-        _ => Role::Uart,
-    };
-    let log_path = match &role {
-        Role::Periodic { log, .. } => Some(log.clone()),
-        Role::Uart => None,
+    let log_path =
+        (mode == ModeArg::Periodic).then(|| args.out.target_log.clone().unwrap_or(temp_log.clone()));
+    let role = match &log_path {
+        Some(log) => Role::Periodic { interval_ns: req.interval_ns, log: log.clone().into() },
+        None => Role::Uart,
     };
     // A fresh process may have run a demo before (the tests' library
     // callers): only this responder's end may abort this run.
     crate::signals::clear_abort();
-    let responder = Responder::spawn(&bin, probe.slave_path(), &meta, args.priority, &role)?;
+    let started = match &remote {
+        None => start_local(&bin, probe.slave_path(), &meta, args.priority, &role)?,
+        Some(r) => r.start(probe.slave_path(), args.priority, &role)?,
+    };
+    let responder = started.responder;
     if target.is_none() {
-        // The responder's own facts about this machine, when it wrote them.
-        target = std::fs::read_to_string(&meta).ok().and_then(|t| serde_json::from_str(&t).ok());
+        // The responder's own facts about its machine, when it wrote them.
+        target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
     }
-    let _ = std::fs::remove_file(&meta);
 
     crate::tell!("latprobe demo: {VIRTUAL_NOTE}.");
     let what = match mode {
@@ -344,7 +245,10 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         "latprobe demo: {what}, every {} through {} to {} for {}",
         crate::units::format_ns(req.interval_ns),
         probe.slave_path().display(),
-        bin.display(),
+        match &remote {
+            Some(r) => format!("{} on {}", r.responder, r.ssh.url()),
+            None => bin.display().to_string(),
+        },
         req.duration_ns
             .map_or_else(|| format!("{} samples", req.count.unwrap_or(0)), crate::units::format_ns)
     );
@@ -365,7 +269,10 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
                 },
                 |p| format!("virtual probe thread at SCHED_FIFO {p}"),
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(remote.as_ref().map(|r| format!("the responder ran on {} over SSH", r.ssh.url())))
+        .collect(),
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
         command_line: crate::model::command_line(),
     };
@@ -397,12 +304,19 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
                 stopped = p.stop();
             }
             drop(responder.take());
+            // Its whole log, written as it exited, set beside the run here.
+            if let (Some(r), Some(local)) = (&remote, &log_path) {
+                r.fetch_log(local);
+            }
         },
     );
     if let Some(p) = probe.take() {
         stopped = p.stop();
     }
     drop(responder);
+    if let Some(r) = &remote {
+        r.ssh.remove_dir(&r.dir);
+    }
     if args.out.target_log.is_none() {
         let _ = std::fs::remove_file(&temp_log);
     }

@@ -1,0 +1,393 @@
+//! `--target ssh://[user@]host[:port]`: the target driven through the
+//! system's OpenSSH client, as git and labgrid drive theirs. The user's own
+//! config and agent apply (or `--ssh-config FILE`); latprobe adds only
+//! `BatchMode` (never a password prompt in the middle of a run), a connect
+//! timeout and keep-alives, so a dropped connection is noticed within
+//! seconds.
+//!
+//! A failure is one [`Error::Target`] naming the host and what to try: the
+//! host unreachable, the key refused, the host key unknown, the responder
+//! missing or of another version (`--target-install` copies the matching
+//! one).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::Error;
+
+/// The responder's name on a target's PATH.
+pub const RESPONDER: &str = "latprobe-responder";
+
+/// Where `--target-install` puts the responder, below the remote user's home.
+pub const INSTALL_DIR: &str = ".cache/latprobe";
+
+/// Seconds ssh waits for the connection, and between keep-alives (three
+/// missed ones end the session: a dropped link is noticed in ~15 s).
+const CONNECT_TIMEOUT_S: u32 = 10;
+const ALIVE_INTERVAL_S: u32 = 5;
+
+/// A target reached over SSH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    /// `user@`, when given.
+    pub user: Option<String>,
+    /// The host name or address.
+    pub host: String,
+    /// `:port`, when given.
+    pub port: Option<u16>,
+    /// `--ssh-config FILE` (ssh's `-F`), else the user's own.
+    pub config: Option<PathBuf>,
+}
+
+/// What the target said about itself and its responder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteInfo {
+    /// `uname -m`.
+    pub machine: String,
+    /// The responder's `--version` line, when it ran.
+    pub responder_version: Option<String>,
+}
+
+impl SshTarget {
+    /// Parse `ssh://[user@]host[:port]` (`host` may be `[v6 address]`).
+    pub fn parse(url: &str, config: Option<&Path>) -> Result<SshTarget, Error> {
+        let bad = |why: &str| {
+            Error::Config(format!(
+                "--target {url}: {why}: write --target ssh://[user@]host[:port], e.g. ssh://root@192.168.1.20"
+            ))
+        };
+        let rest = url.strip_prefix("ssh://").ok_or_else(|| bad("only ssh:// targets are known"))?;
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (user, hostport) = match rest.rsplit_once('@') {
+            Some((u, h)) if !u.is_empty() => (Some(u.to_string()), h),
+            Some(_) => return Err(bad("the user before @ is empty")),
+            None => (None, rest),
+        };
+        let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+            let (h, after) = v6.split_once(']').ok_or_else(|| bad("a [v6 address] lacks its ]"))?;
+            (h, after.strip_prefix(':'))
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (hostport, None),
+            }
+        };
+        if host.is_empty() || host.contains(['/', ' ']) {
+            return Err(bad("no host"));
+        }
+        let port = port
+            .map(|p| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("the port is not 1-65535")))
+            .transpose()?;
+        if let Some(c) = config.filter(|c| !c.exists()) {
+            return Err(Error::Input(format!("--ssh-config {}: no such file", c.display())));
+        }
+        Ok(SshTarget { user, host: host.to_string(), port, config: config.map(Path::to_path_buf) })
+    }
+
+    /// `ssh://user@host:port`, as given.
+    pub fn url(&self) -> String {
+        let user = self.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
+        format!("ssh://{user}{host}{port}")
+    }
+
+    /// The ssh command line a user would type to reach the target, for messages.
+    pub fn by_hand(&self) -> String {
+        let mut s = String::from("ssh");
+        if let Some(c) = &self.config {
+            s.push_str(&format!(" -F {}", c.display()));
+        }
+        if let Some(p) = self.port {
+            s.push_str(&format!(" -p {p}"));
+        }
+        if let Some(u) = &self.user {
+            s.push_str(&format!(" {u}@{}", self.host));
+        } else {
+            s.push_str(&format!(" {}", self.host));
+        }
+        s
+    }
+
+    /// `ssh … host -- <remote>`: `remote` is a shell command on the target.
+    pub fn command(&self, remote: &str) -> Command {
+        let mut c = Command::new("ssh");
+        if let Some(f) = &self.config {
+            c.arg("-F").arg(f);
+        }
+        c.args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            &format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
+            "-o",
+            &format!("ServerAliveInterval={ALIVE_INTERVAL_S}"),
+            "-o",
+            "ServerAliveCountMax=3",
+            "-T",
+        ]);
+        if let Some(p) = self.port {
+            c.arg("-p").arg(p.to_string());
+        }
+        if let Some(u) = &self.user {
+            c.arg("-l").arg(u);
+        }
+        c.arg(&self.host).arg("--").arg(remote);
+        c
+    }
+
+    /// Run `remote` on the target and wait for it. An ssh failure (exit
+    /// 255) is the error; the remote command's own status is the caller's.
+    pub fn run(&self, remote: &str, input: Option<&[u8]>) -> Result<Output, Error> {
+        let mut c = self.command(remote);
+        c.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| self.no_client(e))?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            // A remote command that stops reading early shows in its status.
+            let _ = stdin.write_all(bytes);
+        }
+        let out = child.wait_with_output().map_err(|e| Error::io(format!("ssh to {}", self.url()), e))?;
+        if out.status.code() == Some(255) {
+            return Err(self.failure(&String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(out)
+    }
+
+    /// The error for ssh itself failing to start.
+    pub fn no_client(&self, e: std::io::Error) -> Error {
+        Error::Target(format!(
+            "--target {}: cannot run ssh ({e}): install the OpenSSH client (Debian: apt-get install openssh-client)",
+            self.url()
+        ))
+    }
+
+    /// The error for an ssh that exited 255, from what it said.
+    pub fn failure(&self, stderr: &str) -> Error {
+        let said = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ");
+        let said = crate::out::clean(&said).into_owned();
+        let url = self.url();
+        let by_hand = self.by_hand();
+        let has = |s: &str| said.to_ascii_lowercase().contains(&s.to_ascii_lowercase());
+        Error::Target(if has("permission denied") || has("too many authentication failures") {
+            format!(
+                "--target {url}: the target refused the key ({said}): check that `{by_hand} true` logs in \
+                 without a password (ssh-copy-id installs a key; an ssh-agent or --ssh-config FILE names one)"
+            )
+        } else if has("host key verification failed") || has("host key for") {
+            format!(
+                "--target {url}: the target's host key is not known or has changed ({said}): connect once by \
+                 hand (`{by_hand}`) to check and accept it"
+            )
+        } else if has("could not resolve") || has("name or service not known") {
+            format!("--target {url}: no such host ({said}): check the name, or give its address")
+        } else if has("connection refused")
+            || has("timed out")
+            || has("no route to host")
+            || has("network is unreachable")
+        {
+            format!(
+                "--target {url}: cannot reach the target ({said}): check the address and port, that it is \
+                 powered and on the network, and that sshd runs on it"
+            )
+        } else if has("broken pipe") || has("closed by remote host") || has("connection reset") {
+            format!("--target {url}: the SSH connection dropped ({said}): check the network to the target")
+        } else if said.is_empty() {
+            format!("--target {url}: ssh failed and said nothing: try `{by_hand} true` by hand")
+        } else {
+            format!("--target {url}: ssh failed ({said}): try `{by_hand} true` by hand")
+        })
+    }
+
+    /// Log in and look: the target's machine and `responder --version`.
+    pub fn probe(&self, responder: &str) -> Result<RemoteInfo, Error> {
+        let q = quote(responder);
+        let out = self.run(&format!("uname -m; {q} --version 2>/dev/null || echo '?'"), None)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines().map(str::trim);
+        let machine = lines.next().unwrap_or_default().to_string();
+        let version = lines.next().filter(|l| *l != "?" && !l.is_empty()).map(str::to_string);
+        Ok(RemoteInfo { machine, responder_version: version })
+    }
+
+    /// Check that `responder` on the target is this latprobe's own version.
+    pub fn check_responder(&self, responder: &str, info: &RemoteInfo) -> Result<(), Error> {
+        let want = format!("{RESPONDER} {}", env!("CARGO_PKG_VERSION"));
+        match &info.responder_version {
+            Some(v) if *v == want => Ok(()),
+            Some(v) => Err(Error::Target(format!(
+                "--target {}: {responder} there is `{}`, this latprobe needs `{want}`: give --target-install \
+                 to copy the matching one, or --target-responder PATH",
+                self.url(),
+                crate::out::clean(v)
+            ))),
+            None => Err(Error::Target(format!(
+                "--target {}: {responder} does not run there (not on its PATH, or not built for its {} CPU): \
+                 give --target-install to copy the matching one, or --target-responder PATH",
+                self.url(),
+                info.machine
+            ))),
+        }
+    }
+
+    /// Copy `local` (a responder built for the target's CPU) to
+    /// `~/.cache/latprobe/latprobe-responder-<version>` on the target and
+    /// return that path (a shell word: `$HOME/…`).
+    pub fn install(&self, local: &Path) -> Result<String, Error> {
+        let bytes = std::fs::read(local)
+            .map_err(|e| Error::Input(format!("--target-install: cannot read {}: {e}", local.display())))?;
+        let name = format!("{RESPONDER}-{}", env!("CARGO_PKG_VERSION"));
+        let dest = format!("\"$HOME\"/{INSTALL_DIR}/{name}");
+        let script = format!(
+            "set -e; mkdir -p \"$HOME\"/{INSTALL_DIR}; cat > {dest}.part; chmod 755 {dest}.part; \
+             mv -f {dest}.part {dest}"
+        );
+        let out = self.run(&script, Some(&bytes))?;
+        if !out.status.success() {
+            return Err(Error::Target(format!(
+                "--target {}: cannot install the responder in ~/{INSTALL_DIR} ({}): free some space or give \
+                 --target-responder PATH",
+                self.url(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(dest)
+    }
+
+    /// A fresh directory on the target for this run's files.
+    pub fn temp_dir(&self) -> Result<String, Error> {
+        let out = self.run("mktemp -d \"${TMPDIR:-/tmp}/latprobe.XXXXXX\"", None)?;
+        let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || dir.is_empty() || !dir.starts_with('/') {
+            return Err(Error::Target(format!(
+                "--target {}: cannot make a temporary directory there ({})",
+                self.url(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(dir)
+    }
+
+    /// The bytes of `path` on the target, `None` when it is not there.
+    pub fn fetch(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
+        let out = self.run(&format!("cat {}", quote(path)), None)?;
+        Ok(out.status.success().then_some(out.stdout))
+    }
+
+    /// Remove `dir` (one of [`SshTarget::temp_dir`]'s) on the target; best effort.
+    pub fn remove_dir(&self, dir: &str) {
+        if dir.starts_with('/') && dir.contains("latprobe.") {
+            let _ = self.run(&format!("rm -rf {}", quote(dir)), None);
+        }
+    }
+}
+
+/// `word` as one POSIX shell word. A word starting `"$HOME"/` keeps that
+/// prefix unquoted-expandable (it is [`SshTarget::install`]'s own path).
+pub fn quote(word: &str) -> String {
+    if let Some(rest) = word.strip_prefix("\"$HOME\"/") {
+        return format!("\"$HOME\"/{}", quote(rest));
+    }
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b)) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// The responder for a target CPU (`uname -m`): this machine's own for its
+/// own CPU (`local`), else a cross-built one in the workspace's
+/// `target/<triple>/release/` (scripts/test builds them), searched upwards
+/// from this executable.
+pub fn responder_for(machine: &str, local: Option<&Path>) -> Result<PathBuf, Error> {
+    let triple = match machine {
+        "aarch64" | "arm64" => "aarch64-unknown-linux-gnu",
+        m if m.starts_with("armv7") || m == "armv8l" => "armv7-unknown-linux-gnueabihf",
+        m if m == std::env::consts::ARCH => {
+            return local.map(Path::to_path_buf).ok_or_else(|| {
+                Error::Input(format!(
+                    "--target-install: no {RESPONDER} for this machine's CPU: build it \
+                     (`cargo build --release -p latprobe-responder`) or give --responder PATH"
+                ))
+            });
+        }
+        other => {
+            return Err(Error::Target(format!(
+                "--target-install: latprobe has no responder build for a {other} target: build one for it \
+                 and give --target-responder PATH"
+            )))
+        }
+    };
+    let exe = std::env::current_exe().ok();
+    let found = exe.iter().flat_map(|e| e.ancestors().skip(1)).find_map(|d| {
+        let p = d.join(triple).join("release").join(RESPONDER);
+        p.is_file().then_some(p)
+    });
+    found.ok_or_else(|| {
+        Error::Input(format!(
+            "--target-install: no {RESPONDER} built for {triple}: build it with `cargo build --release \
+             -p latprobe-responder --target {triple}`"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_user_port_and_v6_and_print_back() {
+        let t = SshTarget::parse("ssh://root@10.0.0.2:2222", None).unwrap();
+        assert_eq!((t.user.as_deref(), t.host.as_str(), t.port), (Some("root"), "10.0.0.2", Some(2222)));
+        assert_eq!(t.url(), "ssh://root@10.0.0.2:2222");
+        let t = SshTarget::parse("ssh://board", None).unwrap();
+        assert_eq!((t.user, t.host.as_str(), t.port), (None, "board", None));
+        let t = SshTarget::parse("ssh://[fe80::1]:22", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("fe80::1", Some(22)));
+        assert_eq!(t.url(), "ssh://[fe80::1]:22");
+        for bad in ["board", "ssh://", "ssh://@h", "ssh://h:0", "ssh://h:x", "ssh://h:70000", "tcp://h"] {
+            let e = SshTarget::parse(bad, None).unwrap_err().to_string();
+            assert!(e.contains("--target") && e.contains("ssh://[user@]host[:port]"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_command_is_batch_mode_with_timeouts_and_one_remote_word() {
+        let t = SshTarget::parse("ssh://u@h:2", Some(Path::new("/dev/null"))).unwrap();
+        let c = t.command("echo 'a b'");
+        let args: Vec<String> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(&args[..2], ["-F", "/dev/null"]);
+        assert!(args.contains(&"BatchMode=yes".to_string()));
+        assert!(args.iter().any(|a| a.starts_with("ConnectTimeout=")));
+        assert_eq!(args[args.len() - 7..], ["-p", "2", "-l", "u", "h", "--", "echo 'a b'"]);
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_remote_shell() {
+        assert_eq!(quote("/dev/ttyS1"), "/dev/ttyS1");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), "'it'\\''s'");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("$(reboot)"), "'$(reboot)'");
+        assert_eq!(quote("\"$HOME\"/.cache/x y"), "\"$HOME\"/'.cache/x y'");
+    }
+
+    #[test]
+    fn ssh_failures_name_the_host_and_what_to_try() {
+        let t = SshTarget::parse("ssh://root@board:22", None).unwrap();
+        let e = |s: &str| t.failure(s).to_string();
+        assert!(e("root@board: Permission denied (publickey).").contains("refused the key"));
+        assert!(
+            e("ssh: connect to host board port 22: Connection refused").contains("cannot reach the target")
+        );
+        assert!(e("Host key verification failed.").contains("host key"));
+        assert!(
+            e("ssh: Could not resolve hostname board: Name or service not known").contains("no such host")
+        );
+        assert!(e("").contains("said nothing"));
+        for m in ["x", "Permission denied", "Connection refused"] {
+            assert!(e(m).starts_with("--target ssh://root@board:22: "), "{}", e(m));
+        }
+    }
+}
