@@ -15,9 +15,9 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`] |
+//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`] |
 //! | bytes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`) |
-//! | statistics | [`periodic`], [`timeline`], [`samples`], [`targetlog`], [`analysis`] |
+//! | statistics | [`analysis`] and its children: [`analysis::figure`] (censored figures, the percentile list), [`analysis::periodic`] (the fitted schedule, the cycle spill), [`analysis::timeline`] (latency per second), [`analysis::targetlog`] (the target's own log beside the probe's view); [`samples`] |
 //! | the session | [`session`] |
 //! | in-kernel outputs read | [`import`] |
 //! | the report | [`report`], [`gates`], [`calibration`] |
@@ -38,7 +38,6 @@ pub mod defmtlog;
 pub mod deframe;
 pub mod duration;
 pub mod error;
-pub mod figure;
 pub mod fsout;
 pub mod gates;
 pub mod import;
@@ -47,7 +46,6 @@ pub mod input;
 pub mod link;
 pub mod model;
 pub mod out;
-pub mod periodic;
 pub mod probe;
 pub mod rawfile;
 pub mod report;
@@ -55,9 +53,7 @@ pub mod samples;
 pub mod session;
 pub mod signals;
 pub mod source;
-pub mod targetlog;
 pub mod timefmt;
-pub mod timeline;
 pub mod units;
 pub mod virtual_probe;
 

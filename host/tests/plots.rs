@@ -12,9 +12,9 @@ mod plotkit;
 
 use std::path::Path;
 
+use latprobe::analysis::timeline::TimelineReport;
 use latprobe::compare::Cell;
 use latprobe::report::plot::{self, HistData};
-use latprobe::timeline::TimelineReport;
 use plotkit::*;
 
 #[test]

@@ -8,9 +8,9 @@
 
 mod plotkit;
 
+use latprobe::analysis::timeline::TimelineReport;
 use latprobe::compare::Cell;
 use latprobe::report::plot::{self, HistData};
-use latprobe::timeline::TimelineReport;
 use plotkit::*;
 
 /// Every `<text>` with its position and fill.

@@ -20,7 +20,7 @@ use crate::import::ImportedRun;
 
 pub use render::render;
 
-pub use crate::figure::Cell;
+pub use crate::analysis::figure::Cell;
 
 /// One run, as one column of the table. Latencies are nanoseconds.
 #[derive(Debug, Clone, PartialEq)]

@@ -35,7 +35,7 @@ pub use latprobe_hist::shell_words;
 
 use std::path::Path;
 
-use crate::figure::Cell;
+use crate::analysis::figure::Cell;
 
 /// One measured thread (cyclictest) or one CPU context (rtla) of an
 /// imported file. All times are nanoseconds.

@@ -322,7 +322,7 @@ fn periodic_section(s: &mut String, p: &super::PeriodicReport, show_naive: bool)
 }
 
 /// External beside internal.
-fn target_log_section(s: &mut String, t: &crate::targetlog::TargetLogReport) {
+fn target_log_section(s: &mut String, t: &crate::analysis::targetlog::TargetLogReport) {
     let corr = t.correlation.map_or_else(String::new, |c| format!(", correlation {c:.3}"));
     let _ = writeln!(
         s,

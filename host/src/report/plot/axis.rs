@@ -3,7 +3,7 @@
 //! with its ticks ([`XScale`], [`TickedX`]).
 
 use super::{decade_floor, us, us_label, HistData};
-use crate::figure::Cell;
+use crate::analysis::figure::Cell;
 
 /// The smallest of 1, 2, 5 × 10ⁿ that is at least `v` (≥ 1).
 pub(super) fn nice_at_least(v: u64) -> u64 {

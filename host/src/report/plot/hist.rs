@@ -11,11 +11,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
-    count_label, decade_ceil, frame, require_samples, text_at, text_style, us, us_floor, Axis, Beyond,
-    DrawResult, Figure, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
+    count_label, decade_ceil, frame, require_samples, text_at, text_style, us, us_floor, Axis, Beyond, Chart,
+    DrawResult, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
     PANEL_PX, SERIES, TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
 };
-use crate::figure::Cell;
+use crate::analysis::figure::Cell;
 use crate::report::Report;
 use crate::Error;
 
@@ -152,7 +152,7 @@ fn count_axis(top: f64) -> LogY<'static> {
     LogY { bottom: BASE, top, desc: "samples per bin (log scale)", label: count_label }
 }
 
-impl Figure for Histogram {
+impl Chart for Histogram {
     fn name(&self) -> &'static str {
         "histogram"
     }
@@ -421,7 +421,7 @@ pub(super) fn outline(groups: &[(u64, u64)], group_ns: u64) -> Vec<Vec<(f64, f64
     out
 }
 
-impl Figure for Overlay {
+impl Chart for Overlay {
     fn name(&self) -> &'static str {
         "compare histogram"
     }
