@@ -7,7 +7,7 @@
 //! timeout. It stays in the population of every figure (README, "The
 //! tail is measured, never cut off"): percentiles rank the timeouts above every
 //! measured latency, so a percentile or max that falls among them is
-//! [`Quantile::Above`] the timeout, never a smaller number; the 1 µs bins
+//! [`Figure::Above`] the timeout, never a smaller number; the 1 µs bins
 //! count a timeout as an overflow, so bins + overflows = samples, as in
 //! cyclictest. Only the mean and the minimum are over measured latencies,
 //! with the censored count beside them. Every tick is converted to
@@ -25,7 +25,7 @@ mod tick;
 pub mod timeline;
 
 pub use edges::EdgeStats;
-pub use figure::{rank, Quantile};
+pub use figure::{rank, Figure};
 use periodic::{CycleEvent, CycleSpill, PeriodicFit};
 pub use seq::{SeqTracker, SeqVerdict, SEQ_WINDOW};
 pub use tick::TickConv;
@@ -302,45 +302,45 @@ impl Analysis {
 
     /// The latency at quantile `q` (0..=1) over every sample, timeouts
     /// ranked above every response: the sample of rank `max(1, ⌈q·N⌉)`. A
-    /// rank among the timeouts is [`Quantile::Above`] the timeout; a
+    /// rank among the timeouts is [`Figure::Above`] the timeout; a
     /// measured one is the histogram's value (within 0.1 %, never below the
     /// sample's, clamped to the exact minimum and maximum).
-    pub fn quantile(&self, q: f64) -> Quantile {
+    pub fn quantile(&self, q: f64) -> Figure {
         let n = self.samples();
         if n == 0 {
-            return Quantile::None;
+            return Figure::None;
         }
         let r = rank(q, n);
         if r > self.responses {
-            return Quantile::Above(self.timeout_ns);
+            return Figure::Above(self.timeout_ns);
         }
         // The r-th smallest response: a quantile in the middle of its rank,
         // so float rounding cannot move it to a neighbour.
         let mid = (r as f64 - 0.5) / self.responses as f64;
-        Quantile::Value(self.hist.value_at_quantile(mid).clamp(self.min_ns, self.max_ns))
+        Figure::Value(self.hist.value_at_quantile(mid).clamp(self.min_ns, self.max_ns))
     }
 
     /// The largest latency: above the timeout when any sample timed out,
     /// else the exact measured maximum.
-    pub fn max(&self) -> Quantile {
+    pub fn max(&self) -> Figure {
         if self.timeouts > 0 {
-            Quantile::Above(self.timeout_ns)
+            Figure::Above(self.timeout_ns)
         } else if self.responses > 0 {
-            Quantile::Value(self.max_ns)
+            Figure::Value(self.max_ns)
         } else {
-            Quantile::None
+            Figure::None
         }
     }
 
     /// The smallest latency: the exact measured minimum, or above the
     /// timeout when every sample timed out.
-    pub fn min(&self) -> Quantile {
+    pub fn min(&self) -> Figure {
         if self.responses > 0 {
-            Quantile::Value(self.min_ns)
+            Figure::Value(self.min_ns)
         } else if self.timeouts > 0 {
-            Quantile::Above(self.timeout_ns)
+            Figure::Above(self.timeout_ns)
         } else {
-            Quantile::None
+            Figure::None
         }
     }
 

@@ -72,13 +72,13 @@ fn stats_are_exact_and_timeouts_are_censored_overflows() {
     assert_eq!((a.overflows, a.overflow_seqs.clone()), (2, vec![1, 3]));
     assert_eq!(a.bins.iter().sum::<u64>() + a.overflows, a.samples());
     // 4 samples: ranks 1..=3 are measured, rank 4 is the timeout.
-    assert_eq!(a.quantile(0.0), Quantile::Value(1_000));
-    assert_eq!(a.quantile(0.75), Quantile::Value(20_000));
-    assert_eq!(a.quantile(0.76), Quantile::Above(50_000));
-    assert_eq!(a.quantile(1.0), Quantile::Above(50_000));
-    assert_eq!(a.max(), Quantile::Above(50_000));
+    assert_eq!(a.quantile(0.0), Figure::Value(1_000));
+    assert_eq!(a.quantile(0.75), Figure::Value(20_000));
+    assert_eq!(a.quantile(0.76), Figure::Above(50_000));
+    assert_eq!(a.quantile(1.0), Figure::Above(50_000));
+    assert_eq!(a.max(), Figure::Above(50_000));
     assert_eq!(a.max_measured_ns(), Some(20_000));
-    assert_eq!(a.min(), Quantile::Value(1_000));
+    assert_eq!(a.min(), Figure::Value(1_000));
 }
 
 /// Feed `(seq, latency ticks or timeout)` in as many batches as needed.
@@ -123,17 +123,17 @@ fn percentiles_rank_timeouts_above_every_response() {
     truth.sort_unstable();
     for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.98, 0.989, 0.99] {
         let r = rank(q, 1000) as usize;
-        let Quantile::Value(v) = a.quantile(q) else { panic!("q {q} must be measured") };
+        let Figure::Value(v) = a.quantile(q) else { panic!("q {q} must be measured") };
         let t = truth[r - 1];
         // Never below the truth, within HdrHistogram's 0.1 %.
         assert!(v >= t && v <= t + t / 1000, "q {q}: {v} vs truth {t}");
     }
     // The boundary: rank 990 is the largest response, 991 the first timeout.
-    assert_eq!(a.quantile(0.99), Quantile::Value(990_000));
-    assert_eq!(a.quantile(0.991), Quantile::Above(1_000_000));
-    assert_eq!(a.quantile(0.999), Quantile::Above(1_000_000));
-    assert_eq!(a.quantile(0.9999), Quantile::Above(1_000_000));
-    assert_eq!(a.max(), Quantile::Above(1_000_000));
+    assert_eq!(a.quantile(0.99), Figure::Value(990_000));
+    assert_eq!(a.quantile(0.991), Figure::Above(1_000_000));
+    assert_eq!(a.quantile(0.999), Figure::Above(1_000_000));
+    assert_eq!(a.quantile(0.9999), Figure::Above(1_000_000));
+    assert_eq!(a.max(), Figure::Above(1_000_000));
     assert_eq!(a.max_measured_ns(), Some(990_000));
     assert_eq!(a.worst.map(|w| (w.seq, w.latency_ns)), Some((998, 990_000)));
     assert_eq!(a.mean_ns(), Some(truth.iter().sum::<u64>() / 990));
@@ -149,9 +149,9 @@ fn a_run_of_timeouts_only_has_no_measured_figure() {
     ingest(&mut a, (0..2000).map(|i| (i, None)));
     assert_eq!((a.responses, a.timeouts), (0, 2000));
     for q in [0.0, 0.5, 0.99, 1.0] {
-        assert_eq!(a.quantile(q), Quantile::Above(500_000));
+        assert_eq!(a.quantile(q), Figure::Above(500_000));
     }
-    assert_eq!((a.min(), a.max()), (Quantile::Above(500_000), Quantile::Above(500_000)));
+    assert_eq!((a.min(), a.max()), (Figure::Above(500_000), Figure::Above(500_000)));
     assert_eq!((a.mean_ns(), a.max_measured_ns(), a.worst), (None, None, None));
     // Every timeout is an overflow; the list keeps the first ones.
     assert_eq!(a.overflows, 2000);
@@ -160,10 +160,7 @@ fn a_run_of_timeouts_only_has_no_measured_figure() {
     assert_eq!(a.bins.iter().sum::<u64>(), 0);
     // Nothing at all: no figure.
     let empty = Analysis::new(1_000_000_000, 0, 0, 100, 500_000);
-    assert_eq!(
-        (empty.quantile(0.5), empty.max(), empty.min()),
-        (Quantile::None, Quantile::None, Quantile::None)
-    );
+    assert_eq!((empty.quantile(0.5), empty.max(), empty.min()), (Figure::None, Figure::None, Figure::None));
 }
 
 #[test]
@@ -172,8 +169,8 @@ fn without_timeouts_the_max_is_the_exact_measured_one() {
     ingest(&mut a, (0..500).map(|i| (i, Some(10_000 + (i as u32 * 7_919) % 80_000))));
     let max = (0..500u32).map(|i| 10_000 + (i * 7_919) % 80_000).max().unwrap();
     assert_eq!(a.timeouts, 0);
-    assert_eq!(a.max(), Quantile::Value(u64::from(max)));
-    assert_eq!(a.quantile(1.0), Quantile::Value(u64::from(max)));
+    assert_eq!(a.max(), Figure::Value(u64::from(max)));
+    assert_eq!(a.quantile(1.0), Figure::Value(u64::from(max)));
     assert!(!a.quantile(0.9999).is_censored());
     assert_eq!(a.bins.iter().sum::<u64>() + a.overflows, 500);
 }

@@ -59,14 +59,14 @@ impl TimelineReport {
         self.samples.is_empty()
     }
 
-    /// Row `i`'s p99 as a [`crate::analysis::figure::Quantile`]: above `timeout_ns`
+    /// Row `i`'s p99 as a [`crate::analysis::figure::Figure`]: above `timeout_ns`
     /// when censored.
-    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::analysis::figure::Quantile {
-        use crate::analysis::figure::Quantile;
+    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::analysis::figure::Figure {
+        use crate::analysis::figure::Figure;
         match (self.samples.get(i), self.p99_ns.get(i)) {
-            (Some(&n), Some(&Some(v))) if n > 0 => Quantile::Value(v),
-            (Some(&n), _) if n > 0 => Quantile::Above(timeout_ns),
-            _ => Quantile::None,
+            (Some(&n), Some(&Some(v))) if n > 0 => Figure::Value(v),
+            (Some(&n), _) if n > 0 => Figure::Above(timeout_ns),
+            _ => Figure::None,
         }
     }
 }

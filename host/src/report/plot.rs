@@ -51,7 +51,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::analysis::figure::Cell;
+use crate::analysis::figure::Figure;
 use crate::report::Report;
 use crate::Error;
 
@@ -522,7 +522,7 @@ mod tests {
             overflows: 0,
             timeouts: 0,
             timeout_ns: None,
-            max: Cell::Unknown,
+            max: Figure::None,
             periodic: false,
             percentiles: Vec::new(),
         }

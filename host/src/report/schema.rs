@@ -238,12 +238,12 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// A figure of this table as a [`Quantile`]: `None` is above the bound.
-    pub fn figure(&self, v: Option<u64>) -> Quantile {
+    /// A figure of this table as a [`Figure`]: `None` is above the bound.
+    pub fn figure(&self, v: Option<u64>) -> Figure {
         match v {
-            Some(v) => Quantile::Value(v),
-            None if self.measured + self.censored > 0 => Quantile::Above(self.censored_above),
-            None => Quantile::None,
+            Some(v) => Figure::Value(v),
+            None if self.measured + self.censored > 0 => Figure::Above(self.censored_above),
+            None => Figure::None,
         }
     }
 }

@@ -50,6 +50,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::figure::PERCENTILES;
 use crate::analysis::periodic::{CycleSpill, SignedHist, SpillRecord};
 use crate::Error;
 
@@ -101,16 +102,19 @@ impl Acc {
     fn figures(&self) -> Option<Figures> {
         let n = self.h.len();
         let q = |q| self.h.quantile(q).unwrap_or(0);
-        (n > 0).then(|| Figures {
-            count: n,
-            min: self.h.min,
-            mean: (self.sum / i128::from(n)) as i64,
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            p99_9: q(0.999),
-            p99_99: q(0.9999),
-            max: self.h.max,
+        (n > 0).then(|| {
+            let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| q(p.q));
+            Figures {
+                count: n,
+                min: self.h.min,
+                mean: (self.sum / i128::from(n)) as i64,
+                p50,
+                p90,
+                p99,
+                p99_9,
+                p99_99,
+                max: self.h.max,
+            }
         })
     }
 }

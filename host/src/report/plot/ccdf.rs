@@ -187,7 +187,7 @@ impl Chart for Ccdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::figure::Cell;
+    use crate::analysis::figure::Figure;
 
     #[test]
     fn the_curve_ends_at_the_overflows_share_and_drops_by_each_bin() {
@@ -199,7 +199,7 @@ mod tests {
             overflows: 3,
             timeouts: 2,
             timeout_ns: Some(8_000_000),
-            max: Cell::Above(8_000_000),
+            max: Figure::Above(8_000_000),
             periodic: false,
             percentiles: Vec::new(),
         };

@@ -89,9 +89,9 @@ pub(super) fn max_points(t: &TimelineReport) -> Vec<Point> {
 pub(super) fn p99_points(t: &TimelineReport) -> Vec<Point> {
     (0..t.len())
         .map(|i| match t.p99(i, 0) {
-            crate::analysis::Quantile::Value(v) => Point::Value(v as f64 / 1000.0),
-            crate::analysis::Quantile::Above(_) => Point::Above,
-            crate::analysis::Quantile::None => Point::Gap,
+            crate::analysis::Figure::Value(v) => Point::Value(v as f64 / 1000.0),
+            crate::analysis::Figure::Above(_) => Point::Above,
+            crate::analysis::Figure::None => Point::Gap,
         })
         .collect()
 }
