@@ -183,7 +183,7 @@ impl LimitArgs {
 }
 
 /// A figure as a limit's measurement: `Between` only ever comes from a
-/// JSON report's bins ([`percentile_of`]), never from a figure.
+/// JSON report's bins (`percentile_of`), never from a figure.
 impl From<Figure> for Measured {
     fn from(f: Figure) -> Self {
         match f {

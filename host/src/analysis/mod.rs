@@ -12,6 +12,19 @@
 //! cyclictest. Only the mean and the minimum are over measured latencies,
 //! with the censored count beside them. Every tick is converted to
 //! nanoseconds with exact integer arithmetic ([`TickConv`]).
+//!
+//! The statistics room, by the state each part owns:
+//!
+//! | module | owns |
+//! |---|---|
+//! | this one | [`Analysis`]: one run's counts, histogram, exact figures, bins, worst case |
+//! | `tick` | [`TickConv`]: ticks to ns |
+//! | `seq` | [`SeqTracker`]: lost, duplicate and late sequence numbers |
+//! | `edges` | [`EdgeStats`] and periodic mode's cycles folded into the samples |
+//! | [`figure`] | [`Figure`], a censored figure; [`figure::PERCENTILES`]; [`rank`] |
+//! | [`periodic`] | the fitted schedule of a periodic target, its cycle spill |
+//! | [`timeline`] | latency per second of the run |
+//! | [`targetlog`] | the target's own log set beside the probe's view |
 
 use hdrhistogram::Histogram;
 use latprobe_protocol::{Outcome, SampleBatch};
