@@ -11,6 +11,12 @@
 //!
 //! Every tick value is a count of the probe's hardware timer, whose rate the
 //! probe announces as [`ProbeInfo::timer_hz`]. Nothing on the wire is a float.
+//!
+//! The parts, each re-exported here at the crate root: `config` (the mode,
+//! capabilities, stimulus and [`Config`], with the timing rules), `message`
+//! ([`HostMsg`], [`ProbeMsg`] and what they carry), `identity` (the
+//! identity alphabet), `ticks` (ticks and ns), [`batch`] (the packed
+//! samples and edges) and [`framing`] (COBS, CRC, the frame decoder).
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
 
 pub mod batch;
