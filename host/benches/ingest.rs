@@ -280,8 +280,8 @@ fn main() {
         hwm as f64 / 1024.0,
         t.elapsed().as_secs_f64(),
         n_edges as f64 / t.elapsed().as_secs_f64() / 1e6,
-        latprobe::periodic::BLOCK_EDGES + 64 + 8 + 4,
-        (latprobe::periodic::BLOCK_EDGES + 76) * 16 / 1024
+        latprobe::analysis::periodic::BLOCK_EDGES + 64 + 8 + 4,
+        (latprobe::analysis::periodic::BLOCK_EDGES + 76) * 16 / 1024
     );
     drop(state);
 

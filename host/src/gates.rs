@@ -13,7 +13,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::analysis::{rank, Analysis, Quantile};
+use crate::analysis::figure::PERCENTILES;
+use crate::analysis::{rank, Analysis, Figure};
 use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
 pub use crate::options::{parse_percent, parse_percentile, LimitArgs};
 use crate::report::Report;
@@ -139,6 +140,18 @@ impl LimitArgs {
     }
 }
 
+/// A figure as a limit's measurement: `Between` only ever comes from a
+/// JSON report's bins (`percentile_of`), never from a figure.
+impl From<Figure> for Measured {
+    fn from(f: Figure) -> Self {
+        match f {
+            Figure::Value(value) => Measured::Value { value },
+            Figure::Above(bound) => Measured::Above { bound },
+            Figure::None => Measured::Nothing,
+        }
+    }
+}
+
 impl Measured {
     /// The single figure to print and plot: the value, the bound (`>`), the
     /// upper end of a range.
@@ -195,14 +208,7 @@ impl Verdict {
 pub fn evaluate(r: &Report, limits: &Limits, exact: Option<&Analysis>) -> Vec<Verdict> {
     let mut v = Vec::new();
     if let Some(limit) = limits.max_ns {
-        let measured = match &r.latency_ns {
-            None => Measured::Nothing,
-            Some(l) => match l.figure(l.max) {
-                Quantile::Value(x) => Measured::Value { value: x },
-                Quantile::Above(b) => Measured::Above { bound: b },
-                Quantile::None => Measured::Nothing,
-            },
-        };
+        let measured = r.latency_ns.as_ref().map_or(Measured::Nothing, |l| l.figure(l.max).into());
         v.push(latency_verdict("max".into(), limit, measured, r));
     }
     for p in &limits.percentiles {
@@ -295,18 +301,14 @@ fn latency_verdict(name: String, limit: u64, measured: Measured, r: &Report) -> 
 
 /// The latency at `percent` over every sample.
 fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured {
-    let of = |q: Quantile| match q {
-        Quantile::Value(x) => Measured::Value { value: x },
-        Quantile::Above(b) => Measured::Above { bound: b },
-        Quantile::None => Measured::Nothing,
-    };
     if let Some(a) = exact {
-        return of(a.quantile(percent / 100.0));
+        return a.quantile(percent / 100.0).into();
     }
     let Some(l) = &r.latency_ns else { return Measured::Nothing };
-    let standard = [(50.0, l.p50), (90.0, l.p90), (99.0, l.p99), (99.9, l.p99_9), (99.99, l.p99_99)];
-    if let Some((_, v)) = standard.iter().find(|(q, _)| *q == percent) {
-        return of(l.figure(*v));
+    // The report's own fields, in the order of PERCENTILES.
+    let standard = [l.p50, l.p90, l.p99, l.p99_9, l.p99_99];
+    if let Some(i) = PERCENTILES.iter().position(|p| p.percent == percent) {
+        return l.figure(standard[i]).into();
     }
     // Another percentile of a JSON report: bounded by the 1 µs bins.
     let n = l.measured.saturating_add(l.censored);

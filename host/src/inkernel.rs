@@ -19,7 +19,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compare::Cell;
+use crate::analysis::figure::PERCENTILES;
+use crate::analysis::Figure;
 use crate::import::{HistogramRange, ImportedRun};
 use crate::units::us_fixed;
 use crate::Error;
@@ -86,11 +87,11 @@ pub fn is_in_kernel(value: &serde_json::Value) -> bool {
 
 /// A figure as the run's summary prints it: µs with two decimals,
 /// `>bound` (rounded down) when censored, `n/a` when unknown.
-fn cell(c: Cell) -> String {
+fn cell(c: Figure) -> String {
     match c {
-        Cell::Value(ns) => us_fixed(ns, 2),
-        Cell::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, 2)),
-        Cell::Unknown => "n/a".into(),
+        Figure::Value(ns) => us_fixed(ns, 2),
+        Figure::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, 2)),
+        Figure::None => "n/a".into(),
     }
 }
 
@@ -108,16 +109,10 @@ pub fn summary(r: &InKernelReport) -> String {
     }
     let col = crate::compare::Column::from_imported(run, &r.label);
     let _ = writeln!(s, "samples {}  overflows {}", run.count, run.overflows);
-    let figures = [
-        ("min", col.min),
-        ("avg", col.avg),
-        ("p50", col.p50),
-        ("p90", col.p90),
-        ("p99", col.p99),
-        ("p99.9", col.p99_9),
-        ("p99.99", col.p99_99),
-        ("max", col.max),
-    ];
+    let percentiles = [col.p50, col.p90, col.p99, col.p99_9, col.p99_99];
+    let mut figures = vec![("min", col.min), ("avg", col.avg)];
+    figures.extend(PERCENTILES.iter().map(|p| p.name).zip(percentiles));
+    figures.push(("max", col.max));
     let mut head = String::from("latency µs");
     let mut row = String::from("          ");
     for (name, c) in figures {

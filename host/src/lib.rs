@@ -15,9 +15,9 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`figure`] (censored figures), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`], [`options`] (the flag groups several subcommands share) |
+//! | plain data and helpers | [`model`] (request, Hello, endings, calibration, limits: definitions only), [`units`], [`duration`], [`error`], [`out`], [`fsout`], [`timefmt`], [`input`], [`signals`], [`options`] (the flag groups several subcommands share) |
 //! | bytes and processes | [`source`], [`deframe`], [`rawfile`], [`link`], [`probe`], [`virtual_probe`] (and `defmtlog`), [`target`] (the responder, here or over SSH) |
-//! | statistics | [`periodic`], [`timeline`], [`samples`], [`targetlog`], [`analysis`] |
+//! | statistics | [`analysis`] and its children: [`analysis::figure`] (censored figures, the percentile list), [`analysis::periodic`] (the fitted schedule, the cycle spill), [`analysis::timeline`] (latency per second), [`analysis::targetlog`] (the target's own log beside the probe's view); [`samples`] |
 //! | the session | [`session`] |
 //! | in-kernel outputs read | [`import`] |
 //! | the report | [`report`], [`gates`], [`calibration`] |
@@ -39,7 +39,6 @@ pub mod defmtlog;
 pub mod deframe;
 pub mod duration;
 pub mod error;
-pub mod figure;
 pub mod fsout;
 pub mod gates;
 pub mod import;
@@ -50,7 +49,6 @@ pub mod measure;
 pub mod model;
 pub mod options;
 pub mod out;
-pub mod periodic;
 pub mod probe;
 pub mod rawfile;
 pub mod report;
@@ -59,9 +57,7 @@ pub mod session;
 pub mod signals;
 pub mod source;
 pub mod target;
-pub mod targetlog;
 pub mod timefmt;
-pub mod timeline;
 pub mod units;
 pub mod virtual_probe;
 

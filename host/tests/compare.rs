@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use latprobe::compare::{render, Cell, Column, Format};
+use latprobe::analysis::Figure;
+use latprobe::compare::{render, Column, Format};
 use latprobe::import::import_str;
 
 /// Imported under its relative name, so snapshots do not hold this
@@ -26,15 +27,15 @@ fn probe_column() -> Column {
         mode: Some("uart-echo".into()),
         interval_ns: Some(1_000_000),
         samples: 10_006,
-        min: Cell::Value(11_940),
-        avg: Cell::Value(43_120),
+        min: Figure::Value(11_940),
+        avg: Figure::Value(43_120),
         avg_over: None,
-        p50: Cell::Value(46_980),
-        p90: Cell::Value(54_560),
-        p99: Cell::Value(60_670),
-        p99_9: Cell::Value(184_320),
-        p99_99: Cell::Value(480_618),
-        max: Cell::Value(480_618),
+        p50: Figure::Value(46_980),
+        p90: Figure::Value(54_560),
+        p99: Figure::Value(60_670),
+        p99_9: Figure::Value(184_320),
+        p99_99: Figure::Value(480_618),
+        max: Figure::Value(480_618),
         timeouts_or_overflows: 33,
         lost: Some(0),
         resolution_ns: 1,
@@ -121,8 +122,8 @@ fn censored_cells_print_their_bound_and_unknown_ones_na() {
 fn ratios_to_the_baseline_and_na_when_censored() {
     let cols = mixed();
     let text = render(&cols, Format::Text, Some(0));
-    let Cell::Value(base) = cols[0].p99 else { panic!("probe p99") };
-    let Cell::Value(ct) = cols[1].p99 else { panic!("cyclictest p99") };
+    let Figure::Value(base) = cols[0].p99 else { panic!("probe p99") };
+    let Figure::Value(ct) = cols[1].p99 else { panic!("cyclictest p99") };
     let expected = format!("({:.2}×)", ct as f64 / base as f64);
     let p99 = row(&text, "p99 µs");
     assert!(p99.contains(&expected), "{p99} should hold {expected}");
@@ -234,8 +235,8 @@ fn from_imported_takes_the_tools_figures() {
     let col = Column::from_imported(&runs[1], "T1");
     assert_eq!(col.source, "in-kernel self-measurement (cyclictest 2.40)");
     assert_eq!(col.samples, runs[1].count);
-    assert_eq!(col.min, Cell::Value(runs[1].min_ns.expect("min")));
-    assert_eq!(col.max, Cell::Value(runs[1].max_ns.expect("max")));
+    assert_eq!(col.min, Figure::Value(runs[1].min_ns.expect("min")));
+    assert_eq!(col.max, Figure::Value(runs[1].max_ns.expect("max")));
     assert_eq!(col.timeouts_or_overflows, 9);
     assert_eq!(col.p99_99, runs[1].quantile(0.9999));
     assert_eq!(col.lost, None);

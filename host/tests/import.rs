@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use latprobe::compare::Cell;
+use latprobe::analysis::Figure;
 use latprobe::import::{
     import_file, import_file_with, import_str, HistogramRange, ImportError, ImportOptions, ImportedRun,
     TimeUnit,
@@ -188,7 +188,7 @@ fn nanosecond_runs_where_every_sample_overflows_take_their_figures_from_the_summ
         assert_eq!(run.histogram, HistogramRange::Exact(100));
         assert_eq!(run.bin_width_ns, 1);
         assert_eq!(run.avg_resolution_ns, 1);
-        assert_eq!(run.quantile(0.5), Cell::Above(100));
+        assert_eq!(run.quantile(0.5), Figure::Above(100));
     }
     // 100 cycles listed, the rest counted as "others".
     assert_eq!((hist[0].overflow_cycles.len(), hist[0].overflow_others), (100, 300));
@@ -205,7 +205,7 @@ fn nanosecond_json_with_its_histogram_in_range() {
     assert_eq!(r.overflows, 0);
     assert_eq!(r.histogram, HistogramRange::Exact(60_000));
     assert_eq!(r.bins_ns.first().map(|b| b.0), r.min_ns, "1 ns bins: the lowest bin is the min");
-    assert_eq!(r.quantile(1.0), Cell::Value(r.max_ns.expect("max")), "the top percentile clamps to max");
+    assert_eq!(r.quantile(1.0), Figure::Value(r.max_ns.expect("max")), "the top percentile clamps to max");
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn everything_overflows_with_h2() {
         assert_eq!(run.overflows, 400);
         assert_eq!(run.histogram, HistogramRange::Exact(2000));
         for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
-            assert_eq!(run.quantile(q), Cell::Above(2000), "{} q={q}", run.thread);
+            assert_eq!(run.quantile(q), Figure::Above(2000), "{} q={q}", run.thread);
         }
     }
     assert_eq!((hist[0].overflow_cycles.clone(), hist[0].overflow_others), (vec![0, 1], 398));
@@ -239,7 +239,7 @@ fn json_without_histogram_has_figures_but_no_percentiles() {
     assert_matches(&runs, &printed_status(&read("cyclictest/ct_t1_nohist.stdout")), 1000, "no -h");
     assert_eq!(runs[0].histogram, HistogramRange::None);
     assert_eq!(runs[0].overflows, 0, "no histogram is not 400 overflows");
-    assert_eq!(runs[0].quantile(0.99), Cell::Unknown);
+    assert_eq!(runs[0].quantile(0.99), Figure::None);
 }
 
 #[test]
@@ -284,7 +284,7 @@ fn rtla_documented_example() {
     assert_eq!(runs[0].histogram, HistogramRange::AtLeast(59_000));
     assert_eq!(runs[0].extra["duration"], "0 00:10:00");
     // Thread on CPU 0: p50 (rank 300 001) falls in bin 6 (cumulative 331 965).
-    assert_eq!(runs[1].quantile(0.5), Cell::Value(7_000), "upper edge of the 6 µs bin");
+    assert_eq!(runs[1].quantile(0.5), Figure::Value(7_000), "upper edge of the 6 µs bin");
 }
 
 #[test]
@@ -327,7 +327,7 @@ fn rtla_nanoseconds_with_zeros_has_an_exact_range() {
     assert_eq!(thr.bin_width_ns, 1000, "-b 1000 in ns, from the bin starts");
     assert_eq!(thr.histogram, HistogramRange::Exact(30_000), "--with-zeros printed all 30 entries");
     assert_eq!(thr.overflows, 4);
-    assert_eq!(thr.quantile(1.0), Cell::Above(30_000));
+    assert_eq!(thr.quantile(1.0), Figure::Above(30_000));
     assert_eq!(thr.avg_resolution_ns, 1);
 }
 
@@ -364,26 +364,26 @@ fn synthetic(bins: &[(u64, u64)], overflows: u64, min: u64, max: u64) -> Importe
 fn quantile_is_the_upper_edge_of_its_bin_clamped_to_min_and_max() {
     // 1000 samples: 990 in bin 10 µs, 9 in bin 20 µs, 1 in bin 50 µs.
     let run = synthetic(&[(10_000, 990), (20_000, 9), (50_000, 1)], 0, 10_000, 50_000);
-    assert_eq!(run.quantile(0.5), Cell::Value(11_000));
-    assert_eq!(run.quantile(0.99), Cell::Value(11_000), "rank 990 is the last of bin 10");
-    assert_eq!(run.quantile(0.991), Cell::Value(21_000), "rank 991 is the first of bin 20");
-    assert_eq!(run.quantile(0.999), Cell::Value(21_000), "rank 999 exactly, no float rounding up");
-    assert_eq!(run.quantile(1.0), Cell::Value(50_000), "the upper edge 51 µs clamps to max");
+    assert_eq!(run.quantile(0.5), Figure::Value(11_000));
+    assert_eq!(run.quantile(0.99), Figure::Value(11_000), "rank 990 is the last of bin 10");
+    assert_eq!(run.quantile(0.991), Figure::Value(21_000), "rank 991 is the first of bin 20");
+    assert_eq!(run.quantile(0.999), Figure::Value(21_000), "rank 999 exactly, no float rounding up");
+    assert_eq!(run.quantile(1.0), Figure::Value(50_000), "the upper edge 51 µs clamps to max");
     // The min clamps from below only when a bin starts below it (never for
     // a whole-unit min), so check it on a bin that ends above max.
     let tight = synthetic(&[(10_000, 10)], 0, 10_000, 10_400);
-    assert_eq!(tight.quantile(0.5), Cell::Value(10_400));
+    assert_eq!(tight.quantile(0.5), Figure::Value(10_400));
 }
 
 #[test]
 fn quantile_among_overflows_is_censored_never_a_number() {
     let run = synthetic(&[(10_000, 998)], 2, 10_000, 300_000);
-    assert_eq!(run.quantile(0.998), Cell::Value(11_000));
-    assert_eq!(run.quantile(0.999), Cell::Above(100_000));
-    assert_eq!(run.quantile(1.0), Cell::Above(100_000));
+    assert_eq!(run.quantile(0.998), Figure::Value(11_000));
+    assert_eq!(run.quantile(0.999), Figure::Above(100_000));
+    assert_eq!(run.quantile(1.0), Figure::Above(100_000));
     let mut unbounded = run.clone();
     unbounded.histogram = HistogramRange::AtLeast(0);
-    assert_eq!(unbounded.quantile(0.999), Cell::Unknown);
+    assert_eq!(unbounded.quantile(0.999), Figure::None);
 }
 
 #[test]
@@ -391,11 +391,11 @@ fn quantile_without_samples_or_out_of_range_is_unknown() {
     let mut run = synthetic(&[], 0, 0, 0);
     run.min_ns = None;
     run.max_ns = None;
-    assert_eq!(run.quantile(0.5), Cell::Unknown);
+    assert_eq!(run.quantile(0.5), Figure::None);
     let run = synthetic(&[(10_000, 5)], 0, 10_000, 10_000);
-    assert_eq!(run.quantile(0.0), Cell::Unknown);
-    assert_eq!(run.quantile(1.5), Cell::Unknown);
-    assert_eq!(run.quantile(f64::NAN), Cell::Unknown);
+    assert_eq!(run.quantile(0.0), Figure::None);
+    assert_eq!(run.quantile(1.5), Figure::None);
+    assert_eq!(run.quantile(f64::NAN), Figure::None);
 }
 
 // -------------------------------------------------------------- bad input
@@ -543,14 +543,14 @@ fn latprobes_histfile_censors_its_timeouts_at_the_timeout_and_the_rest_at_the_ra
             "{new_header}"
         );
         assert_eq!(r.extra["time_unit_source"], "latprobe's header", "{new_header}");
-        assert_eq!(r.quantile(0.5), Cell::Value(20_000));
+        assert_eq!(r.quantile(0.5), Figure::Value(20_000));
         // Ranks 11..=18 are measured beyond the range, 19 and 20 timed out.
-        assert_eq!(r.quantile(0.9), Cell::Above(100_000), "{new_header}");
-        assert_eq!(r.quantile(0.95), Cell::Above(500_000), "{new_header}");
-        assert_eq!(r.quantile(1.0), Cell::Above(500_000), "{new_header}");
+        assert_eq!(r.quantile(0.9), Figure::Above(100_000), "{new_header}");
+        assert_eq!(r.quantile(0.95), Figure::Above(500_000), "{new_header}");
+        assert_eq!(r.quantile(1.0), Figure::Above(500_000), "{new_header}");
         let c = latprobe::compare::Column::from_imported(r, "run.hist");
-        assert_eq!(c.max, Cell::Above(500_000), "{new_header}");
-        assert_eq!((c.avg, c.avg_over, c.lost), (Cell::Value(150_000), Some(18), Some(1)), "{new_header}");
+        assert_eq!(c.max, Figure::Above(500_000), "{new_header}");
+        assert_eq!((c.avg, c.avg_over, c.lost), (Figure::Value(150_000), Some(18), Some(1)), "{new_header}");
         assert!(c.source.starts_with("external probe"), "{}", c.source);
         if new_header {
             assert_eq!(c.source, "external probe (nucleo-f411re)");

@@ -15,22 +15,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Circles allowed to exist (files relative to host/src, sorted): none.
-/// The last four were taken apart by the model, figure, deframe and
-/// cmd/options modules; keep it empty.
+/// The last four were taken apart by the model, figure (now
+/// analysis/figure), deframe and cmd/options modules; keep it empty.
 const KNOWN: &[&[&str]] = &[];
 
 /// The host's layers, bottom first: a module may use its own layer and
 /// those below it. A new top-level module must be placed here.
 const LAYERS: &[&[&str]] = &[
     // plain data and helpers every layer reads
-    &[
-        "duration", "units", "figure", "model", "error", "out", "fsout", "timefmt", "input", "signals",
-        "options",
-    ],
-    // bytes: transports, frames, the raw file, the link, the probe tools
+    &["duration", "units", "model", "error", "out", "fsout", "timefmt", "input", "signals", "options"],
+    // bytes and processes: transports, frames, the raw file, the link, the
+    // probe tools, the responder here or over SSH
     &["source", "deframe", "rawfile", "link", "defmtlog", "probe", "virtual_probe", "target"],
-    // samples to statistics
-    &["periodic", "timeline", "samples", "targetlog", "analysis"],
+    // samples to statistics: `analysis` and its children (figure,
+    // periodic, timeline, targetlog), the per-sample rows
+    &["analysis", "samples"],
     // the session: Hello, Configure, Start, ingest, Stop; replay
     &["session"],
     // in-kernel tools' outputs read

@@ -12,9 +12,9 @@ mod plotkit;
 
 use std::path::Path;
 
-use latprobe::compare::Cell;
+use latprobe::analysis::timeline::TimelineReport;
+use latprobe::analysis::Figure;
 use latprobe::report::plot::{self, HistData};
-use latprobe::timeline::TimelineReport;
 use plotkit::*;
 
 #[test]
@@ -284,7 +284,7 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
         overflows: 5,
         timeouts: 0,
         timeout_ns: None,
-        max: Cell::Value(61_000),
+        max: Figure::Value(61_000),
         periodic: false,
         percentiles: Vec::new(),
     };

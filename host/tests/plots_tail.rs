@@ -8,9 +8,9 @@
 
 mod plotkit;
 
-use latprobe::compare::Cell;
+use latprobe::analysis::timeline::TimelineReport;
+use latprobe::analysis::Figure;
 use latprobe::report::plot::{self, HistData};
-use latprobe::timeline::TimelineReport;
 use plotkit::*;
 
 /// Every `<text>` with its position and fill.
@@ -124,7 +124,7 @@ fn an_imported_histograms_overflows_stay_at_the_range_end_and_say_so() {
         overflows: 5,
         timeouts: 0,
         timeout_ns: None,
-        max: Cell::Value(61_000),
+        max: Figure::Value(61_000),
         periodic: false,
         percentiles: Vec::new(),
     };
@@ -238,7 +238,7 @@ fn each_run_of_the_overlay_has_its_range_end_marked() {
         overflows: 5,
         timeouts: 0,
         timeout_ns: None,
-        max: Cell::Value(61_000),
+        max: Figure::Value(61_000),
         periodic: false,
         percentiles: Vec::new(),
     };
@@ -341,7 +341,7 @@ fn the_overlay_has_a_log_x_view_too_and_compare_plot_writes_it() {
         overflows: 5,
         timeouts: 0,
         timeout_ns: None,
-        max: Cell::Value(61_000),
+        max: Figure::Value(61_000),
         periodic: false,
         percentiles: Vec::new(),
     };

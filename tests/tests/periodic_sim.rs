@@ -17,10 +17,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use latprobe::analysis::periodic::SpillRecord;
 use latprobe::link::{Deframer, Incoming};
 use latprobe::model::Ending;
 use latprobe::model::{EdgeArg, EndedBy, ModeArg, Request};
-use latprobe::periodic::SpillRecord;
 use latprobe::report;
 use latprobe::session::RunState;
 use latprobe_firmware::TimerBits;

@@ -5,8 +5,8 @@
 //! Everything here works on the neutral [`Column`]: the caller turns each
 //! run into one (an imported file with [`Column::from_imported`]) and
 //! [`render`] lays them out. A figure the source does not give is
-//! [`Cell::Unknown`] and prints `n/a`; a percentile the source only bounds
-//! (it fell among a histogram's overflows) is [`Cell::Above`] and prints
+//! [`Figure::None`] and prints `n/a`; a percentile the source only bounds
+//! (it fell among a histogram's overflows) is [`Figure::Above`] and prints
 //! `>bound`. Nothing is filled in.
 //!
 //! ```text
@@ -20,7 +20,8 @@ use crate::import::ImportedRun;
 
 pub use render::render;
 
-pub use crate::figure::Cell;
+use crate::analysis::figure::PERCENTILES;
+use crate::analysis::Figure;
 
 /// One run, as one column of the table. Latencies are nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,25 +38,25 @@ pub struct Column {
     /// All samples taken, including timeouts or overflows.
     pub samples: u64,
     /// Smallest latency.
-    pub min: Cell,
+    pub min: Figure,
     /// Mean latency.
-    pub avg: Cell,
+    pub avg: Figure,
     /// When the mean leaves samples out: over how many it is (a probe's
     /// timeouts have no latency, so its mean is over the measured ones, as
     /// the run's summary says). `None`: over every sample.
     pub avg_over: Option<u64>,
     /// Median.
-    pub p50: Cell,
+    pub p50: Figure,
     /// 90th percentile.
-    pub p90: Cell,
+    pub p90: Figure,
     /// 99th percentile.
-    pub p99: Cell,
+    pub p99: Figure,
     /// 99.9th percentile.
-    pub p99_9: Cell,
+    pub p99_9: Figure,
     /// 99.99th percentile.
-    pub p99_99: Cell,
+    pub p99_99: Figure,
     /// Largest latency.
-    pub max: Cell,
+    pub max: Figure,
     /// Samples without a latency inside the measured range: the probe's
     /// timeouts, or a histogram's overflows.
     pub timeouts_or_overflows: u64,
@@ -100,7 +101,7 @@ impl Column {
         if run.tool == "latprobe" {
             return Self::from_latprobe_histfile(run, label);
         }
-        let opt = |v: Option<u64>| v.map_or(Cell::Unknown, Cell::Value);
+        let opt = |v: Option<u64>| v.map_or(Figure::None, Figure::Value);
         let version = run.tool_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
         let extra = &run.extra;
         let text = |v: &serde_json::Value| match v {
@@ -146,6 +147,7 @@ impl Column {
             push("time unit", Some(format!("{unit}, assumed ({unit_source}){warning}")));
         }
         push("percentiles", Some(percentile_basis(run)));
+        let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| run.quantile(p.q));
         Column {
             label: label.to_owned(),
             source: format!("in-kernel self-measurement ({}{version})", run.tool),
@@ -154,11 +156,11 @@ impl Column {
             samples: run.count,
             min: opt(run.min_ns),
             avg: opt(run.avg_ns),
-            p50: run.quantile(0.50),
-            p90: run.quantile(0.90),
-            p99: run.quantile(0.99),
-            p99_9: run.quantile(0.999),
-            p99_99: run.quantile(0.9999),
+            p50,
+            p90,
+            p99,
+            p99_9,
+            p99_99,
             max: opt(run.max_ns),
             timeouts_or_overflows: run.overflows,
             lost: None,
@@ -184,7 +186,7 @@ impl Column {
             }
             (None, _) => "external probe".to_owned(),
         };
-        let opt = |v: Option<u64>| v.map_or(Cell::Unknown, Cell::Value);
+        let opt = |v: Option<u64>| v.map_or(Figure::None, Figure::Value);
         let censored = run.timeout_ns.filter(|_| run.timeouts > 0);
         let mut meta = Vec::new();
         let mut push = |k: &str, v: Option<String>| {
@@ -197,6 +199,7 @@ impl Column {
         push("started", text("started"));
         push("percentiles", Some(percentile_basis(run)));
         push("probe firmware", text("probe"));
+        let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| run.quantile(p.q));
         Column {
             label: label.to_owned(),
             source,
@@ -206,13 +209,13 @@ impl Column {
             min: opt(run.min_ns),
             avg: opt(run.avg_ns),
             avg_over: (run.timeouts > 0).then(|| run.count.saturating_sub(run.timeouts)),
-            p50: run.quantile(0.50),
-            p90: run.quantile(0.90),
-            p99: run.quantile(0.99),
-            p99_9: run.quantile(0.999),
-            p99_99: run.quantile(0.9999),
+            p50,
+            p90,
+            p99,
+            p99_9,
+            p99_99,
             max: match (run.max_ns, censored) {
-                (_, Some(t)) => Cell::Above(t),
+                (_, Some(t)) => Figure::Above(t),
                 (m, None) => opt(m),
             },
             timeouts_or_overflows: run.overflows,
@@ -245,17 +248,17 @@ fn preemption_model(version: &str) -> Option<String> {
 impl Column {
     /// The column for a latprobe report (a probe run, live or replayed),
     /// read from `file`, headed `label`. Timeouts are censored samples: a
-    /// percentile or the max that falls among them is [`Cell::Above`] the
+    /// percentile or the max that falls among them is [`Figure::Above`] the
     /// timeout; the mean is the summary's, over the measured samples
     /// ([`Column::avg_over`] says how many when some timed out).
     pub fn from_report(r: &crate::report::Report, label: &str, file: &str) -> Column {
         let l = r.latency_ns.as_ref();
         let fig = |v: Option<Option<u64>>| match (l, v.flatten()) {
-            (_, Some(ns)) => Cell::Value(ns),
-            (Some(l), None) if l.measured + l.censored > 0 => Cell::Above(l.censored_above),
-            _ => Cell::Unknown,
+            (_, Some(ns)) => Figure::Value(ns),
+            (Some(l), None) if l.measured + l.censored > 0 => Figure::Above(l.censored_above),
+            _ => Figure::None,
         };
-        let avg = l.and_then(|l| l.mean).map_or(Cell::Unknown, Cell::Value);
+        let avg = l.and_then(|l| l.mean).map_or(Figure::None, Figure::Value);
         let probe = r.probe.as_ref();
         let source = match probe {
             Some(p) if p.hello.is_emulated() => format!("external probe ({}, emulated)", p.hello.board),

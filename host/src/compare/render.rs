@@ -3,18 +3,20 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Cell, Column, Format};
+use super::{Column, Figure, Format};
+use crate::analysis::figure::PERCENTILES;
 
-/// The latency rows, in print order: (key, heading, getter).
-type Getter = fn(&Column) -> Cell;
+/// The latency rows, in print order: (key, heading, getter); the
+/// percentiles named as [`PERCENTILES`] names them.
+type Getter = fn(&Column) -> Figure;
 const LATENCY_ROWS: [(&str, &str, Getter); 8] = [
     ("min", "min", |c| c.min),
     ("avg", "avg", |c| c.avg),
-    ("p50", "p50", |c| c.p50),
-    ("p90", "p90", |c| c.p90),
-    ("p99", "p99", |c| c.p99),
-    ("p99_9", "p99.9", |c| c.p99_9),
-    ("p99_99", "p99.99", |c| c.p99_99),
+    (PERCENTILES[0].key, PERCENTILES[0].name, |c| c.p50),
+    (PERCENTILES[1].key, PERCENTILES[1].name, |c| c.p90),
+    (PERCENTILES[2].key, PERCENTILES[2].name, |c| c.p99),
+    (PERCENTILES[3].key, PERCENTILES[3].name, |c| c.p99_9),
+    (PERCENTILES[4].key, PERCENTILES[4].name, |c| c.p99_99),
     ("max", "max", |c| c.max),
 ];
 
@@ -84,20 +86,20 @@ fn us(ns: u64, places: u32) -> String {
     }
 }
 
-fn cell_us(cell: Cell, places: u32) -> String {
+fn cell_us(cell: Figure, places: u32) -> String {
     match cell {
-        Cell::Value(ns) => us(ns, places),
+        Figure::Value(ns) => us(ns, places),
         // A bound rounded down, as the summary prints it: `>x` never
         // claims more than is known.
-        Cell::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, places)),
-        Cell::Unknown => "n/a".into(),
+        Figure::Above(ns) => format!(">{}", crate::report::text::us_floor(ns, places)),
+        Figure::None => "n/a".into(),
     }
 }
 
 /// The ratio of `cell` to `base`, when both are plain values.
-fn ratio(cell: Cell, base: Cell) -> Option<f64> {
+fn ratio(cell: Figure, base: Figure) -> Option<f64> {
     match (cell, base) {
-        (Cell::Value(v), Cell::Value(b)) if b > 0 => Some(v as f64 / b as f64),
+        (Figure::Value(v), Figure::Value(b)) if b > 0 => Some(v as f64 / b as f64),
         _ => None,
     }
 }
@@ -117,8 +119,8 @@ fn interval(ns: Option<u64>) -> String {
 fn places(c: &Column) -> u32 {
     let whole = c.resolution_ns >= 1000
         && LATENCY_ROWS.iter().all(|(_, _, get)| match get(c) {
-            Cell::Value(ns) | Cell::Above(ns) => ns % 1000 == 0,
-            Cell::Unknown => true,
+            Figure::Value(ns) | Figure::Above(ns) => ns % 1000 == 0,
+            Figure::None => true,
         });
     if whole {
         0
@@ -162,7 +164,7 @@ fn table_rows(
             .map(|(i, c)| {
                 let v = cell_us(get(c), places(c));
                 match baseline {
-                    Some(b) if b != i && get(c) != Cell::Unknown => match ratio(get(c), get(&columns[b])) {
+                    Some(b) if b != i && get(c) != Figure::None => match ratio(get(c), get(&columns[b])) {
                         Some(r) => format!("{v} ({r:.2}×)"),
                         None => format!("{v} (n/a)"),
                     },
@@ -212,7 +214,7 @@ fn footer_lines(columns: &[Column], baseline: Option<usize>, notes: &[String], c
     let above = |timeout: bool| {
         columns.iter().any(|c| {
             LATENCY_ROWS.iter().any(|(_, _, g)| match g(c) {
-                Cell::Above(v) => (Some(v) == c.timeout_ns) == timeout,
+                Figure::Above(v) => (Some(v) == c.timeout_ns) == timeout,
                 _ => false,
             })
         })
@@ -410,11 +412,11 @@ fn csv(
     out
 }
 
-fn cell_json(cell: Cell) -> Value {
+fn cell_json(cell: Figure) -> Value {
     match cell {
-        Cell::Value(ns) => json!({ "ns": ns }),
-        Cell::Above(ns) => json!({ "above_ns": ns }),
-        Cell::Unknown => Value::Null,
+        Figure::Value(ns) => json!({ "ns": ns }),
+        Figure::Above(ns) => json!({ "above_ns": ns }),
+        Figure::None => Value::Null,
     }
 }
 

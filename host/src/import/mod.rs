@@ -35,7 +35,7 @@ pub use latprobe_hist::shell_words;
 
 use std::path::Path;
 
-use crate::figure::Cell;
+use crate::analysis::figure::Figure;
 
 /// One measured thread (cyclictest) or one CPU context (rtla) of an
 /// imported file. All times are nanoseconds.
@@ -315,14 +315,14 @@ impl ImportedRun {
     /// `[s, s + width)` and the upper edge never understates it. The result
     /// is clamped to the tool's own `[min, max]`.
     ///
-    /// - a rank among the overflows gives [`Cell::Above`] the histogram's
+    /// - a rank among the overflows gives [`Figure::Above`] the histogram's
     ///   end, never a number; among latprobe's timeouts (the highest
-    ///   ranks), [`Cell::Above`] the timeout;
+    ///   ranks), [`Figure::Above`] the timeout;
     /// - no samples, no histogram, or a `q` outside (0, 1] give
-    ///   [`Cell::Unknown`].
-    pub fn quantile(&self, q: f64) -> Cell {
+    ///   [`Figure::None`].
+    pub fn quantile(&self, q: f64) -> Figure {
         if self.count == 0 || !(q > 0.0 && q <= 1.0) || self.histogram == HistogramRange::None {
-            return Cell::Unknown;
+            return Figure::None;
         }
         // q in parts per million, so 0.999 is exactly 999000: no float
         // rounding decides a rank.
@@ -330,12 +330,12 @@ impl ImportedRun {
         let rank = (ppm * u128::from(self.count)).div_ceil(1_000_000).max(1) as u64;
         if rank > self.in_histogram() {
             if let Some(t) = self.timeout_ns.filter(|_| rank > self.count.saturating_sub(self.timeouts)) {
-                return Cell::Above(t);
+                return Figure::Above(t);
             }
             return match self.histogram {
-                HistogramRange::Exact(end) => Cell::Above(end),
-                HistogramRange::AtLeast(end) if end > 0 => Cell::Above(end),
-                _ => Cell::Unknown,
+                HistogramRange::Exact(end) => Figure::Above(end),
+                HistogramRange::AtLeast(end) if end > 0 => Figure::Above(end),
+                _ => Figure::None,
             };
         }
         let mut seen = 0u64;
@@ -349,12 +349,12 @@ impl ImportedRun {
                 if let Some(min) = self.min_ns {
                     v = v.max(min);
                 }
-                return Cell::Value(v);
+                return Figure::Value(v);
             }
         }
         // Unreachable for a run built by this module (bins sum to
         // count - overflows), but a hand-built run must not panic.
-        Cell::Unknown
+        Figure::None
     }
 }
 

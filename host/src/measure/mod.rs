@@ -50,7 +50,7 @@ pub fn attach_target_log(
     let conv = a.conv();
     let first = a.fit.as_ref().and_then(|f| f.first_tick());
     let anchor = match (ctx.started_unix_ns, start_tick, first) {
-        (Some(unix), Some(st), Some(f)) => Some(crate::targetlog::Anchor {
+        (Some(unix), Some(st), Some(f)) => Some(crate::analysis::targetlog::Anchor {
             first_edge_unix_ns: unix.saturating_add(conv.ns(f.saturating_sub(st))),
         }),
         _ => None,
@@ -63,13 +63,13 @@ pub fn attach_target_log(
         )));
     };
     spill.finish().map_err(|e| Error::io("cannot keep the run's cycles", e))?;
-    p.target_log = Some(crate::targetlog::compare(log, spill, interval_ns, anchor)?);
+    p.target_log = Some(crate::analysis::targetlog::compare(log, spill, interval_ns, anchor)?);
     if let Some(c) = spill.kept_until() {
         r.notes.push(format!(
             "--target-log: the probe's cycles were kept up to cycle {c} only (the {} GiB cap of the \
              cycle file in the temp directory): the comparison covers those, the later log lines count \
              as outside the probe's cycles",
-            crate::periodic::SPILL_CAP_BYTES >> 30
+            crate::analysis::periodic::SPILL_CAP_BYTES >> 30
         ));
     }
     Ok(())

@@ -66,7 +66,7 @@ fn periodic_notes(p: &PeriodicReport, config: &ConfigReport, notes: &mut Vec<Str
              clock, or as many periods) after the edge before{first}: damaged stamps, no outage a run \
              can have; they are left out like edges lost on the link, not counted as missed periods",
             p.clock_jumps,
-            crate::periodic::MAX_GAP_S
+            crate::analysis::periodic::MAX_GAP_S
         ));
     }
     if p.fit_conflicts > 0 {
@@ -100,7 +100,7 @@ fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
         let d = &f.drift;
         Some(FitReport {
             estimator: ESTIMATOR.into(),
-            block_edges: crate::periodic::BLOCK_EDGES as u64,
+            block_edges: crate::analysis::periodic::BLOCK_EDGES as u64,
             nominal_period_ns: (f.nominal_ticks() * ns_per_tick).round() as u64,
             period_ns: p * ns_per_tick,
             offset_ppm: f.offset_ppm().unwrap_or(0.0),

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::text::us_cell;
 use super::{plot, Report};
-use crate::analysis::Quantile;
+use crate::analysis::Figure;
 use crate::units::format_ns;
 use crate::Error;
 
@@ -172,7 +172,7 @@ fn figures(h: &mut String, r: &Report) {
             for v in [l.min, l.p50, l.p90, l.p99, l.p99_9, l.p99_99, l.max] {
                 let _ = write!(h, "<td>{} µs</td>", esc(&us_cell(l.figure(v))));
             }
-            let mean = l.mean.map_or_else(|| "-".to_string(), |m| us_cell(Quantile::Value(m)));
+            let mean = l.mean.map_or_else(|| "-".to_string(), |m| us_cell(Figure::Value(m)));
             let _ = writeln!(h, "<td>{} µs</td></tr></table>", esc(&mean));
             if l.censored > 0 {
                 let _ = writeln!(

@@ -103,10 +103,10 @@ pub fn read(path: &Path) -> Result<Report, Error> {
                 "its timeline's columns differ in length or its row_s is 0".to_string(),
             ));
         }
-        if n > crate::timeline::MAX_ROWS {
+        if n > crate::analysis::timeline::MAX_ROWS {
             return Err(not_a_report(format!(
                 "its timeline has {n} rows, beyond the {} latprobe writes",
-                crate::timeline::MAX_ROWS
+                crate::analysis::timeline::MAX_ROWS
             )));
         }
     }
@@ -235,7 +235,7 @@ mod tests {
                 "short column" => t.p99_ns.clear(),
                 "row_s 0" => t.row_s = 0,
                 _ => {
-                    let n = crate::timeline::MAX_ROWS + 1;
+                    let n = crate::analysis::timeline::MAX_ROWS + 1;
                     (t.samples, t.timeouts, t.max_ns, t.p99_ns) =
                         (vec![1; n], vec![0; n], vec![None; n], vec![None; n]);
                 }

@@ -72,7 +72,7 @@
 use std::collections::HashSet;
 
 use super::Report;
-use crate::analysis::Quantile;
+use crate::analysis::Figure;
 use crate::model::{LimitUnit, Measured, Verdict};
 use crate::units::decimal;
 
@@ -164,7 +164,7 @@ fn cases(r: &Report) -> Vec<Case> {
         });
     }
     for name in ["p50", "p99", "p99.9", "max"] {
-        let q = r.latency_ns.as_ref().map_or(Quantile::None, |l| {
+        let q = r.latency_ns.as_ref().map_or(Figure::None, |l| {
             l.figure(match name {
                 "p50" => l.p50,
                 "p99" => l.p99,
@@ -173,12 +173,12 @@ fn cases(r: &Report) -> Vec<Case> {
             })
         });
         v.push(match q {
-            Quantile::Value(x) => Case {
+            Figure::Value(x) => Case {
                 name: format!("latprobe-{name}"),
                 result: Outcome::Pass,
                 measurement: Some((us(x), "us")),
             },
-            Quantile::Above(_) | Quantile::None => {
+            Figure::Above(_) | Figure::None => {
                 Case { name: format!("latprobe-{name}"), result: Outcome::Unknown, measurement: None }
             }
         });

@@ -63,7 +63,7 @@ pub use schema::*;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::Quantile;
+use crate::analysis::Figure;
 use crate::model::Ending;
 use crate::model::RunContext;
 use crate::model::{EndedBy, ModeArg, ProbeHello};

@@ -51,7 +51,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::figure::Cell;
+use crate::analysis::figure::Figure;
 use crate::report::Report;
 use crate::Error;
 
@@ -82,12 +82,12 @@ pub fn histogram_log_png(r: &Report) -> Result<Vec<u8>, Error> {
 /// Latency over time as SVG; `None` when the report has no timeline
 /// (reports of latprobe before 0.3). An error when it has no samples.
 pub fn timeline_svg(r: &Report) -> Result<Option<String>, Error> {
-    timeline::Timeline::of_report(r)?.map(|f| svg(&f)).transpose()
+    timeline::TimelineChart::of_report(r)?.map(|f| svg(&f)).transpose()
 }
 
 /// Latency over time as PNG bytes; see [`timeline_svg`].
 pub fn timeline_png(r: &Report) -> Result<Option<Vec<u8>>, Error> {
-    timeline::Timeline::of_report(r)?.map(|f| png(&f)).transpose()
+    timeline::TimelineChart::of_report(r)?.map(|f| png(&f)).transpose()
 }
 
 /// The complementary CDF as SVG. An error when the report has no samples.
@@ -159,7 +159,7 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let hist = hist::Histogram::of_report(r).map_err(named)?;
     let hist_log = hist.clone().log_x();
     let ccdf = ccdf::Ccdf::of_report(r).map_err(named)?;
-    let tl = timeline::Timeline::of_report(r).map_err(named)?;
+    let tl = timeline::TimelineChart::of_report(r).map_err(named)?;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
         ("histogram.svg", svg(&hist).map_err(named)?.into_bytes()),
         ("histogram.png", png(&hist).map_err(named)?),
@@ -229,7 +229,7 @@ fn require_samples(r: &Report, what: &str) -> Result<(), Error> {
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// A plot that can be drawn on any plotters backend.
-trait Figure {
+trait Chart {
     /// What it is, for errors: `histogram`.
     fn name(&self) -> &'static str;
     /// Draw it on `root` (of [`SIZE`]).
@@ -258,7 +258,7 @@ fn draw_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::io(format!("cannot draw the {what} plot"), std::io::Error::other(e.to_string()))
 }
 
-fn svg(fig: &impl Figure) -> Result<String, Error> {
+fn svg(fig: &impl Chart) -> Result<String, Error> {
     fonts();
     let mut out = String::new();
     {
@@ -268,7 +268,7 @@ fn svg(fig: &impl Figure) -> Result<String, Error> {
     Ok(out)
 }
 
-fn png(fig: &impl Figure) -> Result<Vec<u8>, Error> {
+fn png(fig: &impl Chart) -> Result<Vec<u8>, Error> {
     fonts();
     let (w, h) = SIZE;
     let mut rgb = vec![0u8; (w * h * 3) as usize];
@@ -522,7 +522,7 @@ mod tests {
             overflows: 0,
             timeouts: 0,
             timeout_ns: None,
-            max: Cell::Unknown,
+            max: Figure::None,
             periodic: false,
             percentiles: Vec::new(),
         }

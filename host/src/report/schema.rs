@@ -49,10 +49,10 @@ pub struct Report {
     pub target: Option<serde_json::Value>,
     /// Periodic-mode figures.
     pub periodic: Option<PeriodicReport>,
-    /// Latency over time (see [`crate::timeline`]); `null` without
+    /// Latency over time (see [`crate::analysis::timeline`]); `null` without
     /// samples, absent in reports of latprobe before 0.3.
     #[serde(default)]
-    pub timeline: Option<crate::timeline::TimelineReport>,
+    pub timeline: Option<crate::analysis::timeline::TimelineReport>,
     /// The limits this report was judged against (`--max`,
     /// `--percentile`, …, see [`crate::gates`]); absent when none was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -238,12 +238,12 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// A figure of this table as a [`Quantile`]: `None` is above the bound.
-    pub fn figure(&self, v: Option<u64>) -> Quantile {
+    /// A figure of this table as a [`Figure`]: `None` is above the bound.
+    pub fn figure(&self, v: Option<u64>) -> Figure {
         match v {
-            Some(v) => Quantile::Value(v),
-            None if self.measured + self.censored > 0 => Quantile::Above(self.censored_above),
-            None => Quantile::None,
+            Some(v) => Figure::Value(v),
+            None if self.measured + self.censored > 0 => Figure::Above(self.censored_above),
+            None => Figure::None,
         }
     }
 }
@@ -312,7 +312,7 @@ pub struct PeriodicReport {
     pub out_of_order: u64,
     /// Edges more than a day of the probe's clock (or of periods in
     /// sequence numbers) after the edge before
-    /// ([`crate::periodic::MAX_GAP_S`]): damaged stamps, not used; absent
+    /// ([`crate::analysis::periodic::MAX_GAP_S`]): damaged stamps, not used; absent
     /// when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub clock_jumps: u64,
@@ -324,7 +324,7 @@ pub struct PeriodicReport {
     pub naive: Option<NaiveReport>,
     /// The target's own view (`--target-log`).
     #[serde(default)]
-    pub target_log: Option<crate::targetlog::TargetLogReport>,
+    pub target_log: Option<crate::analysis::targetlog::TargetLogReport>,
     /// What these figures are.
     #[serde(default)]
     pub note: String,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::analysis::Quantile;
+use crate::analysis::Figure;
 use crate::out::clean;
 use crate::units::{format_ns, us_fixed};
 
@@ -22,20 +22,20 @@ pub fn us_floor(ns: u64, places: u32) -> String {
 }
 
 /// A figure in µs with two decimals, `>bound` when censored, `-` when absent.
-pub fn us_cell(q: Quantile) -> String {
+pub fn us_cell(q: Figure) -> String {
     match q {
-        Quantile::Value(v) => us_fixed(v, 2),
-        Quantile::Above(b) => format!(">{}", us_floor(b, 2)),
-        Quantile::None => "-".into(),
+        Figure::Value(v) => us_fixed(v, 2),
+        Figure::Above(b) => format!(">{}", us_floor(b, 2)),
+        Figure::None => "-".into(),
     }
 }
 
 /// A figure in readable units, `>bound` when censored, `-` when absent.
-pub fn ns_cell(q: Quantile) -> String {
+pub fn ns_cell(q: Figure) -> String {
     match q {
-        Quantile::Value(v) => format_ns(v),
-        Quantile::Above(b) => format!(">{}", format_ns(b)),
-        Quantile::None => "-".into(),
+        Figure::Value(v) => format_ns(v),
+        Figure::Above(b) => format!(">{}", format_ns(b)),
+        Figure::None => "-".into(),
     }
 }
 
@@ -68,10 +68,10 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     // cyclictest's own line: `T: 0 ( pid) P:99 I:1000 C: 100000 Min: 3 Act: 5 Avg: 4 Max: 17`,
     // without the thread, priority and "Act" that have no meaning here. C
     // counts every sample; a censored Max is `>timeout`.
-    let whole = |q: Quantile| match q {
-        Quantile::Value(v) => (v / 1000).to_string(),
-        Quantile::Above(b) => format!(">{}", b / 1000),
-        Quantile::None => "0".into(),
+    let whole = |q: Figure| match q {
+        Figure::Value(v) => (v / 1000).to_string(),
+        Figure::Above(b) => format!(">{}", b / 1000),
+        Figure::None => "0".into(),
     };
     let (min, avg, max, measured) = match &r.latency_ns {
         Some(l) => (
@@ -322,7 +322,7 @@ fn periodic_section(s: &mut String, p: &super::PeriodicReport, show_naive: bool)
 }
 
 /// External beside internal.
-fn target_log_section(s: &mut String, t: &crate::targetlog::TargetLogReport) {
+fn target_log_section(s: &mut String, t: &crate::analysis::targetlog::TargetLogReport) {
     let corr = t.correlation.map_or_else(String::new, |c| format!(", correlation {c:.3}"));
     let _ = writeln!(
         s,
@@ -422,9 +422,9 @@ mod tests {
         assert_eq!(us_floor(500_009, 2), "500.00");
         assert_eq!(us_floor(8_000_000, 2), "8000.00");
         assert_eq!(us_floor(1_999, 0), "1");
-        assert_eq!(us_cell(Quantile::Above(500_009)), ">500.00");
-        assert_eq!(us_cell(Quantile::Value(11_944)), "11.94");
-        assert_eq!(ns_cell(Quantile::Above(1_500_000)), ">1.5ms");
-        assert_eq!(ns_cell(Quantile::None), "-");
+        assert_eq!(us_cell(Figure::Above(500_009)), ">500.00");
+        assert_eq!(us_cell(Figure::Value(11_944)), "11.94");
+        assert_eq!(ns_cell(Figure::Above(1_500_000)), ">1.5ms");
+        assert_eq!(ns_cell(Figure::None), "-");
     }
 }

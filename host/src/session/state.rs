@@ -257,7 +257,7 @@ impl RunState {
                     };
                     a.enable_periodic(interval, horizon);
                     if self.keep_cycles {
-                        match crate::periodic::CycleSpill::create() {
+                        match crate::analysis::periodic::CycleSpill::create() {
                             Ok(s) => a.spill = Some(s),
                             Err(e) => self.keep_error = Some(format!("cannot keep the cycles: {e}")),
                         }

@@ -5,9 +5,9 @@
 use std::io::Cursor;
 use std::path::Path;
 
+use latprobe::analysis::timeline::TimelineReport;
 use latprobe::report::plot;
 use latprobe::report::Report;
-use latprobe::timeline::TimelineReport;
 use serde_json::json;
 
 /// What a test report holds.

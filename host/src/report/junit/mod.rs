@@ -58,7 +58,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::Report;
-use crate::analysis::Quantile;
+use crate::analysis::Figure;
 use crate::model::EndedBy;
 use crate::model::Verdict;
 use crate::units::{decimal, format_ns};
@@ -264,11 +264,11 @@ fn us(ns: u64) -> String {
 
 /// A latency figure as a property value: `187.3`, `>8000`, or `None` when
 /// there is no sample.
-fn figure(q: Quantile) -> Option<String> {
+fn figure(q: Figure) -> Option<String> {
     match q {
-        Quantile::Value(v) => Some(us(v)),
-        Quantile::Above(b) => Some(format!(">{}", us(b))),
-        Quantile::None => None,
+        Figure::Value(v) => Some(us(v)),
+        Figure::Above(b) => Some(format!(">{}", us(b))),
+        Figure::None => None,
     }
 }
 

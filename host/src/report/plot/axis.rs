@@ -3,7 +3,7 @@
 //! with its ticks ([`XScale`], [`TickedX`]).
 
 use super::{decade_floor, us, us_label, HistData};
-use crate::figure::Cell;
+use crate::analysis::figure::Figure;
 
 /// The smallest of 1, 2, 5 × 10ⁿ that is at least `v` (≥ 1).
 pub(super) fn nice_at_least(v: u64) -> u64 {
@@ -74,7 +74,7 @@ impl Axis {
         let range = runs.iter().map(|r| r.measured_end_ns()).max().unwrap_or(0);
         let mut data = runs.iter().map(|r| r.data_end_ns()).max().unwrap_or(0);
         for r in runs {
-            if let Cell::Value(v) = r.max {
+            if let Figure::Value(v) = r.max {
                 if v < r.range_ns {
                     data = data.max(v + 1);
                 }

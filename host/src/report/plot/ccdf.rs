@@ -18,8 +18,8 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::hist::{panel_charts, split_panel, title, x_what, LogY};
 use super::{
-    frame, prob_label, require_samples, text_at, us_floor, Axis, DrawResult, Figure, HistData, Legend,
-    Swatch, XScale, BEYOND, GUIDE, LABEL_PX, MEASURED,
+    frame, prob_label, require_samples, text_at, us_floor, Axis, Chart, DrawResult, HistData, Legend, Swatch,
+    XScale, BEYOND, GUIDE, LABEL_PX, MEASURED,
 };
 use crate::report::Report;
 use crate::Error;
@@ -59,7 +59,7 @@ pub(super) fn steps(d: &HistData, axis: &Axis) -> Vec<(f64, f64)> {
     pts
 }
 
-impl Figure for Ccdf {
+impl Chart for Ccdf {
     fn name(&self) -> &'static str {
         "complementary CDF"
     }
@@ -187,7 +187,7 @@ impl Figure for Ccdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figure::Cell;
+    use crate::analysis::figure::Figure;
 
     #[test]
     fn the_curve_ends_at_the_overflows_share_and_drops_by_each_bin() {
@@ -199,7 +199,7 @@ mod tests {
             overflows: 3,
             timeouts: 2,
             timeout_ns: Some(8_000_000),
-            max: Cell::Above(8_000_000),
+            max: Figure::Above(8_000_000),
             periodic: false,
             percentiles: Vec::new(),
         };

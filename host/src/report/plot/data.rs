@@ -2,7 +2,7 @@
 //! it ([`HistData`], from a latprobe report or an imported run) and the
 //! groups of samples beyond its axis, each at its own bound ([`Beyond`]).
 
-use super::{us, us_floor, Cell};
+use super::{us, us_floor, Figure};
 use crate::import::{HistogramRange, ImportedRun};
 use crate::report::Report;
 
@@ -26,13 +26,13 @@ pub struct HistData {
     /// The timeout, when the run had one.
     pub timeout_ns: Option<u64>,
     /// The largest latency: a value, above the timeout, or unknown.
-    pub max: Cell,
+    pub max: Figure,
     /// Periodic mode: the samples are wake-up delays against the fitted
     /// schedule.
     pub periodic: bool,
     /// Percentiles to mark, `("p99", value)`: a latprobe report's p99 and
     /// p99.9 (exact, over every sample); empty for an imported run.
-    pub percentiles: Vec<(&'static str, Cell)>,
+    pub percentiles: Vec<(&'static str, Figure)>,
 }
 
 impl HistData {
@@ -49,19 +49,18 @@ impl HistData {
                 // not a censored figure: left out.
                 .filter(|(_, v)| v.is_some() || l.censored > 0)
                 .filter_map(|(name, v)| match l.figure(v) {
-                    crate::analysis::Quantile::Value(v) => Some((name, Cell::Value(v))),
-                    crate::analysis::Quantile::Above(b) => Some((name, Cell::Above(b))),
-                    crate::analysis::Quantile::None => None,
+                    Figure::None => None,
+                    f => Some((name, f)),
                 })
                 .collect()
         });
         let max = match l {
             Some(l) => match l.max {
-                Some(v) => Cell::Value(v),
-                None if l.measured.saturating_add(l.censored) > 0 => Cell::Above(l.censored_above),
-                None => Cell::Unknown,
+                Some(v) => Figure::Value(v),
+                None if l.measured.saturating_add(l.censored) > 0 => Figure::Above(l.censored_above),
+                None => Figure::None,
             },
-            None => Cell::Unknown,
+            None => Figure::None,
         };
         HistData {
             label: label.to_owned(),
@@ -101,7 +100,7 @@ impl HistData {
             // their timeout, not at the range's end.
             timeouts: run.timeouts.min(run.overflows),
             timeout_ns: run.timeout_ns.filter(|_| run.timeouts > 0),
-            max: run.max_ns.map_or(Cell::Unknown, Cell::Value),
+            max: run.max_ns.map_or(Figure::None, Figure::Value),
             periodic: false,
             percentiles: Vec::new(),
         })
@@ -179,9 +178,9 @@ impl HistData {
     /// The max label: `max 123.4 µs`, `max >8000 µs (timeouts)`.
     pub(super) fn max_label(&self) -> Option<String> {
         match self.max {
-            Cell::Value(v) => Some(format!("max {} µs", us(v))),
-            Cell::Above(b) => Some(format!("max >{} µs (timeouts)", us_floor(b))),
-            Cell::Unknown => None,
+            Figure::Value(v) => Some(format!("max {} µs", us(v))),
+            Figure::Above(b) => Some(format!("max >{} µs (timeouts)", us_floor(b))),
+            Figure::None => None,
         }
     }
 }

@@ -11,11 +11,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
-    count_label, decade_ceil, frame, require_samples, text_at, text_style, us, us_floor, Axis, Beyond,
-    DrawResult, Figure, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
+    count_label, decade_ceil, frame, require_samples, text_at, text_style, us, us_floor, Axis, Beyond, Chart,
+    DrawResult, HistData, Legend, Swatch, XScale, BEYOND, GUIDE, INK, LABEL_PX, MEASURED, P99, P999,
     PANEL_PX, SERIES, TEXT_PX, X_LABEL_AREA, Y_LABEL_AREA,
 };
-use crate::figure::Cell;
+use crate::analysis::figure::Figure;
 use crate::report::Report;
 use crate::Error;
 
@@ -152,7 +152,7 @@ fn count_axis(top: f64) -> LogY<'static> {
     LogY { bottom: BASE, top, desc: "samples per bin (log scale)", label: count_label }
 }
 
-impl Figure for Histogram {
+impl Chart for Histogram {
     fn name(&self) -> &'static str {
         "histogram"
     }
@@ -227,7 +227,7 @@ impl Figure for Histogram {
         }
         let label_y = log_height(BASE, top, 0.12);
         match d.max {
-            Cell::Value(v) if v < d.range_ns => {
+            Figure::Value(v) if v < d.range_ns => {
                 let x = xs.ns(v);
                 let label = d.max_label().unwrap_or_default();
                 chart.draw_series(std::iter::once(DashedPathElement::new(
@@ -245,13 +245,13 @@ impl Figure for Histogram {
                         + Text::new(label, (dx, 0), text_at(LABEL_PX, INK, h, VPos::Center)),
                 ))?;
             }
-            Cell::Value(_) | Cell::Above(_) => {
+            Figure::Value(_) | Figure::Above(_) => {
                 // The max lies beyond the axis: marked beside its group in
                 // the panel (the timeouts' for a censored max).
                 let (label, timeouts) = match d.max {
-                    Cell::Above(b) => (format!("max >{} µs", us_floor(b)), true),
-                    Cell::Value(v) => (format!("max {} µs", us(v)), false),
-                    Cell::Unknown => (String::new(), false),
+                    Figure::Above(b) => (format!("max >{} µs", us_floor(b)), true),
+                    Figure::Value(v) => (format!("max {} µs", us(v)), false),
+                    Figure::None => (String::new(), false),
                 };
                 let col = beyond.iter().position(|b| b.timeouts == timeouts).unwrap_or(beyond.len() - 1);
                 let x = (cols[col].1 + 0.06).min(0.97);
@@ -266,7 +266,7 @@ impl Figure for Histogram {
                         + Text::new(label, (-4, 0), text_at(13, INK, HPos::Right, VPos::Top)),
                 ))?;
             }
-            Cell::Unknown => {}
+            Figure::None => {}
         }
         Ok(())
     }
@@ -291,10 +291,10 @@ fn percentile_marks(d: &HistData, axis: &Axis) -> Vec<Mark> {
         .filter_map(|(i, &(name, v))| {
             let colour = [P99, P999].get(i).copied().unwrap_or(GUIDE);
             let (at_ns, legend) = match v {
-                Cell::Value(v) if v < axis.end_ns => (Some(v), format!("{name} {} µs", us(v))),
-                Cell::Value(v) => (None, format!("{name} {} µs (beyond the range)", us(v))),
-                Cell::Above(b) => (None, format!("{name} >{} µs (among the timeouts)", us_floor(b))),
-                Cell::Unknown => return None,
+                Figure::Value(v) if v < axis.end_ns => (Some(v), format!("{name} {} µs", us(v))),
+                Figure::Value(v) => (None, format!("{name} {} µs (beyond the range)", us(v))),
+                Figure::Above(b) => (None, format!("{name} >{} µs (among the timeouts)", us_floor(b))),
+                Figure::None => return None,
             };
             Some(Mark { name, colour, at_ns, legend })
         })
@@ -421,7 +421,7 @@ pub(super) fn outline(groups: &[(u64, u64)], group_ns: u64) -> Vec<Vec<(f64, f64
     out
 }
 
-impl Figure for Overlay {
+impl Chart for Overlay {
     fn name(&self) -> &'static str {
         "compare histogram"
     }
@@ -489,7 +489,7 @@ impl Figure for Overlay {
                         ),
                 ))?;
             }
-            if let Cell::Value(v) = r.max {
+            if let Figure::Value(v) = r.max {
                 if v < r.range_ns {
                     let x = xs.ns(v);
                     chart.draw_series(std::iter::once(DashedPathElement::new(

@@ -17,14 +17,14 @@ use plotters::style::text_anchor::{HPos, VPos};
 
 use super::hist::title;
 use super::{
-    decade_floor, frame, log_us_label, require_samples, text_at, text_style, us_floor, us_label, DrawResult,
-    Figure, Legend, Swatch, BEYOND, INK, LABEL_PX, MEASURED, P99, TEXT_PX, Y_LABEL_AREA,
+    decade_floor, frame, log_us_label, require_samples, text_at, text_style, us_floor, us_label, Chart,
+    DrawResult, Legend, Swatch, BEYOND, INK, LABEL_PX, MEASURED, P99, TEXT_PX, Y_LABEL_AREA,
 };
 
 /// The shade of a partial last row.
 const SHADE: RGBColor = RGBColor(232, 232, 232);
+use crate::analysis::timeline::TimelineReport;
 use crate::report::Report;
-use crate::timeline::TimelineReport;
 use crate::Error;
 
 /// One row's figure.
@@ -40,7 +40,7 @@ pub(super) enum Point {
 
 /// Latency over time of one report.
 #[derive(Debug, Clone)]
-pub(super) struct Timeline {
+pub(super) struct TimelineChart {
     t: TimelineReport,
     /// The run's length on the probe's clock, when the report has it.
     elapsed_ns: Option<u64>,
@@ -49,7 +49,7 @@ pub(super) struct Timeline {
     title: String,
 }
 
-impl Timeline {
+impl TimelineChart {
     /// `None` when the report has no timeline (or an empty one).
     pub(super) fn of_report(r: &Report) -> Result<Option<Self>, Error> {
         require_samples(r, "timeline")?;
@@ -89,9 +89,9 @@ pub(super) fn max_points(t: &TimelineReport) -> Vec<Point> {
 pub(super) fn p99_points(t: &TimelineReport) -> Vec<Point> {
     (0..t.len())
         .map(|i| match t.p99(i, 0) {
-            crate::analysis::Quantile::Value(v) => Point::Value(v as f64 / 1000.0),
-            crate::analysis::Quantile::Above(_) => Point::Above,
-            crate::analysis::Quantile::None => Point::Gap,
+            crate::analysis::Figure::Value(v) => Point::Value(v as f64 / 1000.0),
+            crate::analysis::Figure::Above(_) => Point::Above,
+            crate::analysis::Figure::None => Point::Gap,
         })
         .collect()
 }
@@ -160,7 +160,7 @@ fn segments(xs: &[f64], pts: &[Point], floor: f64) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
-impl Figure for Timeline {
+impl Chart for TimelineChart {
     fn name(&self) -> &'static str {
         "timeline"
     }

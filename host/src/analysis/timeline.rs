@@ -59,14 +59,14 @@ impl TimelineReport {
         self.samples.is_empty()
     }
 
-    /// Row `i`'s p99 as a [`crate::figure::Quantile`]: above `timeout_ns`
+    /// Row `i`'s p99 as a [`crate::analysis::figure::Figure`]: above `timeout_ns`
     /// when censored.
-    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::figure::Quantile {
-        use crate::figure::Quantile;
+    pub fn p99(&self, i: usize, timeout_ns: u64) -> crate::analysis::figure::Figure {
+        use crate::analysis::figure::Figure;
         match (self.samples.get(i), self.p99_ns.get(i)) {
-            (Some(&n), Some(&Some(v))) if n > 0 => Quantile::Value(v),
-            (Some(&n), _) if n > 0 => Quantile::Above(timeout_ns),
-            _ => Quantile::None,
+            (Some(&n), Some(&Some(v))) if n > 0 => Figure::Value(v),
+            (Some(&n), _) if n > 0 => Figure::Above(timeout_ns),
+            _ => Figure::None,
         }
     }
 }
@@ -101,7 +101,7 @@ const EXACT_PER_SECOND: usize = 1 << 16;
 
 /// The live timeline of a run.
 #[derive(Debug)]
-pub struct Timeline {
+pub struct TimelineRecorder {
     row_s: u64,
     rows: Vec<Row>,
     /// The second being collected: its measured latencies in `exact` (or
@@ -111,17 +111,17 @@ pub struct Timeline {
     hist: Option<Box<Histogram<u64>>>,
     cur_timeouts: u64,
     cur_max: Option<u64>,
-    /// [`Timeline::push_ticks`]'s last second: its ticks `[lo, hi)`.
+    /// [`TimelineRecorder::push_ticks`]'s last second: its ticks `[lo, hi)`.
     window: (u64, u64, u64),
 }
 
-impl Default for Timeline {
+impl Default for TimelineRecorder {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Timeline {
+impl TimelineRecorder {
     /// An empty timeline.
     pub fn new() -> Self {
         Self {
@@ -160,7 +160,7 @@ impl Timeline {
     }
 
     /// A sample whose stimulus was in second `sec` of the run (what
-    /// [`Timeline::push`] computes; the ingest path divides ticks by the
+    /// [`TimelineRecorder::push`] computes; the ingest path divides ticks by the
     /// timer's rate instead, without a 128-bit conversion per sample).
     pub fn push_in_second(&mut self, sec: u64, latency_ns: Option<u64>) {
         match self.current {
@@ -221,7 +221,7 @@ impl Timeline {
         if n == 0 {
             return None;
         }
-        let r = crate::figure::rank(0.99, n);
+        let r = crate::analysis::figure::rank(0.99, n);
         let p99 = if r > measured {
             CENSORED
         } else if let Some(h) = &self.hist {
@@ -267,14 +267,15 @@ impl Timeline {
 
     /// The summary so far, the second being collected included.
     pub fn report(&self) -> TimelineReport {
-        let mut t = Timeline { row_s: self.row_s, rows: self.rows.clone(), ..Timeline::new() };
-        let mut cur = Timeline {
+        let mut t =
+            TimelineRecorder { row_s: self.row_s, rows: self.rows.clone(), ..TimelineRecorder::new() };
+        let mut cur = TimelineRecorder {
             current: self.current,
             exact: self.exact.clone(),
             hist: self.hist.clone(),
             cur_timeouts: self.cur_timeouts,
             cur_max: self.cur_max,
-            ..Timeline::new()
+            ..TimelineRecorder::new()
         };
         if let Some((sec, row)) = cur.current_row() {
             t.fold(sec, row);
@@ -297,7 +298,7 @@ mod tests {
 
     #[test]
     fn one_row_per_second_with_exact_counts_max_and_p99() {
-        let mut t = Timeline::new();
+        let mut t = TimelineRecorder::new();
         // Second 0: 100 samples 1..=100 us; second 2: 99 of 10 us and a timeout.
         for i in 1..=100u64 {
             t.push(i * 1000, Some(i * 1000));
@@ -317,7 +318,7 @@ mod tests {
         // 100 samples, one timeout: rank 99 is the largest response.
         assert_eq!(r.p99_ns[2], Some(10_000));
         // 10 samples with 1 timeout: rank 10 is the timeout: censored.
-        let mut t = Timeline::new();
+        let mut t = TimelineRecorder::new();
         for _ in 0..9 {
             t.push(0, Some(5));
         }
@@ -329,7 +330,7 @@ mod tests {
 
     #[test]
     fn long_runs_merge_rows_and_keep_the_worst_second() {
-        let mut t = Timeline::new();
+        let mut t = TimelineRecorder::new();
         // 24 hours, one sample per second; second 50 000 has the spike.
         for sec in 0..86_400u64 {
             let lat = if sec == 50_000 { 900_000 } else { 1_000 + sec % 7 };
@@ -350,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_second_beyond_the_exact_store_goes_on_in_a_histogram() {
-        let mut t = Timeline::new();
+        let mut t = TimelineRecorder::new();
         let n = 3 * EXACT_PER_SECOND as u64;
         for i in 0..n {
             t.push(0, Some(1_000 + i % 1000));
@@ -366,7 +367,7 @@ mod tests {
 
     #[test]
     fn ticks_fall_in_their_second_as_nanoseconds_do() {
-        let (mut by_ticks, mut by_ns) = (Timeline::new(), Timeline::new());
+        let (mut by_ticks, mut by_ns) = (TimelineRecorder::new(), TimelineRecorder::new());
         let hz = 84_000_000u64;
         let mut tick = 0u64;
         for i in 0..200_000u64 {
@@ -385,7 +386,7 @@ mod tests {
 
         // The last tick of each second and the first of the next, each
         // alone in its second's max: a window off by one tick shows here.
-        let (mut by_ticks, mut by_ns) = (Timeline::new(), Timeline::new());
+        let (mut by_ticks, mut by_ns) = (TimelineRecorder::new(), TimelineRecorder::new());
         for k in 1..40u64 {
             for (tick, lat) in [(k * hz - 1, 2 * k), (k * hz, 2 * k + 1)] {
                 by_ticks.push_ticks(tick, hz, Some(lat));
@@ -399,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_late_sample_of_a_closed_second_still_counts() {
-        let mut t = Timeline::new();
+        let mut t = TimelineRecorder::new();
         t.push(0, Some(10));
         t.push(3 * S, Some(10));
         t.push(S / 2, Some(99_999));

@@ -1,0 +1,373 @@
+//! Samples to statistics, in memory that does not grow with the run:
+//! sequence tracking over a fixed window, an HdrHistogram for percentiles,
+//! exact min/max/sum/count beside it, the worst case, and 1 µs bins for the
+//! cyclictest-style histfile.
+//!
+//! A timeout is a *censored* sample: a latency known only to exceed the
+//! timeout. It stays in the population of every figure (README, "The
+//! tail is measured, never cut off"): percentiles rank the timeouts above every
+//! measured latency, so a percentile or max that falls among them is
+//! [`Figure::Above`] the timeout, never a smaller number; the 1 µs bins
+//! count a timeout as an overflow, so bins + overflows = samples, as in
+//! cyclictest. Only the mean and the minimum are over measured latencies,
+//! with the censored count beside them. Every tick is converted to
+//! nanoseconds with exact integer arithmetic ([`TickConv`]).
+//!
+//! The statistics room, by the state each part owns:
+//!
+//! | module | owns |
+//! |---|---|
+//! | this one | [`Analysis`]: one run's counts, histogram, exact figures, bins, worst case |
+//! | `tick` | [`TickConv`]: ticks to ns |
+//! | `seq` | [`SeqTracker`]: lost, duplicate and late sequence numbers |
+//! | `edges` | [`EdgeStats`] and periodic mode's cycles folded into the samples |
+//! | [`figure`] | [`Figure`], a censored figure; [`figure::PERCENTILES`]; [`rank`] |
+//! | [`periodic`] | the fitted schedule of a periodic target, its cycle spill |
+//! | [`timeline`] | latency per second of the run |
+//! | [`targetlog`] | the target's own log set beside the probe's view |
+
+use hdrhistogram::Histogram;
+use latprobe_protocol::{Outcome, SampleBatch};
+
+mod edges;
+pub mod figure;
+pub mod periodic;
+mod seq;
+pub mod targetlog;
+mod tick;
+pub mod timeline;
+
+pub use edges::EdgeStats;
+pub use figure::{rank, Figure};
+use periodic::{CycleEvent, CycleSpill, PeriodicFit};
+pub use seq::{SeqTracker, SeqVerdict, SEQ_WINDOW};
+pub use tick::TickConv;
+
+/// The worst measured sample (a timeout is worse, but has no latency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Worst {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its latency.
+    pub latency_ns: u64,
+    /// Its stimulus, from the start of the measurement.
+    pub at_ns_from_start: u64,
+}
+
+/// How many overflow sequence numbers the histfile lists (cyclictest lists
+/// a bounded number too and counts the rest).
+pub const OVERFLOW_SEQS_KEPT: usize = 1024;
+
+/// Everything measured in one run.
+#[derive(Debug)]
+pub struct Analysis {
+    conv: TickConv,
+    start_tick: u64,
+    first_seq: u64,
+    /// Sequence accounting of the samples.
+    pub seq: SeqTracker,
+    /// Histogram of the measured latencies (responses only).
+    hist: Histogram<u64>,
+    /// A sample without a response is a latency above this (ns).
+    timeout_ns: u64,
+    /// The probe's own offset subtracted from every measured latency
+    /// (`--calibration`), ns.
+    offset_ns: u64,
+    /// Below this raw latency (the calibration loopback's own minimum) a
+    /// latency is faster than the probe's own path ever was.
+    floor_ns: u64,
+    /// Measured latencies below the calibration loopback's minimum: faster
+    /// than the probe itself, so the calibration does not fit this bench.
+    /// (Below the offset but above that minimum is the probe's jitter: the
+    /// corrected latency is then taken as 0.)
+    pub below_calibration: u64,
+    /// Responses the probe reported later than its own timeout: no sound
+    /// probe sends one (it reports a timeout then), so each is taken as a
+    /// timeout, counted here, and noted in the report.
+    pub beyond_timeout: u64,
+    /// The probe's timeout before any calibration, ns (0: none).
+    probe_timeout_ns: u64,
+    /// Samples with a response: measured latencies.
+    pub responses: u64,
+    /// Samples that timed out: latencies above the timeout (censored).
+    pub timeouts: u64,
+    /// Smallest measured latency (meaningless while `responses == 0`).
+    pub min_ns: u64,
+    /// Largest measured latency; the max of all samples is above the
+    /// timeout when there are timeouts (see [`Analysis::max`]).
+    pub max_ns: u64,
+    /// Sum of measured latencies.
+    pub sum_ns: u128,
+    /// The worst measured sample.
+    pub worst: Option<Worst>,
+    /// The latest latency, for a live display.
+    pub last_ns: Option<u64>,
+    /// Measured latencies per 1 µs bin, from 0.
+    pub bins: Vec<u64>,
+    /// Latencies beyond the last bin, and timeouts: bins + overflows =
+    /// samples.
+    pub overflows: u64,
+    /// Sequence numbers of the first [`OVERFLOW_SEQS_KEPT`] overflows; the
+    /// rest are counted in `overflows` only.
+    pub overflow_seqs: Vec<u64>,
+    /// Batches whose data did not decode (samples before the damage are used).
+    pub bad_batches: u64,
+    /// Periodic-mode edges.
+    pub edges: EdgeStats,
+    /// Periodic mode: the fitted schedule. Its cycles are this analysis's
+    /// samples (sequence number = cycle, latency = wake-up delay against the
+    /// fit); a missed period, or an edge later than the timeout after its
+    /// cycle, is a timeout sample.
+    pub fit: Option<PeriodicFit>,
+    /// Periodic mode: edges later than the timeout after their cycle's
+    /// fitted time (timeout samples, their delay not used).
+    pub late_edges: u64,
+    /// Periodic mode: every cycle's delay, for `--target-log`.
+    pub spill: Option<CycleSpill>,
+    /// Latency over time: per-second counts, max and p99.
+    pub timeline: timeline::TimelineRecorder,
+    /// Every counted sample as a row (`report --samples`).
+    pub rows: Option<crate::samples::Feed>,
+    last_edge_seq: Option<u64>,
+    events: Vec<CycleEvent>,
+}
+
+impl Analysis {
+    /// A run on a timer of `timer_hz`, starting at `start_tick` with sample
+    /// `first_seq`, binning latencies up to `histfile_max_us`, where a
+    /// sample without a response is a latency above `timeout_ns`.
+    pub fn new(
+        timer_hz: u32,
+        start_tick: u64,
+        first_seq: u64,
+        histfile_max_us: u32,
+        timeout_ns: u64,
+    ) -> Self {
+        let conv = TickConv::new(timer_hz);
+        // The largest latency the wire can carry: a u32 of ticks.
+        let high = conv.ns32(u32::MAX).max(2);
+        let hist = Histogram::new_with_max(high, 3).unwrap_or_else(|_| {
+            // new_with_max only fails for high < 2, excluded above; keep a
+            // histogram that auto-resizes rather than panic.
+            let mut h = Histogram::new(3).expect("3 significant digits is valid");
+            h.auto(true);
+            h
+        });
+        Self {
+            conv,
+            start_tick,
+            first_seq,
+            seq: SeqTracker::new(first_seq),
+            hist,
+            timeout_ns,
+            offset_ns: 0,
+            floor_ns: 0,
+            below_calibration: 0,
+            beyond_timeout: 0,
+            probe_timeout_ns: timeout_ns,
+            responses: 0,
+            timeouts: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            sum_ns: 0,
+            worst: None,
+            last_ns: None,
+            bins: vec![0; histfile_max_us as usize],
+            fit: None,
+            late_edges: 0,
+            spill: None,
+            timeline: timeline::TimelineRecorder::new(),
+            rows: None,
+            last_edge_seq: None,
+            events: Vec::new(),
+            overflows: 0,
+            overflow_seqs: Vec::new(),
+            bad_batches: 0,
+            edges: EdgeStats::new(first_seq),
+        }
+    }
+
+    /// The tick converter.
+    pub fn conv(&self) -> TickConv {
+        self.conv
+    }
+
+    /// The first sequence number of the run.
+    pub fn first_seq(&self) -> u64 {
+        self.first_seq
+    }
+
+    /// Samples received (responses and timeouts).
+    pub fn samples(&self) -> u64 {
+        self.responses + self.timeouts
+    }
+
+    /// Subtract the probe's own offset `offset_ns` (a loopback
+    /// calibration) from every measured latency. A timeout sample's raw
+    /// latency exceeded the timeout, so its corrected one exceeds the
+    /// timeout less the offset: the censoring bound moves with it.
+    /// `floor_ns` is the calibration loopback's smallest latency: a raw
+    /// latency below it is counted in [`Analysis::below_calibration`].
+    pub fn set_calibration(&mut self, offset_ns: u64, floor_ns: u64) {
+        self.timeout_ns = self.timeout_ns.saturating_sub(offset_ns.saturating_sub(self.offset_ns));
+        self.offset_ns = offset_ns;
+        self.floor_ns = floor_ns;
+    }
+
+    /// The calibration offset subtracted from every latency (ns).
+    pub fn calibration_ns(&self) -> u64 {
+        self.offset_ns
+    }
+
+    /// The timeout: every timeout sample is a latency above it (ns).
+    pub fn timeout_ns(&self) -> u64 {
+        self.timeout_ns
+    }
+
+    /// Ingest one batch of echo samples.
+    pub fn ingest_samples(&mut self, batch: &SampleBatch<'_>) {
+        for s in batch.iter() {
+            let s = match s {
+                Ok(s) => s,
+                Err(_) => {
+                    self.bad_batches += 1;
+                    return;
+                }
+            };
+            if self.seq.observe(s.seq) == SeqVerdict::Duplicate {
+                continue;
+            }
+            match s.outcome {
+                Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick),
+                Outcome::Response(t)
+                    if self.probe_timeout_ns > 0 && self.conv.ns32(t) > self.probe_timeout_ns =>
+                {
+                    self.beyond_timeout += 1;
+                    self.timed_out(s.seq, s.stimulus_tick);
+                }
+                Outcome::Response(t) => {
+                    let raw = self.conv.ns32(t);
+                    if raw < self.floor_ns {
+                        self.below_calibration += 1;
+                    }
+                    self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns));
+                }
+            }
+        }
+    }
+
+    /// A timeout sample of the stimulus (periodic: the edge) at `tick`.
+    fn timed_out(&mut self, seq: u64, tick: u64) {
+        self.timeouts += 1;
+        self.overflow(seq);
+        let ticks = tick.saturating_sub(self.start_tick);
+        self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+        if let Some(rows) = &mut self.rows {
+            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns);
+        }
+    }
+
+    /// A sample beyond the bins: a latency past the range, or a timeout.
+    #[inline]
+    fn overflow(&mut self, seq: u64) {
+        self.overflows += 1;
+        if self.overflow_seqs.len() < OVERFLOW_SEQS_KEPT {
+            self.overflow_seqs.push(seq);
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, seq: u64, stimulus_tick: u64, ns: u64) {
+        self.responses += 1;
+        self.sum_ns += u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.last_ns = Some(ns);
+        let ticks = stimulus_tick.saturating_sub(self.start_tick);
+        self.timeline.push_ticks(ticks, self.conv.hz().into(), Some(ns));
+        if let Some(rows) = &mut self.rows {
+            rows.measured(seq, self.conv.ns(ticks), ns);
+        }
+        if ns > self.max_ns || self.worst.is_none() {
+            self.max_ns = self.max_ns.max(ns);
+            self.worst = Some(Worst {
+                seq,
+                latency_ns: ns,
+                at_ns_from_start: self.conv.ns(stimulus_tick.saturating_sub(self.start_tick)),
+            });
+        }
+        self.hist.saturating_record(ns);
+        let bin = ns / 1000;
+        match self.bins.get_mut(bin as usize) {
+            Some(c) => *c += 1,
+            None => self.overflow(seq),
+        }
+    }
+
+    /// The probe took sequence numbers up to `end` (exclusive).
+    pub fn finish(&mut self, end: u64, periodic: bool) {
+        if periodic {
+            self.edges.seq.finish(end);
+            self.finish_periodic();
+        } else {
+            self.seq.finish(end);
+        }
+    }
+
+    /// The latency at quantile `q` (0..=1) over every sample, timeouts
+    /// ranked above every response: the sample of rank `max(1, ⌈q·N⌉)`. A
+    /// rank among the timeouts is [`Figure::Above`] the timeout; a
+    /// measured one is the histogram's value (within 0.1 %, never below the
+    /// sample's, clamped to the exact minimum and maximum).
+    pub fn quantile(&self, q: f64) -> Figure {
+        let n = self.samples();
+        if n == 0 {
+            return Figure::None;
+        }
+        let r = rank(q, n);
+        if r > self.responses {
+            return Figure::Above(self.timeout_ns);
+        }
+        // The r-th smallest response: a quantile in the middle of its rank,
+        // so float rounding cannot move it to a neighbour.
+        let mid = (r as f64 - 0.5) / self.responses as f64;
+        Figure::Value(self.hist.value_at_quantile(mid).clamp(self.min_ns, self.max_ns))
+    }
+
+    /// The largest latency: above the timeout when any sample timed out,
+    /// else the exact measured maximum.
+    pub fn max(&self) -> Figure {
+        if self.timeouts > 0 {
+            Figure::Above(self.timeout_ns)
+        } else if self.responses > 0 {
+            Figure::Value(self.max_ns)
+        } else {
+            Figure::None
+        }
+    }
+
+    /// The smallest latency: the exact measured minimum, or above the
+    /// timeout when every sample timed out.
+    pub fn min(&self) -> Figure {
+        if self.responses > 0 {
+            Figure::Value(self.min_ns)
+        } else if self.timeouts > 0 {
+            Figure::Above(self.timeout_ns)
+        } else {
+            Figure::None
+        }
+    }
+
+    /// The largest measured latency, if any response came.
+    pub fn max_measured_ns(&self) -> Option<u64> {
+        (self.responses > 0).then_some(self.max_ns)
+    }
+
+    /// Mean of the measured latencies in ns, rounded down; the timeouts
+    /// ([`Analysis::timeouts`]) are not in it.
+    pub fn mean_ns(&self) -> Option<u64> {
+        (self.responses > 0).then(|| (self.sum_ns / u128::from(self.responses)) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests;
