@@ -170,11 +170,11 @@ pub mod capture;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
-pub mod link;
 pub mod rng;
 pub mod seam;
 pub mod ticks;
 pub mod txq;
+pub mod uart;
 pub mod validate;
 
 pub use engine::{

@@ -210,7 +210,7 @@ impl TimerHw for QemuTimer {
 mod app {
     use embedded_hal_nb::serial::Read as _;
     use latprobe_firmware::boards::qemu::{LOOP, TIMER_HZ};
-    use latprobe_firmware::link::write_all;
+    use latprobe_firmware::uart::write_all;
     use latprobe_firmware::{BoardInfo, Engine, Front, HwLoop, TimerBits, TimerLock, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
     use stm32f4xx_hal::nb;
@@ -361,7 +361,7 @@ mod app {
     #[task(binds = USART1, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
         let mut buf = [0u8; RX_CHUNK];
-        let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
+        let (n, errors) = latprobe_firmware::uart::read_burst(cx.local.host_rx, &mut buf);
         *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
