@@ -98,7 +98,7 @@
 //!   nonce. While running, an unsolicited `Heartbeat` (nonce 0) every
 //!   `timer_hz` ticks (1 s).
 //! - `Configure` → `Configured(config)` or `Error{code}` (rules in
-//!   [`validate`]); a refused Configure clears the previous one. `Configure`
+//!   [`engine::validate`]); a refused Configure clears the previous one. `Configure`
 //!   or `Start` while running → `Error{Busy}`; `Start` with no accepted config
 //!   → `Error{NotConfigured}`; `Stop` while idle → `Error{NotRunning}`. The
 //!   accepted config is kept after a run, so `Start` again repeats it.
@@ -144,7 +144,7 @@
 //!   first item, and before `Stopped`. `Stopped{CountReached | HostStop |
 //!   Fault}` comes after the last batch and carries the run's totals.
 //! - Backpressure: the output queue (`Q` bytes) keeps
-//!   [`txq::CONTROL_RESERVE`] bytes for control replies (Hello, Configured,
+//!   [`engine::txq::CONTROL_RESERVE`] bytes for control replies (Hello, Configured,
 //!   Started, Error, Stopped). A batch that does not fit is dropped: its
 //!   samples add to `dropped` and `overruns` is incremented; a heartbeat
 //!   that does not fit adds to `overruns` only. Both travel in every
@@ -170,12 +170,9 @@ pub mod capture;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
-pub mod rng;
 pub mod seam;
 pub mod ticks;
-pub mod txq;
 pub mod uart;
-pub mod validate;
 
 pub use engine::{
     BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, DEFAULT_TX_QUEUE, FIRMWARE_VERSION,
