@@ -28,7 +28,7 @@
 //! # How a board drives it
 //!
 //! A board with a hardware timer does not drive the engine by hand: it
-//! implements [`seam::TimerHw`] with register accesses and runs
+//! implements [`hwloop::seam::TimerHw`] with register accesses and runs
 //! [`hwloop`] (a [`Front`] in its top-priority interrupts, a [`HwLoop`] in
 //! a lower-priority engine task), which follows the steps below and holds
 //! every timing decision (read order, capture rules per line, overcapture,
@@ -55,7 +55,7 @@
 //!      `engine.on_capture(ticks.capture(ccr, now), now)` (in periodic mode
 //!      each captured edge or received byte); a UART answer goes with its
 //!      byte, `engine.on_response_byte(tick, byte, now)`, `tick` being its
-//!      start bit ([`capture::StartBitPairer`] pairs the two on a board
+//!      start bit ([`hwloop::pairer::StartBitPairer`] pairs the two on a board
 //!      that captures the line and reads the UART);
 //!    - host bytes: `engine.on_host_bytes(&buf[..n], now)`, any chunking.
 //! 3. **poll**: `engine.poll(now)` (timeouts, batch flushes, heartbeats).
@@ -166,11 +166,9 @@ mod fmt;
 pub mod board;
 pub mod boards;
 pub mod buildinfo;
-pub mod capture;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
-pub mod seam;
 pub mod ticks;
 pub mod uart;
 
@@ -178,6 +176,6 @@ pub use engine::{
     BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, DEFAULT_TX_QUEUE, FIRMWARE_VERSION,
     MAX_BOARD_NAME,
 };
+pub use hwloop::seam::TimerHw;
 pub use hwloop::{Front, HwLoop, LoopConfig, TimerLock};
-pub use seam::TimerHw;
 pub use ticks::{TickExtender, TimerBits};

@@ -16,6 +16,7 @@ use super::fake::{Fake, Pin, Target, Wires};
 use super::*;
 use crate::boards;
 use crate::engine::BoardInfo;
+use crate::ticks::TickExtender;
 
 const HZ: u32 = 100_000_000;
 /// One bit at 115200 Bd, in ticks (as `LoopConfig::bit_ticks`).

@@ -41,7 +41,7 @@
 use cortex_m::peripheral::{syst::SystClkSource, SYST};
 use defmt_semihosting as _;
 use latprobe_firmware::boards::qemu::LOOP;
-use latprobe_firmware::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+use latprobe_firmware::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 use latprobe_firmware::Front;
 use stm32f4xx_hal::pac::{TIM2, USART2};
 use stm32f4xx_hal::serial::Tx;

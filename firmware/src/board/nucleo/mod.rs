@@ -1,5 +1,5 @@
 //! The Nucleo-F411RE's register layer: TIM2 as the capture loop's
-//! [`TimerHw`](crate::seam::TimerHw) ([`Tim2`]), the pin set-up
+//! [`TimerHw`](crate::hwloop::seam::TimerHw) ([`Tim2`]), the pin set-up
 //! ([`gpio`]) and the check of the clock tree read back after the HAL set
 //! it ([`rcc`]). References are to RM0383 (STM32F411 reference manual).
 //!
