@@ -177,5 +177,5 @@ pub use engine::{
     MAX_BOARD_NAME,
 };
 pub use hwloop::seam::TimerHw;
-pub use hwloop::{Front, HwLoop, LoopConfig, TimerLock};
+pub use hwloop::{Front, HwLoop, LoopConfig, Timer, TimerLock};
 pub use ticks::{TickExtender, TimerBits};

@@ -2,7 +2,11 @@
 //! capture and compare flag, *then* `now`) and logs what latched as
 //! [`Event`]s with extended ticks, for the engine task to collect as a
 //! [`Batch`]. Owns the tick extender (the one place `now` is read), the
-//! event log and the flags the engine task has not seen yet.
+//! event log and the flags the engine task has not seen yet. A [`Timer`]
+//! pairs it with the board's timer, as one resource.
+
+use embedded_hal_nb::nb;
+use embedded_hal_nb::serial::Read;
 
 use super::seam::{Channel, OutputMode, TimerHw};
 use super::LOG_LEN;
@@ -186,5 +190,53 @@ impl Front {
         out.stimulus_fired = core::mem::take(&mut self.stimulus_fired);
         out.tx_start = self.tx_start.take();
         now
+    }
+}
+
+/// A board's timer with the [`Front`] that reads it: one resource (RTIC:
+/// one shared resource), so that the extender's `now()` never interleaves
+/// with its `on_overflow()`.
+pub struct Timer<H> {
+    /// The board's timer and target line.
+    pub hw: H,
+    /// The front that reads them.
+    pub front: Front,
+}
+
+impl<H> core::fmt::Debug for Timer<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Timer").field("front", &self.front).finish_non_exhaustive()
+    }
+}
+
+impl<H: TimerHw> Timer<H> {
+    /// `hw` with a front for a counter of `bits`.
+    pub const fn new(hw: H, bits: TimerBits) -> Self {
+        Self { hw, front: Front::new(bits) }
+    }
+
+    /// The extended tick now ([`Front::now`]).
+    pub fn now(&mut self) -> u64 {
+        self.front.now(&mut self.hw)
+    }
+
+    /// The timer interrupt ([`Front::on_timer_interrupt`]).
+    pub fn on_timer_interrupt(&mut self) -> bool {
+        self.front.on_timer_interrupt(&mut self.hw)
+    }
+
+    /// The target line's receive interrupt: up to `burst` reads of its
+    /// UART, each byte logged after the captures latched before it
+    /// ([`Front::on_target_byte`]), each receive error counted; it stops
+    /// at the first `WouldBlock`, so a stuck error flag cannot wedge the
+    /// interrupt for longer than `burst` reads.
+    pub fn on_target_rx<R: Read<u8>>(&mut self, rx: &mut R, burst: usize) {
+        for _ in 0..burst {
+            match rx.read() {
+                Ok(byte) => self.front.on_target_byte(&mut self.hw, byte),
+                Err(nb::Error::WouldBlock) => break,
+                Err(nb::Error::Other(_)) => self.front.on_target_error(),
+            }
+        }
     }
 }

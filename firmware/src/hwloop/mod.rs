@@ -65,7 +65,7 @@
 //!
 //! ```text
 //!   seam.rs     TimerHw: the board's timer and target line, register accesses only
-//!   front.rs    Front: the tick extender and the event log (top priority)
+//!   front.rs    Front: the tick extender and the event log (top priority); Timer
 //!   deliver.rs  a Batch to the engine in order; stimulus ticks, soft fallback
 //!   line.rs     the response line (Line, capture polarity, pairer), per-run state
 //!   pairer.rs   StartBitPairer: a UART byte paired with its start-bit capture
@@ -91,7 +91,7 @@ use line::Line;
 use pairer::StartBitPairer;
 use seam::{Channel, Polarity, TimerHw};
 
-pub use front::{Batch, Event, Front};
+pub use front::{Batch, Event, Front, Timer};
 
 #[cfg(test)]
 mod fake;
