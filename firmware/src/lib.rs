@@ -28,7 +28,7 @@
 //! # How a board drives it
 //!
 //! A board with a hardware timer does not drive the engine by hand: it
-//! implements [`seam::TimerHw`] with register accesses and runs
+//! implements [`hwloop::seam::TimerHw`] with register accesses and runs
 //! [`hwloop`] (a [`Front`] in its top-priority interrupts, a [`HwLoop`] in
 //! a lower-priority engine task), which follows the steps below and holds
 //! every timing decision (read order, capture rules per line, overcapture,
@@ -55,7 +55,7 @@
 //!      `engine.on_capture(ticks.capture(ccr, now), now)` (in periodic mode
 //!      each captured edge or received byte); a UART answer goes with its
 //!      byte, `engine.on_response_byte(tick, byte, now)`, `tick` being its
-//!      start bit ([`capture::StartBitPairer`] pairs the two on a board
+//!      start bit ([`hwloop::pairer::StartBitPairer`] pairs the two on a board
 //!      that captures the line and reads the UART);
 //!    - host bytes: `engine.on_host_bytes(&buf[..n], now)`, any chunking.
 //! 3. **poll**: `engine.poll(now)` (timeouts, batch flushes, heartbeats).
@@ -98,7 +98,7 @@
 //!   nonce. While running, an unsolicited `Heartbeat` (nonce 0) every
 //!   `timer_hz` ticks (1 s).
 //! - `Configure` → `Configured(config)` or `Error{code}` (rules in
-//!   [`validate`]); a refused Configure clears the previous one. `Configure`
+//!   [`engine::validate`]); a refused Configure clears the previous one. `Configure`
 //!   or `Start` while running → `Error{Busy}`; `Start` with no accepted config
 //!   → `Error{NotConfigured}`; `Stop` while idle → `Error{NotRunning}`. The
 //!   accepted config is kept after a run, so `Start` again repeats it.
@@ -144,7 +144,7 @@
 //!   first item, and before `Stopped`. `Stopped{CountReached | HostStop |
 //!   Fault}` comes after the last batch and carries the run's totals.
 //! - Backpressure: the output queue (`Q` bytes) keeps
-//!   [`txq::CONTROL_RESERVE`] bytes for control replies (Hello, Configured,
+//!   [`engine::txq::CONTROL_RESERVE`] bytes for control replies (Hello, Configured,
 //!   Started, Error, Stopped). A batch that does not fit is dropped: its
 //!   samples add to `dropped` and `overruns` is incremented; a heartbeat
 //!   that does not fit adds to `overruns` only. Both travel in every
@@ -166,21 +166,16 @@ mod fmt;
 pub mod board;
 pub mod boards;
 pub mod buildinfo;
-pub mod capture;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
-pub mod link;
-pub mod rng;
-pub mod seam;
 pub mod ticks;
-pub mod txq;
-pub mod validate;
+pub mod uart;
 
 pub use engine::{
     BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, DEFAULT_TX_QUEUE, FIRMWARE_VERSION,
     MAX_BOARD_NAME,
 };
-pub use hwloop::{Front, HwLoop, LoopConfig, TimerLock};
-pub use seam::TimerHw;
+pub use hwloop::seam::TimerHw;
+pub use hwloop::{Front, HwLoop, LoopConfig, Timer, TimerLock};
 pub use ticks::{TickExtender, TimerBits};

@@ -8,12 +8,12 @@ use latprobe_protocol::framing::{encode_raw, CRC};
 use latprobe_protocol::{
     decode_message, encode_message, Anomalies, Capabilities, Config, Edge, EdgeStamp, ErrorCode, Feed,
     FrameDecoder, Heartbeat, HostMsg, Mode, Outcome, ProbeMsg, ResponseLine, Sample, Stimulus, StopReason,
-    Stopped, MAX_BATCH_COUNT, PROTOCOL_VERSION,
+    Stopped, MAX_BATCH_COUNT, MAX_FRAME_LEN, PROTOCOL_VERSION,
 };
 
+use super::txq::CONTROL_RESERVE;
 use super::*;
 use crate::ticks::{TickExtender, TimerBits};
-use crate::txq::CONTROL_RESERVE;
 
 const HZ: u32 = 1_000_000;
 const LEAD: u32 = 10;
@@ -695,7 +695,7 @@ fn deadline_never_spins_on_a_past_stimulus() {
 #[test]
 fn overruns_are_counted_and_match_the_gaps() {
     // The smallest queue, never drained during the run.
-    const Q: usize = crate::txq::MIN_QUEUE;
+    const Q: usize = super::txq::MIN_QUEUE;
     let mut b = Bench::<Q>::with(board());
     b.configure(Config { count: Some(5000), ..echo(None) });
     b.start();
@@ -720,7 +720,7 @@ fn overruns_are_counted_and_match_the_gaps() {
 
 #[test]
 fn control_replies_survive_a_full_queue() {
-    const Q: usize = crate::txq::MIN_QUEUE;
+    const Q: usize = super::txq::MIN_QUEUE;
     let mut b = Bench::<Q>::with(board());
     b.configure(echo(None));
     b.start();

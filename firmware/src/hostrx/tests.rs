@@ -5,7 +5,7 @@
 //! register words are checked against the PAC's own field readers.
 
 use super::*;
-use crate::link::read_burst;
+use crate::uart::read_burst;
 use embedded_hal_nb::nb;
 use embedded_hal_nb::serial::{ErrorKind, ErrorType, Read};
 use latprobe_protocol::{decode_message, encode_message, Feed, FrameDecoder, HostMsg, MAX_FRAME_LEN};

@@ -21,7 +21,7 @@ use std::vec::Vec;
 
 use latprobe_protocol::Edge;
 
-use crate::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 
 /// A capture pin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

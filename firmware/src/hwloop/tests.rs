@@ -16,6 +16,7 @@ use super::fake::{Fake, Pin, Target, Wires};
 use super::*;
 use crate::boards;
 use crate::engine::BoardInfo;
+use crate::ticks::TickExtender;
 
 const HZ: u32 = 100_000_000;
 /// One bit at 115200 Bd, in ticks (as `LoopConfig::bit_ticks`).
@@ -766,4 +767,54 @@ fn a_start_bit_capture_waiting_at_plan_time_is_not_dropped() {
         assert!(s.host.logs.is_empty(), "{:?}", s.host.logs);
         assert!(s.latencies().iter().all(|&l| l == Some((150 * US) as u32)), "{:?}", s.latencies());
     }
+}
+
+/// The target line's receive burst both boards run in their interrupt
+/// (`Timer::on_target_rx`): each byte logged with a `now`, each receive
+/// error counted, and it stops at the first `WouldBlock` or after `burst`
+/// reads, so the byte after either is for the next interrupt.
+#[test]
+fn the_target_receive_burst_logs_bytes_and_errors_and_stops_when_empty() {
+    use embedded_hal_nb::nb;
+    use embedded_hal_nb::serial::{ErrorKind, ErrorType, Read};
+
+    /// A UART with a script of reads: a byte, an error, or `WouldBlock`.
+    struct Script(Vec<Option<Result<u8, ()>>>);
+    impl ErrorType for Script {
+        type Error = ErrorKind;
+    }
+    impl Read<u8> for Script {
+        fn read(&mut self) -> nb::Result<u8, ErrorKind> {
+            match self.0.remove(0) {
+                Some(Ok(b)) => Ok(b),
+                Some(Err(())) => Err(nb::Error::Other(ErrorKind::FrameFormat)),
+                None => Err(nb::Error::WouldBlock),
+            }
+        }
+    }
+
+    let mut t = Timer::new(Fake::new(5 * MS), TimerBits::B32);
+    let mut rx = Script(std::vec![Some(Ok(0x41)), Some(Err(())), Some(Ok(0x42)), None, Some(Ok(0x43))]);
+    t.on_target_rx(&mut rx, 8);
+    let mut b = Batch::new();
+    t.front.collect(&mut t.hw, &mut b);
+    let got: Vec<_> = b.events[..b.len]
+        .iter()
+        .map(|e| match *e {
+            Event::Byte { byte, at } => {
+                assert!(at >= 5 * MS, "{at}");
+                Some(byte)
+            }
+            Event::LineError => None,
+            Event::Response { .. } => panic!("no capture was armed"),
+        })
+        .collect();
+    assert_eq!(got, [Some(0x41), None, Some(0x42)]);
+    assert_eq!(rx.0.len(), 1, "the byte after WouldBlock is left");
+    // At most `burst` reads.
+    let mut rx = Script(std::vec![Some(Ok(1)), Some(Ok(2)), Some(Ok(3))]);
+    t.on_target_rx(&mut rx, 2);
+    t.front.collect(&mut t.hw, &mut b);
+    assert_eq!(b.len, 2);
+    assert_eq!(rx.0.len(), 1);
 }

@@ -45,11 +45,8 @@
 use panic_probe as _;
 
 mod bus;
-
-use latprobe_firmware::board::nucleo::Tim2;
-use latprobe_firmware::Front;
-
-use bus::Regs;
+#[path = "../common/mod.rs"]
+mod common;
 
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;
@@ -74,19 +71,6 @@ pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_fi
     latprobe_firmware::FIRMWARE_VERSION,
     latprobe_protocol::PROTOCOL_VERSION,
 );
-
-/// TIM2 with the front that reads it: one RTIC resource, so that the
-/// extender's `now()` never interleaves with `on_overflow()`.
-pub struct Timer {
-    hw: Tim2<Regs>,
-    front: Front,
-}
-
-impl core::fmt::Debug for Timer {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Timer").field("front", &self.front).finish_non_exhaustive()
-    }
-}
 
 /// CRC-32 (the protocol's) of this firmware's image in flash: from the
 /// vector table at the start of flash (memory.x, RM0383 §3.3) to the end of
@@ -119,11 +103,10 @@ fn image_crc() -> u32 {
 mod app {
     use cortex_m::peripheral::DWT;
     use latprobe_firmware::boards::nucleo_f411re::{HOST_BAUD, LOOP, TARGET_BAUD, TIMER_HZ};
-    use latprobe_firmware::{BoardInfo, Engine, Front, HwLoop, TimerBits, TimerLock, FIRMWARE_VERSION};
+    use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
     use stm32f4xx_hal::{
         gpio::{Output, PA5},
-        nb,
         pac::{self, Interrupt, DMA1, USART1, USART2},
         prelude::*,
         rcc::{Config, Enable},
@@ -134,8 +117,10 @@ mod app {
 
     use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
 
+    use super::bus::Regs;
     use super::bus::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
-    use super::{Regs, Timer, DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use super::common;
+    use super::{DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
     use core::sync::atomic::Ordering;
     use latprobe_firmware::hostrx::{self, RingReader};
 
@@ -154,7 +139,7 @@ mod app {
     #[shared]
     struct Shared {
         engine: Engine<TX_QUEUE>,
-        timer: Timer,
+        timer: Timer<Tim2<Regs>>,
     }
 
     #[local]
@@ -175,16 +160,6 @@ mod app {
     pub struct Costs {
         engine_task_max: u32,
         was_running: bool,
-    }
-
-    /// The RTIC lock on the timer, as the capture loop wants it.
-    struct Locked<'a, M>(&'a mut M);
-
-    impl<M: rtic::Mutex<T = Timer>> TimerLock for Locked<'_, M> {
-        type Hw = Tim2<Regs>;
-        fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut Tim2<Regs>) -> R) -> R {
-            self.0.lock(|t| f(&mut t.front, &mut t.hw))
-        }
     }
 
     #[init]
@@ -335,7 +310,7 @@ mod app {
         // After the HAL's USART1 set-up (PA9/PA10 at low speed, no pull):
         // the pins end as the lib's tests check them.
         gpio::configure_pins(&mut regs);
-        let timer = Timer { hw: Tim2::start(regs), front: Front::new(LOOP.timer_bits) };
+        let timer = Timer::new(Tim2::start(regs), LOOP.timer_bits);
 
         let caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
@@ -394,7 +369,7 @@ mod app {
     /// nothing more at this priority.
     #[task(binds = TIM2, priority = 3, shared = [timer])]
     fn tim2(mut cx: tim2::Context) {
-        cx.shared.timer.lock(|t| t.front.on_timer_interrupt(&mut t.hw));
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
         rtic::pend(Interrupt::EXTI1);
     }
 
@@ -402,17 +377,8 @@ mod app {
     /// start-bit captures latched before it, with the `now` read after them.
     #[task(binds = USART1, priority = 3, shared = [timer], local = [target_rx])]
     fn target_rx(mut cx: target_rx::Context) {
-        use embedded_hal_nb::serial::Read as _;
         let rx = cx.local.target_rx;
-        cx.shared.timer.lock(|t| {
-            for _ in 0..RX_BURST {
-                match rx.read() {
-                    Ok(byte) => t.front.on_target_byte(&mut t.hw, byte),
-                    Err(nb::Error::WouldBlock) => break,
-                    Err(nb::Error::Other(_)) => t.front.on_target_error(),
-                }
-            }
-        });
+        cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
         rtic::pend(Interrupt::EXTI1);
     }
 
@@ -425,10 +391,7 @@ mod app {
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
         let start = DWT::cycle_count();
-        let (output, running) = engine.lock(|e| {
-            lp.run(e, &mut Locked(&mut timer));
-            (e.tx_pending() > 0, e.is_running())
-        });
+        let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
         let cycles = DWT::cycle_count().wrapping_sub(start);
         if running {
             if !costs.was_running {
@@ -502,12 +465,11 @@ mod app {
     /// Bytes from the host, by either link: stamped with `now`, fed to the
     /// engine, then the engine task (to re-plan) and the sender pended.
     fn host_bytes(
-        mut timer: impl rtic::Mutex<T = Timer>,
+        mut timer: impl rtic::Mutex<T = Timer<Tim2<Regs>>>,
         mut engine: impl rtic::Mutex<T = Engine<TX_QUEUE>>,
         bytes: &[u8],
     ) {
-        let now = timer.lock(|t| t.front.now(&mut t.hw));
-        engine.lock(|e| e.on_host_bytes(bytes, now));
+        common::host_bytes(&mut timer, &mut engine, bytes);
         rtic::pend(Interrupt::EXTI1);
         rtic::pend(Interrupt::DMA1_STREAM6);
     }

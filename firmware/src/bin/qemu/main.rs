@@ -38,11 +38,13 @@
 #![no_std]
 #![no_main]
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use cortex_m::peripheral::{syst::SystClkSource, SYST};
 use defmt_semihosting as _;
 use latprobe_firmware::boards::qemu::LOOP;
-use latprobe_firmware::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
-use latprobe_firmware::Front;
+use latprobe_firmware::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 use stm32f4xx_hal::pac::{TIM2, USART2};
 use stm32f4xx_hal::serial::Tx;
 
@@ -92,18 +94,6 @@ impl core::fmt::Debug for QemuTimer {
             .field("last", &self.last)
             .field("wrapped", &self.wrapped)
             .finish_non_exhaustive()
-    }
-}
-
-/// The timer with the front that reads it: one RTIC resource.
-pub struct Timer {
-    hw: QemuTimer,
-    front: Front,
-}
-
-impl core::fmt::Debug for Timer {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Timer").field("hw", &self.hw).finish_non_exhaustive()
     }
 }
 
@@ -208,12 +198,10 @@ impl TimerHw for QemuTimer {
 
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
-    use embedded_hal_nb::serial::Read as _;
     use latprobe_firmware::boards::qemu::{LOOP, TIMER_HZ};
-    use latprobe_firmware::link::write_all;
-    use latprobe_firmware::{BoardInfo, Engine, Front, HwLoop, TimerBits, TimerLock, FIRMWARE_VERSION};
+    use latprobe_firmware::uart::write_all;
+    use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
-    use stm32f4xx_hal::nb;
     use stm32f4xx_hal::{
         pac::{Interrupt, USART1, USART2},
         prelude::*,
@@ -221,7 +209,8 @@ mod app {
         serial::{self, Rx, Tx},
     };
 
-    use super::{QemuTimer, Timer, BAUD, TX_QUEUE};
+    use super::common;
+    use super::{QemuTimer, BAUD, TX_QUEUE};
 
     /// Bytes taken from a UART per interrupt before handing them on; the
     /// bound keeps a stuck error flag from wedging the interrupt.
@@ -230,7 +219,7 @@ mod app {
     #[shared]
     struct Shared {
         engine: Engine<TX_QUEUE>,
-        timer: Timer,
+        timer: Timer<QemuTimer>,
     }
 
     #[local]
@@ -241,16 +230,6 @@ mod app {
         target_rx: Rx<USART2>,
         lp: HwLoop,
         was_running: bool,
-    }
-
-    /// The RTIC lock on the timer, as the capture loop wants it.
-    struct Locked<'a, M>(&'a mut M);
-
-    impl<M: rtic::Mutex<T = Timer>> TimerLock for Locked<'_, M> {
-        type Hw = QemuTimer;
-        fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut QemuTimer) -> R) -> R {
-            self.0.lock(|t| f(&mut t.front, &mut t.hw))
-        }
     }
 
     #[init]
@@ -268,10 +247,7 @@ mod app {
         target_rx.listen();
 
         rcc.apb1enr().modify(|_, w| w.tim2en().set_bit());
-        let timer = Timer {
-            hw: QemuTimer::start(dp.TIM2, cx.core.SYST, target_tx),
-            front: Front::new(LOOP.timer_bits),
-        };
+        let timer = Timer::new(QemuTimer::start(dp.TIM2, cx.core.SYST, target_tx), LOOP.timer_bits);
 
         let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
         // No uart-echo floor: QEMU's UART has no bit timing, an echo can come
@@ -310,22 +286,14 @@ mod app {
     #[task(binds = USART2, priority = 3, shared = [timer], local = [target_rx])]
     fn target_rx(mut cx: target_rx::Context) {
         let rx = cx.local.target_rx;
-        cx.shared.timer.lock(|t| {
-            for _ in 0..RX_CHUNK {
-                match rx.read() {
-                    Ok(byte) => t.front.on_target_byte(&mut t.hw, byte),
-                    Err(nb::Error::WouldBlock) => break,
-                    Err(nb::Error::Other(_)) => t.front.on_target_error(),
-                }
-            }
-        });
+        cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_CHUNK));
         rtic::pend(Interrupt::EXTI1);
     }
 
     /// The wake-up alarm.
     #[task(binds = SysTick, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
-        cx.shared.timer.lock(|t| t.front.on_timer_interrupt(&mut t.hw));
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
         rtic::pend(Interrupt::EXTI1);
     }
 
@@ -336,10 +304,7 @@ mod app {
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
-        let (output, running) = engine.lock(|e| {
-            lp.run(e, &mut Locked(&mut timer));
-            (e.tx_pending() > 0, e.is_running())
-        });
+        let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
         if *cx.local.was_running && !running {
             // Under -icount shift=0 one instruction is 1 ns of virtual time
             // and a tick 10 ns: ticks x 10 = instructions.
@@ -361,7 +326,7 @@ mod app {
     #[task(binds = USART1, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
         let mut buf = [0u8; RX_CHUNK];
-        let (n, errors) = latprobe_firmware::link::read_burst(cx.local.host_rx, &mut buf);
+        let (n, errors) = latprobe_firmware::uart::read_burst(cx.local.host_rx, &mut buf);
         *cx.local.host_rx_errors = cx.local.host_rx_errors.wrapping_add(errors);
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
@@ -372,8 +337,7 @@ mod app {
         if n == 0 {
             return;
         }
-        let now = timer.lock(|t| t.front.now(&mut t.hw));
-        engine.lock(|e| e.on_host_bytes(&buf[..n], now));
+        common::host_bytes(&mut timer, &mut engine, &buf[..n]);
         rtic::pend(Interrupt::EXTI1);
         rtic::pend(Interrupt::EXTI0);
     }

@@ -1,5 +1,5 @@
 //! The Nucleo-F411RE's register layer: TIM2 as the capture loop's
-//! [`TimerHw`](crate::seam::TimerHw) ([`Tim2`]), the pin set-up
+//! [`TimerHw`](crate::hwloop::seam::TimerHw) ([`Tim2`]), the pin set-up
 //! ([`gpio`]) and the check of the clock tree read back after the HAL set
 //! it ([`rcc`]). References are to RM0383 (STM32F411 reference manual).
 //!
@@ -27,48 +27,69 @@ mod tests;
 
 pub use tim2::Tim2;
 
-/// A TIM2 register the driver uses, by its byte offset (RM0383 §13.4.19,
-/// TIM2 to TIM5 register map).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum TimReg {
-    /// Control register 1 (§13.4.1).
-    Cr1 = 0x00,
-    /// DMA/interrupt enable register (§13.4.4).
-    Dier = 0x0C,
-    /// Status register (§13.4.5).
-    Sr = 0x10,
-    /// Event generation register (§13.4.6).
-    Egr = 0x14,
-    /// Capture/compare mode register 1, CH1 and CH2 (§13.4.7).
-    Ccmr1 = 0x18,
-    /// Capture/compare mode register 2, CH3 and CH4 (§13.4.8).
-    Ccmr2 = 0x1C,
-    /// Capture/compare enable register (§13.4.9).
-    Ccer = 0x20,
-    /// Counter (§13.4.10).
-    Cnt = 0x24,
-    /// Prescaler (§13.4.11).
-    Psc = 0x28,
-    /// Auto-reload register (§13.4.12).
-    Arr = 0x2C,
-    /// Capture/compare register 1 (§13.4.13).
-    Ccr1 = 0x34,
-    /// Capture/compare register 2 (§13.4.14).
-    Ccr2 = 0x38,
-    /// Capture/compare register 3 (§13.4.15).
-    Ccr3 = 0x3C,
-    /// Capture/compare register 4 (§13.4.16).
-    Ccr4 = 0x40,
+/// A register map: an enum of a block's registers, each by its byte
+/// offset, with `offset()`. TIM2's and GPIO's maps share this one
+/// definition (derives, `repr`, `offset`); only their registers differ.
+macro_rules! register_map {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $off:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[repr(u8)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant = $off,)*
+        }
+
+        impl $name {
+            /// Byte offset in the register block.
+            pub const fn offset(self) -> usize {
+                self as usize
+            }
+        }
+    };
+}
+
+register_map! {
+    /// A TIM2 register the driver uses, by its byte offset (RM0383 §13.4.19,
+    /// TIM2 to TIM5 register map).
+    pub enum TimReg {
+        /// Control register 1 (§13.4.1).
+        Cr1 = 0x00,
+        /// DMA/interrupt enable register (§13.4.4).
+        Dier = 0x0C,
+        /// Status register (§13.4.5).
+        Sr = 0x10,
+        /// Event generation register (§13.4.6).
+        Egr = 0x14,
+        /// Capture/compare mode register 1, CH1 and CH2 (§13.4.7).
+        Ccmr1 = 0x18,
+        /// Capture/compare mode register 2, CH3 and CH4 (§13.4.8).
+        Ccmr2 = 0x1C,
+        /// Capture/compare enable register (§13.4.9).
+        Ccer = 0x20,
+        /// Counter (§13.4.10).
+        Cnt = 0x24,
+        /// Prescaler (§13.4.11).
+        Psc = 0x28,
+        /// Auto-reload register (§13.4.12).
+        Arr = 0x2C,
+        /// Capture/compare register 1 (§13.4.13).
+        Ccr1 = 0x34,
+        /// Capture/compare register 2 (§13.4.14).
+        Ccr2 = 0x38,
+        /// Capture/compare register 3 (§13.4.15).
+        Ccr3 = 0x3C,
+        /// Capture/compare register 4 (§13.4.16).
+        Ccr4 = 0x40,
+    }
 }
 
 impl TimReg {
-    /// Byte offset in the TIM2 block.
-    pub const fn offset(self) -> usize {
-        self as usize
-    }
-
     /// CCRn, n in 1..=4.
     pub const fn ccr(n: u8) -> Self {
         match n {
@@ -90,33 +111,25 @@ pub enum Port {
     B,
 }
 
-/// A GPIO register, by its byte offset (RM0383 §8.4.11, GPIO register map).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum GpioReg {
-    /// Port mode register (§8.4.1).
-    Moder = 0x00,
-    /// Output type register (§8.4.2).
-    Otyper = 0x04,
-    /// Output speed register (§8.4.3).
-    Ospeedr = 0x08,
-    /// Pull-up/pull-down register (§8.4.4).
-    Pupdr = 0x0C,
-    /// Input data register (§8.4.5).
-    Idr = 0x10,
-    /// Bit set/reset register (§8.4.7).
-    Bsrr = 0x18,
-    /// Alternate function low register, pins 0 to 7 (§8.4.9).
-    Afrl = 0x20,
-    /// Alternate function high register, pins 8 to 15 (§8.4.10).
-    Afrh = 0x24,
-}
-
-impl GpioReg {
-    /// Byte offset in a GPIO block.
-    pub const fn offset(self) -> usize {
-        self as usize
+register_map! {
+    /// A GPIO register, by its byte offset (RM0383 §8.4.11, GPIO register map).
+    pub enum GpioReg {
+        /// Port mode register (§8.4.1).
+        Moder = 0x00,
+        /// Output type register (§8.4.2).
+        Otyper = 0x04,
+        /// Output speed register (§8.4.3).
+        Ospeedr = 0x08,
+        /// Pull-up/pull-down register (§8.4.4).
+        Pupdr = 0x0C,
+        /// Input data register (§8.4.5).
+        Idr = 0x10,
+        /// Bit set/reset register (§8.4.7).
+        Bsrr = 0x18,
+        /// Alternate function low register, pins 0 to 7 (§8.4.9).
+        Afrl = 0x20,
+        /// Alternate function high register, pins 8 to 15 (§8.4.10).
+        Afrh = 0x24,
     }
 }
 

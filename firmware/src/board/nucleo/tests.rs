@@ -19,8 +19,8 @@ use super::tim2::{Tim2, SR_FLAGS};
 use super::{Bus, GpioBus, GpioReg, Port, TimReg};
 use crate::boards::nucleo_f411re::{LOOP, TIMER_HZ};
 use crate::engine::{BoardInfo, Engine};
+use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 use crate::hwloop::{Front, HwLoop, TimerLock};
-use crate::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 use crate::ticks::TimerBits;
 
 const US: u64 = 100;

@@ -1,6 +1,6 @@
 //! TIM2 as the capture loop's timer: the [`TimerHw`] of the Nucleo, as
 //! register words written and read through a [`Bus`]. Which channel does
-//! what is in [`crate::seam`]; every decision is in [`crate::hwloop`].
+//! what is in [`crate::hwloop::seam`]; every decision is in [`crate::hwloop`].
 //!
 //! ```text
 //!   CH1 PA0   output compare: the stimulus edge (OC1M)
@@ -10,7 +10,7 @@
 //! ```
 
 use super::{Bus, GpioReg, Port, TimReg};
-use crate::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 
 // ----- bit positions, RM0383 §13.4 (TIM2 to TIM5 registers) -----
 

@@ -1,6 +1,8 @@
-//! Serial plumbing every board shares, written against the embedded-hal-nb
-//! and embedded-io traits so that a new board brings only its HAL's
-//! implementations of them.
+//! UART plumbing every board shares (a bounded non-blocking read burst, a
+//! write of a whole buffer), written against the embedded-hal-nb and
+//! embedded-io traits so that a new board brings only its HAL's
+//! implementations of them. (The host's `link` is its deframing; this is
+//! not that.)
 
 use embedded_hal_nb::nb;
 use embedded_hal_nb::serial::Read;

@@ -1,0 +1,269 @@
+//! The stimulus schedule: when each stimulus is planned and requested
+//! (interval, dither, arm lead, guard, slot), what the board is asked for
+//! and its report of the stimulus, slips and re-anchoring, the start and
+//! the stop of a run. Owns [`Next`], the schedule anchor, the dither
+//! generator and the request ids.
+
+use latprobe_protocol::{
+    identity_byte, Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_COUNT,
+    MAX_BATCH_COUNT,
+};
+
+use super::rng::Pcg32;
+use super::txq::Class;
+use super::window::Slot;
+use super::{Engine, Run, RunTotals, StimulusRequest};
+
+/// The next stimulus, as far as the schedule got.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Next {
+    /// Nothing to request: periodic mode, the count is sent, or stopping.
+    Done,
+    /// Stimulus `seq` is planned at `planned`, but its slot is still busy.
+    Blocked { seq: u64, planned: u64 },
+    /// Requested of the board and not yet reported as produced.
+    Armed { req: StimulusRequest },
+}
+
+impl<const Q: usize> Engine<Q> {
+    /// The stimulus to produce, while one is wanted and not yet reported by
+    /// [`Engine::on_stimulus`]. `None` means: nothing (cancel anything armed).
+    /// Its `stimulus` is concrete: with identity, the byte of its `seq`.
+    pub fn stimulus_request(&self) -> Option<StimulusRequest> {
+        match self.run.as_ref()?.next {
+            Next::Armed { req } => Some(req),
+            _ => None,
+        }
+    }
+
+    /// The earliest extended tick at which the board must call
+    /// [`Engine::poll`] (a timeout, a batch flush, a heartbeat, a stall
+    /// check, an identity to take back) or produce the requested stimulus.
+    /// `None`: nothing is pending (idle). A stimulus time already in the
+    /// past (at or before the last `now` given) is left out, so a board
+    /// never spins on it.
+    pub fn next_deadline(&self) -> Option<u64> {
+        let mut d = self.flush_at;
+        let mut earliest = |t: u64| d = Some(d.map_or(t, |d: u64| d.min(t)));
+        if let Some(run) = &self.run {
+            earliest(run.heartbeat_at);
+            match run.next {
+                Next::Done => {}
+                Next::Armed { req } => {
+                    if req.at > self.last_now {
+                        earliest(req.at);
+                    }
+                    earliest(req.at.saturating_add(self.stall_ticks(&run.config)).saturating_add(1));
+                }
+                Next::Blocked { seq, .. } => {
+                    // Its slot frees on an answer, a timeout (below), or
+                    // when its identity may be taken back.
+                    if let Some(t) = self.reclaim_at(run, run.slots[run.slot_of(seq)]) {
+                        earliest(t.max(self.last_now.saturating_add(1)));
+                    }
+                }
+            }
+            let lag = u64::from(self.board.response_lag_ticks);
+            for slot in &run.slots[..run.window] {
+                if let Slot::Out { tick, .. } = *slot {
+                    earliest(tick.saturating_add(run.timeout()).saturating_add(lag).saturating_add(1));
+                }
+            }
+        }
+        d
+    }
+
+    /// The requested stimulus happened at extended tick `tick` (equal to the
+    /// request's `at` for a hardware compare, later for a software-timed
+    /// board). Ignored (counted) if none was requested.
+    pub fn on_stimulus(&mut self, tick: u64, now: u64) {
+        self.saw(now);
+        let Some(run) = self.run.as_mut() else {
+            self.stats.spurious_stimuli += 1;
+            return;
+        };
+        let Next::Armed { req } = run.next else {
+            self.stats.spurious_stimuli += 1;
+            return;
+        };
+        debug!("stimulus {} at {}", req.seq, tick);
+        // Produced an interval or more after it was requested (a software
+        // board that did not run: a suspended virtual probe, a host thread
+        // descheduled): a slip like a busy slot's, counted, and the
+        // schedule re-anchors at it, so the stimuli after it keep their
+        // spacing rather than burst to catch up.
+        let late = tick.saturating_sub(req.at);
+        if late >= u64::from(run.config.interval_ticks) {
+            let a = &mut self.totals.anomalies;
+            a.slipped += 1;
+            a.slip_total_ticks = a.slip_total_ticks.saturating_add(late);
+            a.slip_max_ticks = a.slip_max_ticks.max(late);
+            run.base_seq = req.seq;
+            run.base_tick = tick;
+        }
+        let i = run.slot_of(req.seq);
+        run.slots[i] = Slot::Out { seq: req.seq, tick };
+        run.next_seq = req.seq + 1;
+        run.next = Next::Done;
+        // Pipelined: with identity the next stimulus is planned at once.
+        self.plan(now);
+    }
+
+    pub(super) fn start(&mut self, config: Config, now: u64) {
+        self.totals = RunTotals::default();
+        self.samples = SampleBatchBuilder::new(config.interval_ticks, MAX_BATCH_COUNT);
+        self.edges.clear();
+        self.flush_at = None;
+        let periodic = !config.mode.is_echo();
+        // Echo: the first stimulus needs the arm lead. Periodic: edges count
+        // from now.
+        let start_tick =
+            if periodic { now } else { now.saturating_add(u64::from(self.board.arm_lead_ticks)) };
+        self.run = Some(Run {
+            config,
+            start_tick,
+            periodic,
+            window: config.stimulus.window(),
+            base_seq: 0,
+            base_tick: start_tick,
+            next_seq: 0,
+            emit_seq: 0,
+            slots: [Slot::Free; IDENTITY_COUNT],
+            next: Next::Done,
+            heard_max: None,
+            rng: Pcg32::new(config.seed),
+            heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
+            stopping: false,
+        });
+        info!("start at {}", start_tick);
+        self.send(&ProbeMsg::Started { start_tick, first_seq: 0 }, Class::Control);
+        self.plan(now);
+    }
+
+    /// Plan the next stimulus: request it when its slot is free, else mark
+    /// it blocked. It is planned at its place in the schedule plus dither
+    /// (drawn once per stimulus, in order: the same seed gives the same
+    /// schedule), and requested no sooner than that, than the arm lead
+    /// after `now`, nor than `guard` after the sample that last held its
+    /// slot ended. A stimulus its slot held back past its plan has slipped:
+    /// it is counted with its delay; one slipped by an interval or more
+    /// re-anchors the schedule, so later stimuli keep their spacing rather
+    /// than bunch up to catch up.
+    pub(super) fn plan(&mut self, now: u64) {
+        let lead = u64::from(self.board.arm_lead_ticks);
+        let reclaim_wait = self.board.heartbeat_ticks();
+        let id = self.next_request_id;
+        let Some(run) = self.run.as_mut() else { return };
+        let was_blocked = matches!(run.next, Next::Blocked { .. });
+        let (seq, planned) = match run.next {
+            Next::Armed { .. } => return,
+            Next::Blocked { seq, planned } => (seq, planned),
+            Next::Done => {
+                if !run.wants_more() {
+                    return;
+                }
+                let c = run.config;
+                let seq = run.next_seq;
+                let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
+                let slot = run
+                    .base_tick
+                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(c.interval_ticks)));
+                (seq, slot.saturating_add(dither))
+            }
+        };
+        if !run.wants_more() {
+            run.next = Next::Done;
+            return;
+        }
+        let i = run.slot_of(seq);
+        // The end of the sample that last held the slot, if the slot is free.
+        let ended = match run.slots[i] {
+            Slot::Free => None,
+            Slot::Out { .. } => {
+                run.next = Next::Blocked { seq, planned };
+                return;
+            }
+            Slot::Answered { seq: old, .. } | Slot::TimedOut { seq: old, .. } if old >= run.emit_seq => {
+                // Resolved but its sample waits behind an earlier one.
+                run.next = Next::Blocked { seq, planned };
+                return;
+            }
+            s @ (Slot::Answered { seq: old, tick, .. } | Slot::TimedOut { seq: old, tick }) => {
+                let end = match s {
+                    Slot::Answered { latency, .. } => tick.saturating_add(u64::from(latency)),
+                    _ => tick.saturating_add(run.timeout()),
+                };
+                if run.window > 1 && run.heard_max.is_none_or(|m| m <= old) {
+                    // No later stimulus answered yet: an in-order target may
+                    // still send this identity's answer (or a duplicate).
+                    // Hold it, for a second at most.
+                    if now < end.saturating_add(reclaim_wait) {
+                        run.next = Next::Blocked { seq, planned };
+                        return;
+                    }
+                    if matches!(s, Slot::TimedOut { .. }) {
+                        self.totals.anomalies.reclaimed += 1;
+                    }
+                }
+                Some(end)
+            }
+        };
+        let mut at = planned.max(now.saturating_add(lead));
+        let mut held = was_blocked;
+        if let Some(end) = ended {
+            let guarded = end.saturating_add(u64::from(run.config.guard_ticks));
+            held |= guarded > at;
+            at = at.max(guarded);
+        }
+        // A slip is a delay the slot caused (still held, or its guard); a
+        // probe merely late to plan is not counted, its stimulus carries
+        // its actual tick either way.
+        if at > planned && held {
+            let slip = at - planned;
+            let a = &mut self.totals.anomalies;
+            a.slipped += 1;
+            a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
+            a.slip_max_ticks = a.slip_max_ticks.max(slip);
+            if slip >= u64::from(run.config.interval_ticks) {
+                run.base_seq = seq;
+                run.base_tick = at;
+            }
+        }
+        let stimulus = match run.config.stimulus {
+            Stimulus::Identified => Stimulus::Byte(identity_byte(seq)),
+            s => s,
+        };
+        run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus } };
+        self.next_request_id = id.wrapping_add(1);
+    }
+
+    /// The host's Stop: periodic runs end now; echo runs send no new
+    /// stimulus and end once every stimulus in flight has its sample (at
+    /// most one timeout later). A second Stop ends the run at once, and
+    /// what is still in flight is abandoned.
+    pub(super) fn stop(&mut self, now: u64) {
+        let Some(run) = self.run.as_mut() else { return };
+        if run.periodic || run.stopping {
+            self.finish(StopReason::HostStop, now);
+            return;
+        }
+        run.stopping = true;
+        run.next = Next::Done;
+        self.emit(now);
+    }
+
+    /// With identity, when the identity held by `slot` (answered or timed
+    /// out, its sample sent) may be taken back without proof that its
+    /// answer is not coming: a second after the sample ended.
+    fn reclaim_at(&self, run: &Run, slot: Slot) -> Option<u64> {
+        if run.window == 1 {
+            return None;
+        }
+        let end = match slot {
+            Slot::Answered { tick, latency, .. } => tick.saturating_add(u64::from(latency)),
+            Slot::TimedOut { tick, .. } => tick.saturating_add(run.timeout()),
+            Slot::Free | Slot::Out { .. } => return None,
+        };
+        Some(end.saturating_add(self.board.heartbeat_ticks()))
+    }
+}

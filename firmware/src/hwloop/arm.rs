@@ -1,0 +1,247 @@
+//! Arming: under the timer's lock, the engine's requests are carried out
+//! on the timer: the stimulus edge by output compare (or forced in
+//! software when its moment has passed), the stimulus byte written with
+//! its start-bit capture opened, and the wake-up compare at the next
+//! deadline. Owns what is armed ([`Armed`]), whether the TX start-bit
+//! wire answered ([`TxWire`]), the TX line's free time and the retry.
+
+use latprobe_protocol::{Edge, Stimulus, IDENTITY_COUNT};
+
+use super::front::Front;
+use super::seam::{Channel, OutputMode, Polarity, TimerHw};
+use super::HwLoop;
+use crate::engine::{Engine, StimulusRequest};
+
+/// Whether this run found the TX start-bit wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TxWire {
+    Unknown,
+    Wired,
+    Absent,
+}
+
+/// The stimulus the board has in hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Armed {
+    Nothing,
+    /// The compare makes the edge at `at`.
+    Edge {
+        at: u64,
+        slot: usize,
+    },
+    /// The byte went out; its start-bit capture is awaited until
+    /// `deadline`, else `soft` (the software estimate) is its tick.
+    Byte {
+        soft: u64,
+        deadline: u64,
+        slot: usize,
+    },
+}
+
+/// What carrying out the engine's requests works on, under the timer's
+/// lock: the engine, the front that reads the timer, the timer, and the
+/// `now` read when planning began. One value instead of an argument list.
+struct Ctx<'a, T, const Q: usize> {
+    engine: &'a mut Engine<Q>,
+    front: &'a mut Front,
+    hw: &'a mut T,
+    now: u64,
+}
+
+impl HwLoop {
+    /// Under the lock: set the response line, arm the stimulus and the
+    /// wake-up. Returns whether something is already due (run again).
+    pub(super) fn plan<T: TimerHw, const Q: usize>(
+        &mut self,
+        engine: &mut Engine<Q>,
+        front: &mut Front,
+        hw: &mut T,
+    ) -> bool {
+        let now = front.now(hw);
+        let cx = &mut Ctx { engine, front, hw, now };
+        if let Some(from) = self.cost_from.take() {
+            let cost = now.saturating_sub(from).min(u64::from(u32::MAX)) as u32;
+            self.stats.capture_cost_last = cost;
+            self.stats.capture_cost_max = self.stats.capture_cost_max.max(cost);
+        }
+        if self.follow_run(cx.engine, cx.hw) {
+            self.warn_no_tx_wire(cx.engine, now);
+        }
+        cx.hw.marker(self.marker && cx.engine.is_running());
+        let config = cx.engine.config().copied();
+        if !cx.engine.is_running() {
+            // Between runs the stimulus line rests at its idle level.
+            if let Some(Stimulus::Edge(edge)) = config.map(|c| c.stimulus) {
+                cx.hw.set_output(rest(edge));
+            }
+        }
+        match cx.engine.stimulus_request() {
+            None => self.disarm(cx.hw),
+            Some(req) if self.done_id == Some(req.id) => {}
+            Some(req) => {
+                let slot = if self.identity { (req.seq % IDENTITY_COUNT as u64) as usize } else { 0 };
+                match req.stimulus {
+                    Stimulus::Edge(edge) => self.arm_edge(cx, req, slot, edge),
+                    Stimulus::Byte(b) if now >= req.at => self.send(cx, req.id, slot, b),
+                    Stimulus::Byte(_) | Stimulus::None(_) | Stimulus::Identified => {}
+                }
+            }
+        }
+        // Service the timer, not only read it: a start-bit capture that
+        // latched while the lock held its interrupt back is taken now, so
+        // the fallback below never calls a wired byte unwired (and the rest
+        // of the run software-timed). What it logged is delivered next.
+        let now = cx.front.service(cx.hw);
+        if cx.front.tx_start.is_none() {
+            self.tx_fallback(cx.engine, now);
+        }
+        if cx.front.has_events() {
+            return true;
+        }
+        let mut due = cx.engine.next_deadline();
+        let mut earliest = |t: u64| due = Some(due.map_or(t, |d: u64| d.min(t)));
+        if let Armed::Byte { deadline, .. } = self.armed {
+            earliest(deadline);
+        }
+        if let Some(t) = self.retry_at {
+            earliest(t);
+        }
+        let Some(due) = due else {
+            cx.hw.set_compare_irq(Channel::Wake, false);
+            return false;
+        };
+        if due <= now {
+            return true;
+        }
+        match cx.front.ext.compare_value(due, now) {
+            Some(v) => {
+                cx.hw.set_compare(Channel::Wake, v as u32);
+                cx.hw.take_compare(Channel::Wake);
+                cx.hw.set_compare_irq(Channel::Wake, true);
+                // Passed while it was written: no match until the wrap.
+                let after = cx.front.now(cx.hw);
+                after >= due && !cx.hw.compare_pending(Channel::Wake)
+            }
+            None => {
+                // Beyond one counter period: the wrap's interrupt re-plans.
+                cx.hw.set_compare_irq(Channel::Wake, false);
+                false
+            }
+        }
+    }
+
+    /// Nothing is wanted (the run stopped): cancel what is armed.
+    fn disarm<T: TimerHw>(&mut self, hw: &mut T) {
+        match self.armed {
+            Armed::Edge { .. } => {
+                // Frozen: the pin keeps its level, the match does nothing.
+                hw.set_output(OutputMode::Frozen);
+                hw.set_compare_irq(Channel::Stimulus, false);
+            }
+            Armed::Byte { .. } => hw.set_capture(Channel::TxStart, None),
+            Armed::Nothing => {}
+        }
+        self.armed = Armed::Nothing;
+        self.retry_at = None;
+    }
+
+    /// Program the stimulus compare so the hardware makes `edge` (the
+    /// request's) at `req.at`, or make it in software now if that moment
+    /// has passed.
+    fn arm_edge<T: TimerHw, const Q: usize>(
+        &mut self,
+        cx: &mut Ctx<'_, T, Q>,
+        req: StimulusRequest,
+        slot: usize,
+        edge: Edge,
+    ) {
+        let (id, at, now) = (req.id, req.at, cx.now);
+        let Some(v) = cx.front.ext.compare_value(at, now) else {
+            if at <= now {
+                self.done_id = Some(id);
+                self.force_edge(cx, edge, slot);
+            }
+            // Else beyond one period: the wrap's interrupt arms it.
+            return;
+        };
+        // RM0383 §13.3.8 (output compare): the mode before the compare
+        // value. First the idle level (the pin moves only at the match),
+        // and the old value parked a period away (it cannot match while
+        // the mode changes); the flag cleared; the match mode; then CCR1.
+        // A match can then only happen at `v`, with the right mode.
+        cx.hw.set_output(rest(edge));
+        cx.hw.set_compare(Channel::Stimulus, (now as u32).wrapping_sub(1));
+        cx.hw.take_compare(Channel::Stimulus);
+        cx.hw.set_output(match edge {
+            Edge::Rising => OutputMode::HighOnMatch,
+            Edge::Falling => OutputMode::LowOnMatch,
+            Edge::Toggle => OutputMode::ToggleOnMatch,
+        });
+        cx.hw.set_compare(Channel::Stimulus, v as u32);
+        cx.hw.set_compare_irq(Channel::Stimulus, true);
+        self.done_id = Some(id);
+        self.armed = Armed::Edge { at, slot };
+        // The counter passed `at` before CCR1 held it: no match will come.
+        let after = cx.front.now(cx.hw);
+        if after >= at && !cx.hw.compare_pending(Channel::Stimulus) {
+            cx.hw.set_compare_irq(Channel::Stimulus, false);
+            self.armed = Armed::Nothing;
+            self.force_edge(cx, edge, slot);
+        }
+    }
+
+    /// Make the stimulus edge in software and report the tick read right
+    /// before it.
+    fn force_edge<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>, edge: Edge, slot: usize) {
+        let high = match edge {
+            Edge::Rising => true,
+            Edge::Falling => false,
+            Edge::Toggle => !cx.hw.output_level(),
+        };
+        let tick = cx.front.now(cx.hw);
+        cx.hw.set_output(if high { OutputMode::ForceHigh } else { OutputMode::ForceLow });
+        self.stimulus(cx.engine, tick, slot, tick, true);
+    }
+
+    /// Write the stimulus byte; its tick is its start bit's capture when
+    /// the wire is there, else the software tick, reported at once.
+    fn send<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>, id: u32, slot: usize, byte: u8) {
+        let hw_tick = self.cfg.tx_capture && self.cfg.response_capture && self.tx_wire != TxWire::Absent;
+        if hw_tick {
+            cx.hw.set_capture(Channel::TxStart, Some(Polarity::Falling));
+            cx.front.tx_start = None;
+        }
+        let written = cx.front.now(cx.hw);
+        if !cx.hw.send_byte(byte) {
+            // The transmitter still holds two bytes: not sent. Again a bit
+            // time later (the engine's deadline has passed, it will not
+            // wake us for it).
+            if hw_tick {
+                cx.hw.set_capture(Channel::TxStart, None);
+            }
+            self.retry_at = Some(written + self.cfg.bit_ticks().max(1));
+            return;
+        }
+        self.retry_at = None;
+        // The start bit begins at once on an idle line, or when the byte
+        // before has left.
+        let soft = written.max(self.tx_free_at);
+        self.tx_free_at = soft + self.cfg.byte_ticks();
+        self.done_id = Some(id);
+        if hw_tick {
+            self.armed = Armed::Byte { soft, deadline: soft + self.cfg.tx_capture_wait(), slot };
+        } else {
+            self.stimulus(cx.engine, soft, slot, written, true);
+        }
+    }
+}
+
+/// The stimulus pin's resting level for `edge`: low before a rising edge,
+/// high before a falling one; a toggle keeps its level.
+const fn rest(edge: Edge) -> OutputMode {
+    match edge {
+        Edge::Rising => OutputMode::ForceLow,
+        Edge::Falling => OutputMode::ForceHigh,
+        Edge::Toggle => OutputMode::Frozen,
+    }
+}

@@ -1,0 +1,100 @@
+//! Delivery: a collected [`Batch`] goes to the engine in the order the
+//! rules want (lost events counted, the stimulus first, then every answer
+//! in latch order, then `poll(now)`), and a stimulus is reported with its
+//! tick: the hardware's, or the software fallback's when the start-bit
+//! capture is overdue.
+
+use super::arm::{Armed, TxWire};
+use super::front::{Batch, Event};
+use super::HwLoop;
+use crate::engine::Engine;
+
+impl HwLoop {
+    /// Hand a batch to the engine: stimuli first, then answers in latch
+    /// order, then `poll(now)`.
+    pub(super) fn deliver<const Q: usize>(&mut self, engine: &mut Engine<Q>, b: &Batch, now: u64) {
+        for _ in 0..b.lost {
+            // A capture or byte that never reached us: one answer the less.
+            engine.count_overcapture();
+        }
+        self.stats.lost_events = self.stats.lost_events.saturating_add(b.lost);
+        if b.stimulus_fired {
+            if let Armed::Edge { at, slot } = self.armed {
+                self.armed = Armed::Nothing;
+                self.stimulus(engine, at, slot, now, false);
+            }
+        }
+        if let Some((raw_tick, overcaptured)) = b.tx_start {
+            if let Armed::Byte { soft, slot, .. } = self.armed {
+                self.armed = Armed::Nothing;
+                self.tx_wire = TxWire::Wired;
+                if overcaptured {
+                    // A data edge of our byte overwrote its start bit: the
+                    // capture is not the start. The software tick is.
+                    self.stimulus(engine, soft, slot, now, true);
+                } else {
+                    let tick = raw_tick.saturating_sub(u64::from(self.cfg.capture_delay_ticks));
+                    self.tx_free_at = tick + self.cfg.byte_ticks();
+                    self.stimulus(engine, tick, slot, now, false);
+                }
+            }
+        }
+        // Before any answer: a byte whose start-bit capture is overdue has
+        // its software tick reported, so its answer is never "before" it.
+        self.tx_fallback(engine, now);
+        for e in &b.events[..b.len] {
+            match *e {
+                Event::Response { tick, overcaptured } => {
+                    let tick = tick.saturating_sub(u64::from(self.cfg.capture_delay_ticks));
+                    self.on_capture(engine, tick, overcaptured, now);
+                }
+                Event::Byte { byte, at } => self.on_byte(engine, byte, at, now),
+                Event::LineError => engine.count_line_error(),
+            }
+        }
+        engine.poll(now);
+    }
+
+    /// Report a stimulus to the engine and remember its tick for the skew
+    /// allowance.
+    pub(super) fn stimulus<const Q: usize>(
+        &mut self,
+        engine: &mut Engine<Q>,
+        tick: u64,
+        slot: usize,
+        now: u64,
+        soft: bool,
+    ) {
+        self.stim_ticks[slot] = Some(tick);
+        self.marker = true;
+        engine.on_stimulus(tick, now.max(tick));
+        if soft {
+            self.stats.soft_stimuli = self.stats.soft_stimuli.saturating_add(1);
+            engine.count_soft_stimulus();
+        }
+    }
+
+    /// Say that stimulus bytes are software-timed for want of the wire, on
+    /// RTT and to the user on the serial link.
+    pub(super) fn warn_no_tx_wire<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
+        warn!("no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks");
+        engine.log(
+            latprobe_protocol::LogLevel::Warn,
+            "no start-bit capture of the stimulus byte (wire PA9 to PB10): software stimulus ticks",
+            now,
+        );
+    }
+
+    pub(super) fn tx_fallback<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
+        if let Armed::Byte { soft, deadline, slot } = self.armed {
+            if now >= deadline {
+                if self.tx_wire != TxWire::Absent {
+                    self.warn_no_tx_wire(engine, now);
+                }
+                self.tx_wire = TxWire::Absent;
+                self.armed = Armed::Nothing;
+                self.stimulus(engine, soft, slot, now, true);
+            }
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The capture loop: every timing decision of a board with a hardware timer,
+//! behind the [`TimerHw`] seam, so that it runs and is tested on the host.
+//!
+//! ```text
+//!   top priority (TIM2, target UART RX)          engine priority (one task, lower)
+//!  ┌──────────────────────────────────────┐    ┌──────────────────────────────────────────┐
+//!  │ Front: overflow, then every capture  │    │ HwLoop::run                              │
+//!  │ and compare flag, *then* `now`;      │    │  1 lock: Front::collect → events, now    │
+//!  │ events logged with extended ticks    │──▶ │  2 deliver: stimulus first, then the     │
+//!  │ (no engine, no encoding: a few µs)   │    │    captures/bytes in latch order → Engine│
+//!  │ pend the engine task                 │    │    (CRC/COBS happen here), poll(now)     │
+//!  └──────────────────────────────────────┘    │  3 lock: plan → arm compare/capture/wake │
+//!                                              └──────────────────────────────────────────┘
+//! ```
+//!
+//! Why two levels: the capture registers must be read before the next edge
+//! overwrites them, so their interrupt is the top priority; batch encoding
+//! (postcard, CRC, COBS) takes tens of µs and must not delay it. The
+//! [`Front`] does only register reads at the top priority; the [`HwLoop`]
+//! drives the engine from a lower priority, taking the timer's lock only
+//! for its register accesses ([`TimerLock`]).
+//!
+//! The rules, each tested through a fake timer (`hwloop/tests.rs`):
+//!
+//! - **Read order.** Captures and compare flags are read *before* the `now`
+//!   they are converted with ([`crate::ticks`]); a capture that latches
+//!   between the two is read in the next pass, never placed a counter
+//!   period in the past.
+//! - **Stimulus before answer.** A stimulus compare that fired is delivered
+//!   before the captures of the same pass: its answer can latch before the
+//!   interrupt runs.
+//! - **Response line per stimulus.** UART (a byte, fixed or identified):
+//!   falling edges only, each paired with the byte the UART reads
+//!   ([`StartBitPairer`]), so one answer is one start bit. GPIO: only the
+//!   answer's polarity (`Rising`, `Falling`; both for `Toggle`), so the
+//!   line's return to idle is never an answer. Periodic: the line the
+//!   configuration names ([`ResponseLine`](latprobe_protocol::ResponseLine)): every edge of a GPIO, or each
+//!   UART byte at its start bit as above. It is never guessed from the
+//!   edges: a glitch, a break or a byte cut by the start of the run would
+//!   decide it wrongly for the whole run.
+//! - **Overcapture.** The latest edge of several is never taken for the
+//!   first: in UART modes the byte is not timed (the pairer's rule 5), in
+//!   echo over GPIO the capture is dropped (the sample times out), in
+//!   periodic mode the latest edge is still a true edge and is kept. Each
+//!   is counted in `Anomalies::overcaptures`.
+//! - **Input filter.** Every capture latches [`LoopConfig::capture_delay_ticks`]
+//!   after its edge (the filter's N samples): that delay is subtracted, so
+//!   a capture says when the edge happened, like a compare.
+//! - **Stimulus tick of a byte.** The hardware capture of its start bit
+//!   (`TxStart`) when the board has the wire; without it, the counter read
+//!   right before the write (or, with the transmitter still busy, the end
+//!   of the byte before), reported at once and counted as soft
+//!   ([`Engine::count_soft_stimulus`]). Whether the wire is there is found
+//!   out per run: the first byte waits two bit times for its capture.
+//! - **Edge stimulus.** OC mode first, then the compare value (RM0383
+//!   §13.3.8), the pin frozen after the match (a toggle never repeats a
+//!   counter period later), and a compare that passed while it was written
+//!   becomes a forced edge timed in software.
+//! - **Loopback skew.** In loopback the same edge reaches two capture
+//!   channels; one may latch [`LoopConfig::loopback_skew_ticks`] before the
+//!   other. Such an answer is placed at its stimulus, never before it.
+//!
+//!
+//! The parts, by what each owns:
+//!
+//! ```text
+//!   seam.rs     TimerHw: the board's timer and target line, register accesses only
+//!   front.rs    Front: the tick extender and the event log (top priority); Timer
+//!   deliver.rs  a Batch to the engine in order; stimulus ticks, soft fallback
+//!   line.rs     the response line (Line, capture polarity, pairer), per-run state
+//!   pairer.rs   StartBitPairer: a UART byte paired with its start-bit capture
+//!   arm.rs      the requests carried out (Armed, TxWire, compares, byte writes)
+//!   mod.rs      LoopConfig, LoopStats, TimerLock and HwLoop::run
+//! ```
+//!
+//! [`Engine::count_soft_stimulus`]: crate::Engine::count_soft_stimulus
+
+mod arm;
+mod deliver;
+mod front;
+mod line;
+pub mod pairer;
+pub mod seam;
+
+use latprobe_protocol::{Mode, IDENTITY_COUNT};
+
+use crate::engine::Engine;
+use crate::ticks::TimerBits;
+use arm::{Armed, TxWire};
+use line::Line;
+use pairer::StartBitPairer;
+use seam::{Channel, Polarity, TimerHw};
+
+pub use front::{Batch, Event, Front, Timer};
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+/// Events the [`Front`] holds for the engine task at most. A run at a 1 ms
+/// interval logs one or two per stimulus; the engine task drains them
+/// within its own run time.
+pub const LOG_LEN: usize = 16;
+
+/// Rounds of deliver-and-plan per [`HwLoop::run`] before it lets other
+/// tasks in and comes back 10 µs later.
+const ROUNDS: usize = 4;
+
+/// What a board's timer and lines are like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopConfig {
+    /// Rate of the counter, in Hz.
+    pub timer_hz: u32,
+    /// Width of the counter.
+    pub timer_bits: TimerBits,
+    /// Baud rate of the target line; 0 when it has no bit timing (QEMU's
+    /// UART moves a byte at once).
+    pub baud: u32,
+    /// The response line is timestamped by input capture. Without (QEMU),
+    /// a byte's tick is the counter read when the byte is taken.
+    pub response_capture: bool,
+    /// The board has a capture channel for its own TX start bit. Whether it
+    /// is wired is found out at run time.
+    pub tx_capture: bool,
+    /// Ticks from an edge at a capture pin to its latch: the input filter
+    /// (RM0383 §13.4.7, ICxF: N consecutive samples at f_SAMPLING). Taken
+    /// off every capture.
+    pub capture_delay_ticks: u32,
+    /// In loopback, how many ticks an answer may latch before its stimulus
+    /// and still be its answer (two channels see one edge).
+    pub loopback_skew_ticks: u32,
+}
+
+impl LoopConfig {
+    /// One bit time on the target line, in ticks; 0 for a line without
+    /// bit timing (`baud` 0: an emulated UART).
+    pub const fn bit_ticks(&self) -> u64 {
+        if self.baud == 0 {
+            0
+        } else {
+            self.timer_hz as u64 / self.baud as u64
+        }
+    }
+
+    /// One 8N1 byte (10 bits), in ticks.
+    pub const fn byte_ticks(&self) -> u64 {
+        10 * self.bit_ticks()
+    }
+
+    /// How long after the write a byte's start-bit capture must have come
+    /// if the wire is there: the transmitter starts within a bit time of
+    /// a write to an idle line; two bit times leave room.
+    pub const fn tx_capture_wait(&self) -> u64 {
+        2 * self.bit_ticks()
+    }
+}
+
+/// Exclusive access to the [`Front`] and the timer for the time of a
+/// closure: an RTIC lock on the board, the plain values in tests.
+pub trait TimerLock {
+    /// The board's timer.
+    type Hw: TimerHw;
+    /// Run `f` with the front and the timer, other users kept out.
+    fn lock<R>(&mut self, f: impl FnOnce(&mut Front, &mut Self::Hw) -> R) -> R;
+}
+
+/// Counters of the loop itself (logged by the board; the wire does not
+/// carry them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LoopStats {
+    /// Stimuli timed in software this run (also in the engine's stats).
+    pub soft_stimuli: u32,
+    /// Answers placed at their stimulus by the loopback skew allowance.
+    pub skew_clamped: u32,
+    /// Cost of the capture path, in ticks: from the latch of an answer
+    /// (for a UART answer: from the read of its byte) to the engine having
+    /// queued its sample and polled. The last and the largest this run.
+    pub capture_cost_last: u32,
+    /// See `capture_cost_last`.
+    pub capture_cost_max: u32,
+    /// Events lost because the front's log was full.
+    pub lost_events: u32,
+}
+
+/// The bottom half: drives the engine from the front's events and carries
+/// out its requests on the timer (module docs).
+#[derive(Debug, Clone)]
+pub struct HwLoop {
+    cfg: LoopConfig,
+    armed: Armed,
+    /// Id of the last request handled (armed or produced).
+    done_id: Option<u32>,
+    tx_wire: TxWire,
+    /// When the TX line is free again: the end of the last byte sent.
+    tx_free_at: u64,
+    line: Line,
+    /// What the response capture channel is set to.
+    hw_polarity: Option<Polarity>,
+    pairer: StartBitPairer,
+    /// The run the per-run state belongs to (its start tick).
+    run: Option<u64>,
+    mode: Option<Mode>,
+    identity: bool,
+    /// Stimulus tick per slot, for the loopback skew allowance.
+    stim_ticks: [Option<u64>; IDENTITY_COUNT],
+    /// Tick of the last answer handed to the engine, for the cost figure.
+    cost_from: Option<u64>,
+    /// The stimulus could not be written: try again at this tick.
+    retry_at: Option<u64>,
+    /// The scope trigger's level: a stimulus is out, its answer not in.
+    marker: bool,
+    stats: LoopStats,
+}
+
+impl HwLoop {
+    /// A loop for a board described by `cfg`.
+    pub const fn new(cfg: LoopConfig) -> Self {
+        Self {
+            cfg,
+            armed: Armed::Nothing,
+            done_id: None,
+            tx_wire: TxWire::Unknown,
+            tx_free_at: 0,
+            line: Line::Off,
+            hw_polarity: None,
+            pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
+            run: None,
+            mode: None,
+            identity: false,
+            stim_ticks: [None; IDENTITY_COUNT],
+            cost_from: None,
+            retry_at: None,
+            marker: false,
+            stats: LoopStats {
+                soft_stimuli: 0,
+                skew_clamped: 0,
+                capture_cost_last: 0,
+                capture_cost_max: 0,
+                lost_events: 0,
+            },
+        }
+    }
+
+    /// The board description.
+    pub const fn config(&self) -> &LoopConfig {
+        &self.cfg
+    }
+
+    /// This run's counters.
+    pub const fn stats(&self) -> LoopStats {
+        self.stats
+    }
+
+    /// Whether the TX start-bit wire answered in this run: `Some(true)`
+    /// wired, `Some(false)` absent (stimulus ticks are software ticks),
+    /// `None` not known yet.
+    pub const fn tx_wired(&self) -> Option<bool> {
+        match self.tx_wire {
+            TxWire::Unknown => None,
+            TxWire::Wired => Some(true),
+            TxWire::Absent => Some(false),
+        }
+    }
+
+    /// The engine task: deliver what the front logged, poll, and carry out
+    /// the engine's requests; repeated while something is already due.
+    pub fn run<L: TimerLock, const Q: usize>(&mut self, engine: &mut Engine<Q>, timer: &mut L) {
+        let mut batch = Batch::new();
+        for _ in 0..ROUNDS {
+            let now = timer.lock(|front, hw| front.collect(hw, &mut batch));
+            self.deliver(engine, &batch, now);
+            if !timer.lock(|front, hw| self.plan(engine, front, hw)) {
+                return;
+            }
+        }
+        // Still something due after the rounds: come back in 10 µs rather
+        // than wait for the next wrap, and let the other tasks in.
+        timer.lock(|front, hw| {
+            let now = front.now(hw);
+            let soon = now + u64::from(self.cfg.timer_hz / 100_000).max(1);
+            hw.set_compare(Channel::Wake, soon as u32);
+            hw.take_compare(Channel::Wake);
+            hw.set_compare_irq(Channel::Wake, true);
+        });
+    }
+}
