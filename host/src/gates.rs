@@ -13,7 +13,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::analysis::figure::PERCENTILES;
 use crate::analysis::{rank, Analysis, Figure};
 use crate::model::{LimitUnit, Limits, Measured, PercentileLimit, Verdict};
 pub use crate::options::{parse_percent, parse_percentile, LimitArgs};
@@ -305,10 +304,9 @@ fn percentile_of(r: &Report, percent: f64, exact: Option<&Analysis>) -> Measured
         return a.quantile(percent / 100.0).into();
     }
     let Some(l) = &r.latency_ns else { return Measured::Nothing };
-    // The report's own fields, in the order of PERCENTILES.
-    let standard = [l.p50, l.p90, l.p99, l.p99_9, l.p99_99];
-    if let Some(i) = PERCENTILES.iter().position(|p| p.percent == percent) {
-        return l.figure(standard[i]).into();
+    // One of the report's own fields.
+    if let Some((_, v)) = l.percentiles().into_iter().find(|(p, _)| p.percent == percent) {
+        return l.figure(v).into();
     }
     // Another percentile of a JSON report: bounded by the 1 µs bins.
     let n = l.measured.saturating_add(l.censored);

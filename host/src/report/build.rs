@@ -24,19 +24,22 @@ pub fn stimulus_name(s: Stimulus) -> String {
 /// The latency table of `a`: every figure over all samples, censored
 /// where it falls among the timeouts; `None` without samples.
 pub fn latency_of(a: &crate::analysis::Analysis) -> Option<Latency> {
-    (a.samples() > 0).then(|| Latency {
-        measured: a.responses,
-        censored: a.timeouts,
-        censored_above: a.timeout_ns(),
-        min: a.min().value(),
-        mean: a.mean_ns(),
-        p50: a.quantile(0.5).value(),
-        p90: a.quantile(0.9).value(),
-        p99: a.quantile(0.99).value(),
-        p99_9: a.quantile(0.999).value(),
-        p99_99: a.quantile(0.9999).value(),
-        max: a.max().value(),
-        max_measured: a.max_measured_ns(),
+    (a.samples() > 0).then(|| {
+        let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| a.quantile(p.q).value());
+        Latency {
+            measured: a.responses,
+            censored: a.timeouts,
+            censored_above: a.timeout_ns(),
+            min: a.min().value(),
+            mean: a.mean_ns(),
+            p50,
+            p90,
+            p99,
+            p99_9,
+            p99_99,
+            max: a.max().value(),
+            max_measured: a.max_measured_ns(),
+        }
     })
 }
 
@@ -117,16 +120,9 @@ fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
     });
     let naive = fit.filter(|f| !f.naive.is_empty()).map(|f| {
         let h = &f.naive;
-        let q = |q: f64| h.quantile(q).map_or(0, |v| (v - h.min) as u64);
-        NaiveReport {
-            count: h.len(),
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            p99_9: q(0.999),
-            p99_99: q(0.9999),
-            max: (h.max - h.min) as u64,
-        }
+        let [p50, p90, p99, p99_9, p99_99] =
+            PERCENTILES.map(|p| h.quantile(p.q).map_or(0, |v| (v - h.min) as u64));
+        NaiveReport { count: h.len(), p50, p90, p99, p99_9, p99_99, max: (h.max - h.min) as u64 }
     });
     PeriodicReport {
         edges: e.map_or(0, |e| e.edges),

@@ -165,11 +165,15 @@ fn figures(h: &mut String, r: &Report) {
         None => h.push_str("<p>No samples: no latency figures.</p>\n"),
         Some(l) => {
             h.push_str("<table id=\"figures\"><tr>");
-            for n in ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean (measured)"] {
+            let figures: Vec<(&str, Option<u64>)> = std::iter::once(("min", l.min))
+                .chain(l.percentiles().map(|(p, v)| (p.name, v)))
+                .chain([("max", l.max)])
+                .collect();
+            for (n, _) in &figures {
                 let _ = write!(h, "<th>{n}</th>");
             }
-            h.push_str("</tr>\n<tr>");
-            for v in [l.min, l.p50, l.p90, l.p99, l.p99_9, l.p99_99, l.max] {
+            h.push_str("<th>mean (measured)</th></tr>\n<tr>");
+            for &(_, v) in &figures {
                 let _ = write!(h, "<td>{} µs</td>", esc(&us_cell(l.figure(v))));
             }
             let mean = l.mean.map_or_else(|| "-".to_string(), |m| us_cell(Figure::Value(m)));

@@ -178,9 +178,9 @@ pub fn upgrade_v1(v: &mut Value) -> Result<(), String> {
                 "max": if timeouts > 0 { Value::Null } else { json!(max) },
                 "max_measured": max,
             });
-            for (k, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999)] {
-                let censored = rank(q, samples) > responses;
-                new[k] = if censored { Value::Null } else { json!(field(k)?) };
+            for p in &crate::analysis::figure::PERCENTILES {
+                let censored = rank(p.q, samples) > responses;
+                new[p.key] = if censored { Value::Null } else { json!(field(p.key)?) };
             }
             new
         }

@@ -63,6 +63,7 @@ pub use schema::*;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::figure::{Percentile, PERCENTILES};
 use crate::analysis::Figure;
 use crate::model::Ending;
 use crate::model::RunContext;

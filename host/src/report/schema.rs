@@ -238,6 +238,13 @@ pub struct Latency {
 }
 
 impl Latency {
+    /// Each of the standard percentiles ([`PERCENTILES`]) with this table's
+    /// figure, in that order.
+    pub fn percentiles(&self) -> [(&'static Percentile, Option<u64>); 5] {
+        let v = [self.p50, self.p90, self.p99, self.p99_9, self.p99_99];
+        std::array::from_fn(|i| (&PERCENTILES[i], v[i]))
+    }
+
     /// A figure of this table as a [`Figure`]: `None` is above the bound.
     pub fn figure(&self, v: Option<u64>) -> Figure {
         match v {

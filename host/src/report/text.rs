@@ -102,32 +102,22 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     match &r.latency_ns {
         Some(l) => {
             let label = if r.periodic.is_some() { "delay µs  " } else { "latency µs" };
-            let _ = writeln!(
-                s,
-                "{label}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                "min", "p50", "p90", "p99", "p99.9", "p99.99", "max"
-            );
-            let f = |v: Option<u64>| us_cell(l.figure(v));
-            let _ = writeln!(
-                s,
-                "            {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                f(l.min),
-                f(l.p50),
-                f(l.p90),
-                f(l.p99),
-                f(l.p99_9),
-                f(l.p99_99),
-                f(l.max)
-            );
+            // min, the standard percentiles, max: names over figures.
+            let names: Vec<(&str, Option<u64>)> = std::iter::once(("min", l.min))
+                .chain(l.percentiles().map(|(p, v)| (p.name, v)))
+                .chain([("max", l.max)])
+                .collect();
+            let _ = write!(s, "{label} ");
+            for (n, _) in &names {
+                let _ = write!(s, " {n:>9}");
+            }
+            let _ = write!(s, "\n           ");
+            for (_, v) in &names {
+                let _ = write!(s, " {:>9}", us_cell(l.figure(*v)));
+            }
+            s.push('\n');
             if l.censored > 0 {
-                let names = [
-                    ("min", l.min),
-                    ("p50", l.p50),
-                    ("p90", l.p90),
-                    ("p99", l.p99),
-                    ("p99.9", l.p99_9),
-                    ("p99.99", l.p99_99),
-                ];
+                let names = &names[..names.len() - 1];
                 let first = names.iter().find(|(_, v)| v.is_none()).map(|(n, _)| *n);
                 let which = match first {
                     Some("min") => "every figure is censored".to_string(),

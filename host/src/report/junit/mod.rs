@@ -307,17 +307,12 @@ fn properties(r: &Report) -> Vec<(String, String)> {
     push("late", n.late_responses.to_string());
     if let Some(l) = &r.latency_ns {
         push("censored_above_us", us(l.censored_above));
-        for (name, v) in [
-            ("min_us", l.min),
-            ("p50_us", l.p50),
-            ("p90_us", l.p90),
-            ("p99_us", l.p99),
-            ("p99.9_us", l.p99_9),
-            ("p99.99_us", l.p99_99),
-            ("max_us", l.max),
-        ] {
+        let figures = std::iter::once(("min", l.min))
+            .chain(l.percentiles().map(|(p, v)| (p.name, v)))
+            .chain([("max", l.max)]);
+        for (name, v) in figures {
             if let Some(f) = figure(l.figure(v)) {
-                push(name, f);
+                push(&format!("{name}_us"), f);
             }
         }
     }
