@@ -107,7 +107,7 @@ impl LogSink for DefmtLog {
     fn feed(&mut self, bytes: &[u8], keep: &mut Vec<(LogLevel, String)>) {
         for line in self.decode(bytes) {
             if self.verbose {
-                crate::tell!("probe: {:<5} {}", line.level, crate::out::clean(&line.text));
+                crate::stderr_line!("probe: {:<5} {}", line.level, crate::out::clean(&line.text));
             }
             if let Some(level) = line.kept_level() {
                 keep.push((level, line.text));

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // An error may quote what a probe or a file said (a refusal's
             // detail, a field): its control characters are escaped.
-            latprobe::tell_error!("Error: {}", latprobe::out::clean_lines(&format!("{err}")));
+            latprobe::stderr_error!("Error: {}", latprobe::out::clean_lines(&format!("{err}")));
             ExitCode::from(exit_code(&err))
         }
     }
@@ -67,7 +67,7 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         _ => {
             let args: Vec<String> = std::env::args().skip(1).collect();
             let text = latprobe::cli::usage_error_text(&err, &args);
-            latprobe::tell_error!("Error: {text} (see --help)");
+            latprobe::stderr_error!("Error: {text} (see --help)");
             ExitCode::from(exit::USAGE)
         }
     }

@@ -2,8 +2,8 @@
 //! `eprintln!` panic when the other end of a pipe is gone (`latprobe run |
 //! head`, a closed terminal after SIGHUP). A summary or a message nobody
 //! can read is dropped; the run and its files go on. Under `--quiet`
-//! ([`set_quiet`]) only errors print ([`tell_error!`](crate::tell_error!)); `say!`
-//! and `tell!` print nothing.
+//! ([`set_quiet`]) only errors print ([`stderr_error!`](crate::stderr_error!)); `stdout!`
+//! and `stderr_line!` print nothing.
 
 use std::fmt;
 use std::io::Write as _;
@@ -32,7 +32,7 @@ pub fn stdout(args: fmt::Arguments<'_>) {
 }
 
 /// Write output the user asked for on stdout (`-o -`'s JSON, `--lava`'s
-/// lines), under `--quiet` too. Unlike [`say!`](crate::say!), a failure is
+/// lines), under `--quiet` too. Unlike [`stdout!`](crate::stdout!), a failure is
 /// returned: the output was not delivered.
 pub fn data(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -53,21 +53,21 @@ pub fn error_line(args: fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
-/// `print!` that ignores a broken stdout.
+/// `print!` to stdout, ignoring a broken stdout; nothing under `--quiet`.
 #[macro_export]
-macro_rules! say {
+macro_rules! stdout {
     ($($arg:tt)*) => { $crate::out::stdout(format_args!($($arg)*)) };
 }
 
-/// `eprintln!` that ignores a broken stderr.
+/// `eprintln!` to stderr, ignoring a broken stderr; nothing under `--quiet`.
 #[macro_export]
-macro_rules! tell {
+macro_rules! stderr_line {
     ($($arg:tt)*) => { $crate::out::stderr(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
-/// [`tell!`] for an error: printed under `--quiet` too.
+/// [`stderr_line!`] for an error: printed under `--quiet` too.
 #[macro_export]
-macro_rules! tell_error {
+macro_rules! stderr_error {
     ($($arg:tt)*) => { $crate::out::error_line(format_args!("{}\n", format_args!($($arg)*))) };
 }
 

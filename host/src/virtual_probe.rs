@@ -150,7 +150,7 @@ impl VirtualProbe {
         let rt_priority = match rt_rx.recv() {
             Ok(Some((p, Ok(())))) => Some(p),
             Ok(Some((p, Err(e)))) => {
-                crate::tell!(
+                crate::stderr_line!(
                     "warning: virtual probe: SCHED_FIFO {p} not permitted ({e}; needs CAP_SYS_NICE or an \
                      rtprio limit): its thread runs at normal priority, and its own wake-ups add to the figures"
                 );

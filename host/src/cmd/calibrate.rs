@@ -126,7 +126,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
     )?;
     let cal = Calibration::from_report(&report, args.line)?;
     cal.write(&args.output)?;
-    crate::say!(
+    crate::stdout!(
         "calibration: {} loopback offset {} (median), jitter {} peak to peak ({} .. {}), p99.9 {}, {} samples\n",
         cal.line.name(),
         format_ns(cal.offset_ns),
@@ -136,7 +136,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
         format_ns(cal.p99_9_ns),
         cal.samples
     );
-    crate::tell!(
+    crate::stderr_line!(
         "latprobe: wrote {}: use it with latprobe run --calibration {}",
         args.output.display(),
         args.output.display()

@@ -167,7 +167,7 @@ pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
         FormatArg::Json => Format::Json,
     };
     // Labels and metadata come from the files compared.
-    crate::say!("{}", crate::out::clean_lines(&compare::render(&cols, format, baseline)));
+    crate::stdout!("{}", crate::out::clean_lines(&compare::render(&cols, format, baseline)));
     if let Some(dir) = &args.plot {
         plot_runs(&cols, hists, dir)?;
     }
@@ -178,7 +178,7 @@ pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
 fn plot_runs(cols: &[Column], hists: Vec<Option<HistData>>, dir: &Path) -> Result<(), Error> {
     for (c, h) in cols.iter().zip(&hists) {
         if h.is_none() {
-            crate::tell!(
+            crate::stderr_line!(
                 "latprobe: {} has no histogram (cyclictest keeps one with -h N): left out of the plot",
                 c.label
             );
@@ -192,7 +192,7 @@ fn plot_runs(cols: &[Column], hists: Vec<Option<HistData>>, dir: &Path) -> Resul
         )));
     }
     for p in plot::write_overlay(&runs, dir, "--plot")? {
-        crate::tell!("latprobe: wrote {}", p.display());
+        crate::stderr_line!("latprobe: wrote {}", p.display());
     }
     Ok(())
 }

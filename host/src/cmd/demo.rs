@@ -146,7 +146,7 @@ impl Remote {
             };
             let bin = ssh::responder_for(&info.machine, local.as_deref())?;
             responder = ssh.install(&bin)?;
-            crate::tell!("latprobe: installed {} as {responder} on {}", bin.display(), ssh.url());
+            crate::stderr_line!("latprobe: installed {} as {responder} on {}", bin.display(), ssh.url());
             info = ssh.probe(&responder)?;
         }
         ssh.check_responder(&responder, &info)?;
@@ -183,11 +183,14 @@ impl Remote {
         match self.ssh.fetch(&log) {
             Ok(Some(bytes)) => {
                 if let Err(e) = crate::fsout::write(local, &bytes) {
-                    crate::tell_error!("latprobe: cannot keep the target's log in {}: {e}", local.display());
+                    crate::stderr_error!(
+                        "latprobe: cannot keep the target's log in {}: {e}",
+                        local.display()
+                    );
                 }
             }
-            Ok(None) => crate::tell_error!("latprobe: the target's log {log} is not there"),
-            Err(e) => crate::tell_error!("latprobe: cannot fetch the target's log: {e}"),
+            Ok(None) => crate::stderr_error!("latprobe: the target's log {log} is not there"),
+            Err(e) => crate::stderr_error!("latprobe: cannot fetch the target's log: {e}"),
         }
     }
 }
@@ -236,12 +239,12 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
     }
 
-    crate::tell!("latprobe demo: {VIRTUAL_NOTE}.");
+    crate::stderr_line!("latprobe demo: {VIRTUAL_NOTE}.");
     let what = match mode {
         ModeArg::Periodic => "periodic: the responder writes a byte".to_string(),
         _ => format!("uart-echo, {}", crate::report::stimulus_name(req.assumed_stimulus())),
     };
-    crate::tell!(
+    crate::stderr_line!(
         "latprobe demo: {what}, every {} through {} to {} for {}",
         crate::units::format_ns(req.interval_ns),
         probe.slave_path().display(),

@@ -71,7 +71,7 @@ pub fn man(args: ManArgs, cmd: clap::Command, version: &'static str) -> Result<(
     for (name, page) in pages {
         let p = dir.join(name);
         crate::fsout::write(&p, &page).map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
-        crate::tell!("latprobe: wrote {}", p.display());
+        crate::stderr_line!("latprobe: wrote {}", p.display());
     }
     Ok(())
 }

@@ -58,7 +58,7 @@ fn flash(args: &FlashArgs, board: &probe::Board, path: &std::path::Path) -> Resu
     // Refuse a wrong ELF here, before any probe is touched.
     let elf = FirmwareElf::load(path, board)?;
     let (dbg, name) = debug::open_probe(args.probe.as_ref())?;
-    crate::tell!("latprobe: debug probe {name}");
+    crate::stderr_line!("latprobe: debug probe {name}");
     let mut session = debug::attach(dbg, &name, board.chip, Some(board))?;
     debug::flash_if_needed(&mut session, &elf, args.force)?;
     let mut link: Box<dyn ByteSource> = match &args.port {

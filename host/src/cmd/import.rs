@@ -64,7 +64,7 @@ pub fn import_all(files: &[PathBuf], unit: Option<UnitArg>) -> Result<Vec<Import
         let got = import::import_file_with(f, &options).map_err(Error::Import)?;
         for r in &got {
             if let Some(w) = r.extra.get("unit_warning").and_then(|w| w.as_str()) {
-                crate::tell!("latprobe: warning: {}: {}", crate::out::clean(&r.source_file), w);
+                crate::stderr_line!("latprobe: warning: {}: {}", crate::out::clean(&r.source_file), w);
             }
         }
         runs.extend(got);
@@ -175,7 +175,7 @@ pub fn run(args: ImportArgs) -> Result<(), crate::Error> {
             })?;
             for (d, path) in docs.iter().zip(&paths) {
                 d.write(path)?;
-                crate::say!(
+                crate::stdout!(
                     "{}: {} samples → {}\n",
                     crate::out::clean(&d.label),
                     d.run.count,
@@ -185,7 +185,7 @@ pub fn run(args: ImportArgs) -> Result<(), crate::Error> {
         }
         None => {
             let cols: Vec<Column> = docs.iter().map(|d| Column::from_imported(&d.run, &d.label)).collect();
-            crate::say!("{}", crate::out::clean_lines(&compare::render(&cols, Format::Text, None)));
+            crate::stdout!("{}", crate::out::clean_lines(&compare::render(&cols, Format::Text, None)));
         }
     }
     Ok(())

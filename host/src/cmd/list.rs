@@ -293,10 +293,10 @@ pub fn run(args: ListArgs) -> Result<(), crate::Error> {
     if args.json {
         let text =
             serde_json::to_string_pretty(&l).map_err(|e| Error::Bug(format!("cannot print JSON: {e}")))?;
-        crate::say!("{text}\n");
+        crate::stdout!("{text}\n");
     } else {
         // Serial numbers and product names are what the USB devices say.
-        crate::say!("{}", crate::out::clean_lines(&render(&l)));
+        crate::stdout!("{}", crate::out::clean_lines(&render(&l)));
     }
     Ok(())
 }

@@ -173,7 +173,7 @@ fn finish_samples(
     let path = export
         .commit()
         .map_err(|cause| crate::Error::Io { context: format!("--samples {path}: naming the file"), cause })?;
-    crate::tell!("latprobe: wrote {} ({rows} samples)", path.display());
+    crate::stderr_line!("latprobe: wrote {} ({rows} samples)", path.display());
     Ok(())
 }
 
@@ -263,9 +263,9 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
         }
         let summary = crate::out::clean_lines(&crate::inkernel::summary(&d)).into_owned();
         if to_stdout {
-            crate::tell!("{}", summary.trim_end());
+            crate::stderr_line!("{}", summary.trim_end());
         } else {
-            crate::say!("{summary}");
+            crate::stdout!("{summary}");
         }
         return Ok(());
     }
@@ -298,7 +298,7 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
         finish_samples(x, state.as_mut(), &r, &args.file)?;
     }
     if crate::signals::requested() {
-        crate::tell!("latprobe: interrupted: the report holds what was read (complete: false)");
+        crate::stderr_line!("latprobe: interrupted: the report holds what was read (complete: false)");
     }
     let exact = state.as_ref().and_then(|s| s.analysis.as_ref());
     // `deliver` writes the files before printing the summary: a closed

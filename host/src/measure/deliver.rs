@@ -14,7 +14,7 @@ fn first_error(results: Vec<Result<(), Error>>) -> Result<(), Error> {
     let mut errors = results.into_iter().filter_map(Result::err);
     let first = errors.next();
     for e in errors {
-        crate::tell_error!("latprobe: also: {e}");
+        crate::stderr_error!("latprobe: also: {e}");
     }
     first.map_or(Ok(()), Err)
 }
@@ -44,7 +44,7 @@ pub fn json_to_stdout(text: &str) -> Result<(), Error> {
 
 /// The line every output file gets once written (stderr; not under `--quiet`).
 pub fn wrote(p: &Path) {
-    crate::tell!("latprobe: wrote {}", p.display());
+    crate::stderr_line!("latprobe: wrote {}", p.display());
 }
 
 /// Where an output goes when its own path fails: the temporary directory,
@@ -75,7 +75,7 @@ fn write_or_fallback(
     };
     for q in fallback_paths(p) {
         if write(&q).is_ok() {
-            crate::tell_error!(
+            crate::stderr_error!(
                 "latprobe: cannot write the {what} {} ({flag}): {}; it is in {} instead",
                 p.display(),
                 os_message(&cause),
@@ -126,15 +126,15 @@ pub fn deliver(
     }
     if let Some(dir) = d.plot.as_ref().filter(|_| r.counts.samples == 0) {
         // Not an error: the run says what became of it.
-        crate::tell!("latprobe: no samples, so no plots in {} (--plot)", dir.display());
+        crate::stderr_line!("latprobe: no samples, so no plots in {} (--plot)", dir.display());
     } else if let Some(dir) = &d.plot {
         results.push(vec![match rep::plot::write_all(r, dir) {
             Ok(paths) => {
-                crate::tell!("latprobe: wrote {} plots in {}", paths.len(), dir.display());
+                crate::stderr_line!("latprobe: wrote {} plots in {}", paths.len(), dir.display());
                 Ok(())
             }
             Err(e) => {
-                crate::tell_error!("latprobe: the plots could not be written: {e}");
+                crate::stderr_error!("latprobe: the plots could not be written: {e}");
                 Err(e)
             }
         }]);
@@ -147,9 +147,9 @@ pub fn deliver(
     let stdout_taken = d.lava || output.is_some_and(paths::is_stdout);
     if let Some(text) = summary.map(|f| f(r)) {
         if stdout_taken {
-            crate::tell!("{}", text.trim_end());
+            crate::stderr_line!("{}", text.trim_end());
         } else {
-            crate::say!("{text}");
+            crate::stdout!("{text}");
         }
     }
     if d.lava {

@@ -119,7 +119,7 @@ pub fn measure(
     let mut announce = announce;
     let result = session::run(&mut link, &mut state, opts, &signals, &mut |s, elapsed| {
         if let Some(text) = announce.take() {
-            bar.suspend(|| crate::tell!("{text}"));
+            bar.suspend(|| crate::stderr_line!("{text}"));
         }
         if drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(250)) {
             return;
@@ -190,14 +190,14 @@ pub fn measure(
         summary,
     );
     if ended_by == EndedBy::Interrupted {
-        crate::tell!("latprobe: interrupted: the report holds what arrived (complete: false)");
+        crate::stderr_line!("latprobe: interrupted: the report holds what arrived (complete: false)");
     }
     // The session's error explains the run; a file error after it is
     // secondary, so say it but return the first.
     // A file error (exit 1) comes before a violated limit (exit 3).
     match (result, raw_result.and(log_result).and(delivered)) {
         (Err(e), Err(second)) => {
-            crate::tell_error!("latprobe: also: {second}");
+            crate::stderr_error!("latprobe: also: {second}");
             Err(e)
         }
         (Err(e), Ok(())) => Err(e),

@@ -233,10 +233,10 @@ pub fn flash_if_needed(session: &mut Session, elf: &FirmwareElf, force: bool) ->
             elf.path.display(),
             elf.info.firmware_version
         );
-        crate::tell!("latprobe: {note}");
+        crate::stderr_line!("latprobe: {note}");
         return Ok(note);
     }
-    crate::tell!(
+    crate::stderr_line!(
         "latprobe: flashing {} ({} bytes, firmware {}, image CRC {crc:#010x})",
         elf.path.display(),
         elf.image_len(),
@@ -282,7 +282,7 @@ impl Bars {
                     b.set_message(what(op));
                     *bar = Some(b);
                 } else {
-                    crate::tell!("latprobe: {}…", what(op));
+                    crate::stderr_line!("latprobe: {}…", what(op));
                 }
             }
             ProgressEvent::Progress { size, .. } => {
@@ -298,14 +298,14 @@ impl Bars {
                 if let Some(b) = bar.take() {
                     b.finish();
                 } else if !self.tty {
-                    crate::tell!("latprobe: {} done", what(op));
+                    crate::stderr_line!("latprobe: {} done", what(op));
                 }
             }
             ProgressEvent::Failed(op) => {
                 if let Some(b) = bar.take() {
                     b.abandon();
                 }
-                crate::tell!("latprobe: {} failed", what(op));
+                crate::stderr_line!("latprobe: {} failed", what(op));
             }
             _ => {}
         }
@@ -384,7 +384,9 @@ pub fn open_rtt(
         Some(e) => Some(Box::new(crate::defmtlog::DefmtLog::new(&e.bytes, &e.path, verbose)?)),
         None => {
             if verbose {
-                crate::tell!("latprobe: the probe's defmt log is not shown: no ELF known for it (--elf)");
+                crate::stderr_line!(
+                    "latprobe: the probe's defmt log is not shown: no ELF known for it (--elf)"
+                );
             }
             None
         }
@@ -428,7 +430,7 @@ pub fn open_run_link(
         // the defmt table when the chip holds it.
         elf_runs = holds(&mut session, e)?;
         if !elf_runs {
-            crate::tell!(
+            crate::stderr_line!(
                 "latprobe: the probe does not hold {}: its defmt log is not decoded (add --flash, or --elf the one it runs)",
                 e.path.display()
             );

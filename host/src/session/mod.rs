@@ -512,7 +512,7 @@ pub fn run(
                         stop_deadline_tick = Some(stop_tick_estimate.saturating_add(slack));
                     }
                     if why == EndedBy::Interrupted {
-                        crate::tell!(
+                        crate::stderr_line!(
                             "latprobe: stopping: waiting up to {} for the probe's last samples \
                              (interrupt again to stop waiting)",
                             crate::units::format_duration(opts.stop_wait)
