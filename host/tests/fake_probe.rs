@@ -9,10 +9,6 @@ use common::*;
 use latprobe::report::histfile;
 use latprobe_protocol::{Anomalies, Outcome, PROTOCOL_VERSION};
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
-}
-
 #[test]
 fn count_run_writes_a_report_whose_counts_add_up() {
     let dir = tmp();

@@ -9,12 +9,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn notes(r: &serde_json::Value) -> String {
-    r["notes"]
-        .as_array()
-        .map_or_else(String::new, |n| n.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join("\n"))
-}
-
 /// `latprobe run` against a fake following `script`, for 300 ms.
 fn run_against(script: Script) -> (std::process::Output, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
@@ -98,7 +92,7 @@ fn two_lost_configures_end_in_the_error_of_a_probe_that_does_not_take_the_measur
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     // It went quiet after Hello: the silence is named, with its flag
-    // (issue 18, finding 16: not a bound of the handshake it never hit).
+    // (not a bound of the handshake it never hit).
     assert!(
         err.contains("answered Hello but then said nothing for") && err.contains("--silence-timeout"),
         "{err}"
