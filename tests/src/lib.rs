@@ -1,6 +1,6 @@
 //! Shared helpers for latprobe's end-to-end tests.
 //!
-//! - [`faults`]: a fault-injecting byte pipe between a probe and the host.
+//! - [`fault_pipe`]: a fault-injecting byte pipe between a probe and the host.
 //! - [`firmware`]: builds a board's firmware ELF and the host binaries the
 //!   end-to-end tests run (the host's tests share it by path).
 //! - [`rng`]: a tiny seeded generator, so every simulated run is reproducible.
@@ -11,7 +11,7 @@
 //!   distribution) driving the real engine.
 //! - [`stats`]: exact nearest-rank percentiles.
 
-pub mod faults;
+pub mod fault_pipe;
 pub mod firmware;
 pub mod host;
 pub mod rng;

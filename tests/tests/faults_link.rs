@@ -1,11 +1,12 @@
 //! The fault suite, link half: faults between a probe and the host, with the
 //! real `latprobe run` against the real probe engine (the virtual probe,
 //! on a thread of this test, with the real responder on its pty) and the
-//! real firmware in QEMU. The fault-injecting pipe (`latprobe_tests::faults`)
+//! real firmware in QEMU. The fault-injecting pipe (`latprobe_tests::fault_pipe`)
 //! damages the probe's batches and keeps the truth, so the host's counts
 //! are checked exactly against it and against the probe's own `Stopped`.
-//! The file faults and the command-line faults are in
-//! `host/tests/faults.rs`.
+//! The files' faults are in `host/tests/faults_files.rs`, a run's other
+//! faults (a misbehaving probe or responder, signals, bad flags) in
+//! `host/tests/faults_run.rs`.
 //!
 //! ```text
 //!  latprobe run ──unix:pipe.sock──▶ FaultPipe ──▶ virtual probe ──pty──▶ latprobe-responder
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 use harness::{artifacts, Bench};
 use latprobe::source::{ByteSource, Socket};
 use latprobe::virtual_probe::VirtualProbe;
-use latprobe_tests::faults::{FaultPipe, Faults, Truth};
+use latprobe_tests::fault_pipe::{FaultPipe, Faults, Truth};
 use serde_json::Value;
 
 /// The virtual probe on a thread of this test, the responder on its pty.

@@ -400,7 +400,7 @@ impl Bench {
     }
 
     /// Send one QMP command (`system_reset`, say) and return QEMU's answer.
-    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    #[allow(dead_code)] // the link fault suite's (tests/faults_link.rs)
     pub fn qmp(&self, command: &str) -> String {
         let mut s = connect(&self.dir.path().join("qmp.sock"));
         s.set_read_timeout(Some(Duration::from_secs(5))).expect("read timeout");
@@ -429,7 +429,7 @@ impl Bench {
     }
 
     /// Kill QEMU outright (SIGKILL), as a crash would.
-    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    #[allow(dead_code)] // the link fault suite's (tests/faults_link.rs)
     pub fn kill_qemu(&mut self) {
         signal(self.qemu.child.id(), "-KILL", true);
         let _ = self.qemu.wait_for(Duration::from_secs(5));
