@@ -215,7 +215,7 @@ fn two_outputs_on_one_file_or_an_output_on_the_input_are_refused() {
     // `report` must not destroy its own input.
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
     let raw = dir.path().join("run.raw");
-    let o = run(&["run", "--port", &probe.port(), "--count", "100", "--raw", p(&raw)]);
+    let o = probe.run(&["--count", "100", "--raw", p(&raw)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let before = std::fs::read(&raw).unwrap();
     let o = run_within(&["report", p(&raw), "-o", p(&raw)], Duration::from_secs(10));
@@ -265,7 +265,7 @@ fn a_crafted_histogram_range_is_refused_not_allocated() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
     let good = dir.path().join("good.json");
-    let o = run(&["run", "--port", &probe.port(), "--count", "100", "-o", p(&good)]);
+    let o = probe.run(&["--count", "100", "-o", p(&good)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let mut r = json(&good);
     r["histogram"]["max_us"] = serde_json::json!(4_294_967_295u64);
@@ -529,8 +529,7 @@ fn limits_and_calibration_inputs_are_not_overwritten() {
     assert!(stderr(&o).contains("--limits") && stderr(&o).contains("--junit"), "{}", show(&o));
     assert_eq!(std::fs::read_to_string(&good).unwrap(), "max = \"1s\"\n");
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
-    let o =
-        run(&["run", "--port", &probe.port(), "--count", "10", "--limits", p(&good), "--junit", p(&good)]);
+    let o = probe.run(&["--count", "10", "--limits", p(&good), "--junit", p(&good)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert_eq!(std::fs::read_to_string(&good).unwrap(), "max = \"1s\"\n");
 
@@ -546,19 +545,7 @@ fn limits_and_calibration_inputs_are_not_overwritten() {
     let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let before = std::fs::read(&cal).unwrap();
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--mode",
-        "gpio-echo",
-        "--count",
-        "10",
-        "--calibration",
-        p(&cal),
-        "-o",
-        p(&cal),
-    ]);
+    let o = probe.run(&["--mode", "gpio-echo", "--count", "10", "--calibration", p(&cal), "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("--calibration") && stderr(&o).contains("--output"), "{}", show(&o));
     assert_eq!(std::fs::read(&cal).unwrap(), before);
@@ -689,7 +676,7 @@ fn a_cut_raw_file_says_the_bytes_and_samples_it_holds() {
 fn a_bad_plot_directory_fails_before_the_run() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
-    let o = run(&["run", "--port", &probe.port(), "--count", "100", "--plot", "/proc/latprobe-plots"]);
+    let o = probe.run(&["--count", "100", "--plot", "/proc/latprobe-plots"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(stderr(&o).contains("--plot /proc/latprobe-plots"), "{}", show(&o));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("C:"), "no run: {}", show(&o));

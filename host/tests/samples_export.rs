@@ -19,10 +19,7 @@ const TIMEOUT_NS: u64 = 300_000;
 fn recorded(dir: &Path) -> PathBuf {
     let probe = FakeProbe::start(dir, FakeOpts { faults: true, ..FakeOpts::default() });
     let raw = dir.join("run.raw");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
+    let o = probe.run(&[
         "--count",
         &COUNT.to_string(),
         "--interval",

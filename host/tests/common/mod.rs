@@ -139,6 +139,12 @@ impl FakeProbe {
     pub fn port(&self) -> String {
         format!("unix:{}", self.path.display())
     }
+
+    /// `latprobe run --port` this probe with `args`, to its end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let port = self.port();
+        run(&[&["run", "--port", &port][..], args].concat())
+    }
 }
 
 impl Drop for FakeProbe {
