@@ -25,7 +25,7 @@ fn a_known_loopback_offset_calibrates_and_leaves_a_residual_median_of_zero() {
     let dir = tempfile::tempdir().unwrap();
     let cal = dir.path().join("cal.json");
     let probe = fake(dir.path());
-    let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", cal.to_str().unwrap()]);
+    let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     drop(probe);
     let c = json(&cal);
@@ -40,19 +40,7 @@ fn a_known_loopback_offset_calibrates_and_leaves_a_residual_median_of_zero() {
     let dir2 = tempfile::tempdir().unwrap();
     let probe = fake(dir2.path());
     let out = dir2.path().join("r.json");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--mode",
-        "gpio-echo",
-        "--count",
-        "10000",
-        "--calibration",
-        cal.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = probe.run(&["--mode", "gpio-echo", "--count", "10000", "--calibration", p(&cal), "-o", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     let l = &r["latency_ns"];
@@ -69,7 +57,7 @@ fn a_calibration_for_another_board_firmware_or_line_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cal = dir.path().join("cal.json");
     let probe = fake(dir.path());
-    let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", cal.to_str().unwrap()]);
+    let o = run(&["calibrate", "--port", &probe.port(), "--line", "gpio", "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     drop(probe);
     let good = json(&cal);
@@ -84,17 +72,7 @@ fn a_calibration_for_another_board_firmware_or_line_is_refused() {
         std::fs::write(&f, c.to_string()).unwrap();
         let d = tempfile::tempdir().unwrap();
         let probe = fake(d.path());
-        let o = run(&[
-            "run",
-            "--port",
-            &probe.port(),
-            "--mode",
-            mode,
-            "--count",
-            "100",
-            "--calibration",
-            f.to_str().unwrap(),
-        ]);
+        let o = probe.run(&["--mode", mode, "--count", "100", "--calibration", p(&f)]);
         assert_eq!(o.status.code(), Some(2), "{field}: {}", show(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says) && err.contains("latprobe calibrate"), "{field}: {err}");
@@ -118,23 +96,13 @@ fn latencies_faster_than_the_calibrated_probe_say_the_calibration_does_not_fit()
     let dir = tempfile::tempdir().unwrap();
     let cal = dir.path().join("cal.json");
     let probe = fake(dir.path());
-    let o = run(&["calibrate", "--port", &probe.port(), "--line", "uart", "-o", cal.to_str().unwrap()]);
+    let o = run(&["calibrate", "--port", &probe.port(), "--line", "uart", "-o", p(&cal)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     drop(probe);
     let d = tempfile::tempdir().unwrap();
     let probe = FakeProbe::start(d.path(), FakeOpts { outcomes: too_fast, ..FakeOpts::default() });
     let out = d.path().join("r.json");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--count",
-        "200",
-        "--calibration",
-        cal.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = probe.run(&["--count", "200", "--calibration", p(&cal), "-o", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_eq!(r["latency_ns"]["max"], 0, "{:#}", r["latency_ns"]);

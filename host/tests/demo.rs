@@ -36,11 +36,11 @@ fn demo_measures_this_machine_and_its_outputs_agree() {
         "--priority",
         "10",
         "--output",
-        out.to_str().unwrap(),
+        p(&out),
         "--histfile",
-        hist.to_str().unwrap(),
+        p(&hist),
         "--raw",
-        raw.to_str().unwrap(),
+        p(&raw),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -97,7 +97,7 @@ fn sigint_during_demo_writes_an_incomplete_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo.json");
     let mut child = latprobe()
-        .args(["demo", "--duration", "60s", "--output", out.to_str().unwrap()])
+        .args(["demo", "--duration", "60s", "--output", p(&out)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -128,7 +128,7 @@ fn demo_with_a_fixed_byte_keeps_one_stimulus_in_flight() {
     ensure_responder();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo.json");
-    let o = run(&["demo", "--count", "300", "--byte", "0x55", "--output", out.to_str().unwrap()]);
+    let o = run(&["demo", "--count", "300", "--byte", "0x55", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_counts_add_up(&r);
@@ -309,11 +309,11 @@ fn demo_periodic_fits_this_machines_schedule_and_sets_the_targets_log_beside_it(
         "--interval",
         "2ms",
         "--output",
-        out.to_str().unwrap(),
+        p(&out),
         "--raw",
-        raw.to_str().unwrap(),
+        p(&raw),
         "--target-log",
-        log.to_str().unwrap(),
+        p(&log),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);

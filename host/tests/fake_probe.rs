@@ -9,28 +9,21 @@ use common::*;
 use latprobe::report::histfile;
 use latprobe_protocol::{Anomalies, Outcome, PROTOCOL_VERSION};
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
-}
-
 #[test]
 fn count_run_writes_a_report_whose_counts_add_up() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
     let out = dir.path().join("r.json");
     let hist = dir.path().join("h.txt");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
+    let o = probe.run(&[
         "--count",
         "3000",
         "--histfile-max-us",
         "100",
         "--output",
-        out.to_str().unwrap(),
+        p(&out),
         "--histfile",
-        hist.to_str().unwrap(),
+        p(&hist),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
@@ -130,7 +123,7 @@ fn lost_duplicate_and_damaged_frames_are_counted() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts { faults: true, ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&["run", "--port", &probe.port(), "--count", "1280", "--output", out.to_str().unwrap()]);
+    let o = probe.run(&["--count", "1280", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_counts_add_up(&r);
@@ -148,34 +141,16 @@ fn replaying_the_raw_file_gives_the_same_report() {
     let raw = dir.path().join("run.raw");
     let meta = dir.path().join("meta.json");
     std::fs::write(&meta, r#"{"kernel": "6.1.0-rt", "cpus": 4}"#).unwrap();
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--count",
-        "2000",
-        "--output",
-        live.to_str().unwrap(),
-        "--raw",
-        raw.to_str().unwrap(),
-        "--target-meta",
-        meta.to_str().unwrap(),
-    ]);
+    let o =
+        probe.run(&["--count", "2000", "--output", p(&live), "--raw", p(&raw), "--target-meta", p(&meta)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let replayed = dir.path().join("replayed.json");
     let hist = dir.path().join("h.txt");
-    let o = run(&[
-        "report",
-        raw.to_str().unwrap(),
-        "--output",
-        replayed.to_str().unwrap(),
-        "--histfile",
-        hist.to_str().unwrap(),
-    ]);
+    let o = run(&["report", p(&raw), "--output", p(&replayed), "--histfile", p(&hist)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let (mut a, mut b) = (json(&live), json(&replayed));
     assert_eq!(a["target"]["kernel"], "6.1.0-rt");
-    assert_eq!(b["replayed_from"], raw.to_str().unwrap());
+    assert_eq!(b["replayed_from"], p(&raw));
     // The only fields that may differ: when the run ended (a replay takes the
     // raw file's modification time) and where the replay read from.
     for k in ["ended_at", "replayed_from"] {
@@ -186,14 +161,7 @@ fn replaying_the_raw_file_gives_the_same_report() {
     // A JSON report renders the same outputs again.
     let again = dir.path().join("again.json");
     let hist2 = dir.path().join("h2.txt");
-    let o = run(&[
-        "report",
-        replayed.to_str().unwrap(),
-        "--output",
-        again.to_str().unwrap(),
-        "--histfile",
-        hist2.to_str().unwrap(),
-    ]);
+    let o = run(&["report", p(&replayed), "--output", p(&again), "--histfile", p(&hist2)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json(&again), json(&replayed));
     assert_eq!(std::fs::read_to_string(&hist).unwrap(), std::fs::read_to_string(&hist2).unwrap());
@@ -203,7 +171,7 @@ fn replaying_the_raw_file_gives_the_same_report() {
     let cut = dir.path().join("cut.raw");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let cut_json = dir.path().join("cut.json");
-    let o = run(&["report", cut.to_str().unwrap(), "--output", cut_json.to_str().unwrap()]);
+    let o = run(&["report", p(&cut), "--output", p(&cut_json)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let c = json(&cut_json);
     assert_eq!(c["complete"], false);
@@ -218,7 +186,7 @@ fn a_probe_of_another_protocol_version_is_a_clear_error() {
     let probe =
         FakeProbe::start(dir.path(), FakeOpts { script: Script::OtherVersion(9), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&["run", "--port", &probe.port(), "--count", "10", "--output", out.to_str().unwrap()]);
+    let o = probe.run(&["--count", "10", "--output", p(&out)]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
@@ -236,15 +204,7 @@ fn a_silent_probe_is_an_error_naming_the_port_and_the_report_is_written() {
     let probe =
         FakeProbe::start(dir.path(), FakeOpts { script: Script::SilentAfter(4), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--silence-timeout",
-        "500ms",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = probe.run(&["--silence-timeout", "500ms", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no data from the probe on") && err.contains(&probe.port()), "{}", show(&o));
@@ -263,7 +223,7 @@ fn sigint_mid_run_writes_the_report_with_complete_false() {
         FakeProbe::start(dir.path(), FakeOpts { pace: Duration::from_millis(20), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
     let mut child = latprobe()
-        .args(["run", "--port", &probe.port(), "--duration", "60s", "--output", out.to_str().unwrap()])
+        .args(["run", "--port", &probe.port(), "--duration", "60s", "--output", p(&out)])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -287,7 +247,7 @@ fn a_serial_device_works_like_a_socket() {
     let dir = tmp();
     let out = dir.path().join("r.json");
     let port = probe.slave.to_str().unwrap().to_string();
-    let o = run(&["run", "--port", &port, "--count", "500", "--output", out.to_str().unwrap()]);
+    let o = run(&["run", "--port", &port, "--count", "500", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_eq!(r["source"], port.as_str());
@@ -302,7 +262,7 @@ fn line_noise_is_not_taken_for_a_refusal() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts { noise: true, ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&["run", "--port", &probe.port(), "--count", "300", "--output", out.to_str().unwrap()]);
+    let o = probe.run(&["--count", "300", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json(&out)["counts"]["samples"], 300);
 }
@@ -312,7 +272,7 @@ fn a_refused_configuration_is_exit_2_naming_the_flags() {
     let dir = tmp();
     let probe =
         FakeProbe::start(dir.path(), FakeOpts { script: Script::RefuseConfig, ..FakeOpts::default() });
-    let o = run(&["run", "--port", &probe.port(), "--count", "300"]);
+    let o = probe.run(&["--count", "300"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("refused") && err.contains("--dither"), "{}", show(&o));
@@ -328,19 +288,8 @@ fn a_run_of_timeouts_only_is_censored_in_every_format() {
     let dir = tmp();
     let probe = FakeProbe::start(dir.path(), FakeOpts { outcomes: all_timeouts, ..FakeOpts::default() });
     let (out, hist) = (dir.path().join("r.json"), dir.path().join("h.txt"));
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--count",
-        "2000",
-        "--interval",
-        "500us",
-        "--output",
-        out.to_str().unwrap(),
-        "--histfile",
-        hist.to_str().unwrap(),
-    ]);
+    let o =
+        probe.run(&["--count", "2000", "--interval", "500us", "--output", p(&out), "--histfile", p(&hist)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_counts_add_up(&r);
@@ -406,17 +355,7 @@ fn a_fixed_byte_turns_identity_off_and_anomalies_reach_every_output() {
     };
     let probe = FakeProbe::start(dir.path(), FakeOpts { anomalies: Some(anomalies), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
-        "--count",
-        "500",
-        "--byte",
-        "0x55",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
+    let o = probe.run(&["--count", "500", "--byte", "0x55", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_counts_add_up(&r);
@@ -478,7 +417,7 @@ fn identity_slips_are_explained_as_a_target_answering_about_the_horizon_late() {
         Anomalies { slipped: 4, slip_max_ticks: 250_000, slip_total_ticks: 600_000, ..Anomalies::default() };
     let probe = FakeProbe::start(dir.path(), FakeOpts { anomalies: Some(anomalies), ..FakeOpts::default() });
     let out = dir.path().join("r.json");
-    let o = run(&["run", "--port", &probe.port(), "--count", "300", "--output", out.to_str().unwrap()]);
+    let o = probe.run(&["--count", "300", "--output", p(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     let notes = r["notes"].to_string();
@@ -517,14 +456,7 @@ fn a_version_1_report_is_still_read_and_converted() {
     let v1 = dir.path().join("v1.json");
     std::fs::write(&v1, V1_REPORT).unwrap();
     let (out, hist) = (dir.path().join("v2.json"), dir.path().join("h.txt"));
-    let o = run(&[
-        "report",
-        v1.to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-        "--histfile",
-        hist.to_str().unwrap(),
-    ]);
+    let o = run(&["report", p(&v1), "--output", p(&out), "--histfile", p(&hist)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json(&out);
     assert_eq!(r["schema_version"], 2);
@@ -590,7 +522,7 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
     w.append(&hello_frame_of_version(1)).unwrap();
     w.finish().unwrap();
     drop(w);
-    let o = run(&["report", raw.to_str().unwrap()]);
+    let o = run(&["report", p(&raw)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     let want = format!("protocol version 1; this latprobe reads version {PROTOCOL_VERSION}");

@@ -10,10 +10,6 @@ use std::time::Duration;
 use common::*;
 use latprobe_protocol::Outcome;
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
-}
-
 /// 20..50 µs with a 400 µs answer every 500th sample; no timeout.
 fn no_timeouts(seq: u64) -> Outcome {
     match fake_outcome(seq) {
@@ -24,10 +20,6 @@ fn no_timeouts(seq: u64) -> Outcome {
 
 fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn verdict<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

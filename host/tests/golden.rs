@@ -137,10 +137,7 @@ fn record_the_golden_raw_file() {
     });
     std::fs::write(&meta, target.to_string()).unwrap();
     let raw = golden().join("run.raw");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
+    let o = probe.run(&[
         "--count",
         "2000",
         "--interval",

@@ -114,10 +114,7 @@ fn the_html_report_renders_offline_with_its_plots_and_no_console_error() {
     let meta = dir.path().join("target.json");
     std::fs::write(&meta, r#"{"hostname":"bench-1","kernel":"6.6.0-rt <&> \"quoted\"","cpus":4}"#).unwrap();
     let page = dir.path().join("report.html");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
+    let o = probe.run(&[
         "--count",
         "3000",
         "--max",

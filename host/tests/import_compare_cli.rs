@@ -218,7 +218,7 @@ fn latprobes_own_histfile_with_timeouts_imports_with_the_max_censored() {
     let dir = tempfile::tempdir().unwrap();
     let probe = FakeProbe::start(dir.path(), FakeOpts::default());
     let hist = dir.path().join("h.hist");
-    let o = run(&["run", "--port", &probe.port(), "--count", "3000", "--histfile", hist.to_str().unwrap()]);
+    let o = probe.run(&["--count", "3000", "--histfile", hist.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let doc = dir.path().join("back.json");
     let o = run(&["import", hist.to_str().unwrap(), "-o", doc.to_str().unwrap()]);

@@ -13,7 +13,6 @@ mod plotkit;
 use std::path::Path;
 
 use latprobe::analysis::timeline::TimelineReport;
-use latprobe::analysis::Figure;
 use latprobe::report::plot::{self, HistData};
 use plotkit::*;
 
@@ -276,18 +275,7 @@ fn the_overlay_has_one_outline_and_one_legend_entry_per_run() {
     let a = HistData::from_report(&with_timeouts(), "probe");
     let b = HistData::from_report(&clean(), "probe, quiet");
     // A cyclictest-like run: 2 µs bins, 40 µs range, 5 overflows.
-    let c = HistData {
-        label: "cyclictest T0".into(),
-        bin_ns: 2000,
-        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
-        range_ns: 40_000,
-        overflows: 5,
-        timeouts: 0,
-        timeout_ns: None,
-        max: Figure::Value(61_000),
-        periodic: false,
-        percentiles: Vec::new(),
-    };
+    let c = cyclictest_t0(2000);
     let runs = [a, b, c];
     let svg = plot::overlay_svg(&runs).unwrap();
     dump("overlay.svg", svg.as_bytes());

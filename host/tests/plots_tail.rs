@@ -9,7 +9,6 @@
 mod plotkit;
 
 use latprobe::analysis::timeline::TimelineReport;
-use latprobe::analysis::Figure;
 use latprobe::report::plot::{self, HistData};
 use plotkit::*;
 
@@ -116,18 +115,7 @@ fn a_timeout_above_the_range_keeps_the_measured_overflows_and_the_timeouts_apart
 
 #[test]
 fn an_imported_histograms_overflows_stay_at_the_range_end_and_say_so() {
-    let ct = HistData {
-        label: "cyclictest T0".into(),
-        bin_ns: 1000,
-        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
-        range_ns: 40_000,
-        overflows: 5,
-        timeouts: 0,
-        timeout_ns: None,
-        max: Figure::Value(61_000),
-        periodic: false,
-        percentiles: Vec::new(),
-    };
+    let ct = cyclictest_t0(1000);
     let t = texts(&plot::overlay_svg(&[ct]).unwrap());
     assert_has(&t, "≥40 µs: 5 beyond the histogram's range");
 }
@@ -230,18 +218,7 @@ fn the_log_x_view_spreads_a_body_squeezed_into_the_left_of_the_linear_axis() {
 #[test]
 fn each_run_of_the_overlay_has_its_range_end_marked() {
     let probe = HistData::from_report(&with_timeouts(), "probe");
-    let ct = HistData {
-        label: "cyclictest T0".into(),
-        bin_ns: 2000,
-        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
-        range_ns: 40_000,
-        overflows: 5,
-        timeouts: 0,
-        timeout_ns: None,
-        max: Figure::Value(61_000),
-        periodic: false,
-        percentiles: Vec::new(),
-    };
+    let ct = cyclictest_t0(2000);
     let runs = [probe, ct];
     let svg = plot::overlay_svg(&runs).unwrap();
     dump("overlay-range-ends.svg", svg.as_bytes());
@@ -333,18 +310,7 @@ fn the_last_partial_second_is_drawn_with_its_real_width_and_the_title_gives_the_
 
 #[test]
 fn the_overlay_has_a_log_x_view_too_and_compare_plot_writes_it() {
-    let ct = HistData {
-        label: "cyclictest T0".into(),
-        bin_ns: 1000,
-        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
-        range_ns: 40_000,
-        overflows: 5,
-        timeouts: 0,
-        timeout_ns: None,
-        max: Figure::Value(61_000),
-        periodic: false,
-        percentiles: Vec::new(),
-    };
+    let ct = cyclictest_t0(1000);
     let runs = [HistData::from_report(&with_timeouts(), "probe"), ct];
     let svg = plot::overlay_log_svg(&runs).unwrap();
     dump("overlay-log.svg", svg.as_bytes());

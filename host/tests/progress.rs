@@ -80,7 +80,7 @@ fn no_progress_when_stderr_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let probe =
         FakeProbe::start(dir.path(), FakeOpts { pace: Duration::from_millis(20), ..FakeOpts::default() });
-    let o = run(&["run", "--port", &probe.port(), "--duration", "2s"]);
+    let o = probe.run(&["--duration", "2s"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains('\x1b') && !err.contains('\r'), "escape codes in a pipe: {err:?}");

@@ -9,12 +9,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn notes(r: &serde_json::Value) -> String {
-    r["notes"]
-        .as_array()
-        .map_or_else(String::new, |n| n.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join("\n"))
-}
-
 /// `latprobe run` against a fake following `script`, for 300 ms.
 fn run_against(script: Script) -> (std::process::Output, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
@@ -36,17 +30,23 @@ fn run_against(script: Script) -> (std::process::Output, serde_json::Value) {
     (o, r)
 }
 
-#[test]
-fn a_lost_stop_is_sent_again_and_the_run_ends_cleanly() {
-    let (o, r) = run_against(Script::LoseStops(1));
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+/// The run resent once and still ended cleanly: exit 0, `duration-elapsed`
+/// and complete, one resend counted, and a note that says `note`.
+fn assert_resent_once_and_ended_cleanly(o: &std::process::Output, r: &serde_json::Value, note: &str) {
+    assert_eq!(o.status.code(), Some(0), "{}", show(o));
     assert_eq!(
         (r["ended_by"].as_str(), r["complete"].as_bool()),
         (Some("duration-elapsed"), Some(true)),
         "{r}"
     );
     assert_eq!(r["counts"]["host_resends"], 1, "{r}");
-    assert!(notes(&r).contains("sent Stop again"), "{}", notes(&r));
+    assert!(notes(r).contains(note), "{}", notes(r));
+}
+
+#[test]
+fn a_lost_stop_is_sent_again_and_the_run_ends_cleanly() {
+    let (o, r) = run_against(Script::LoseStops(1));
+    assert_resent_once_and_ended_cleanly(&o, &r, "sent Stop again");
     assert_counts_add_up(&r);
 }
 
@@ -58,28 +58,14 @@ fn a_lost_stop_is_sent_again_and_the_run_ends_cleanly() {
 #[test]
 fn a_lost_stop_is_sent_again_when_the_probe_goes_on_measuring() {
     let (o, r) = run_against(Script::LoseStopsTalking(1));
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(
-        (r["ended_by"].as_str(), r["complete"].as_bool()),
-        (Some("duration-elapsed"), Some(true)),
-        "{r}"
-    );
-    assert_eq!(r["counts"]["host_resends"], 1, "{r}");
-    assert!(notes(&r).contains("went on measuring"), "{}", notes(&r));
+    assert_resent_once_and_ended_cleanly(&o, &r, "went on measuring");
     assert_counts_add_up(&r);
 }
 
 #[test]
 fn a_lost_configure_is_sent_again_and_the_run_ends_cleanly() {
     let (o, r) = run_against(Script::LoseConfigures(1));
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(
-        (r["ended_by"].as_str(), r["complete"].as_bool()),
-        (Some("duration-elapsed"), Some(true)),
-        "{r}"
-    );
-    assert_eq!(r["counts"]["host_resends"], 1, "{r}");
-    assert!(notes(&r).contains("sent Configure again"), "{}", notes(&r));
+    assert_resent_once_and_ended_cleanly(&o, &r, "sent Configure again");
 }
 
 #[test]
@@ -98,7 +84,7 @@ fn two_lost_configures_end_in_the_error_of_a_probe_that_does_not_take_the_measur
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     // It went quiet after Hello: the silence is named, with its flag
-    // (issue 18, finding 16: not a bound of the handshake it never hit).
+    // (not a bound of the handshake it never hit).
     assert!(
         err.contains("answered Hello but then said nothing for") && err.contains("--silence-timeout"),
         "{err}"

@@ -9,14 +9,6 @@ use std::path::{Path, PathBuf};
 use common::*;
 use latprobe_protocol::Outcome;
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
 const COUNT: u64 = 1280;
 const INTERVAL_TICKS: u64 = 100_000; // 1 ms at the fake's 100 MHz
 const TIMEOUT_NS: u64 = 300_000;
@@ -27,10 +19,7 @@ const TIMEOUT_NS: u64 = 300_000;
 fn recorded(dir: &Path) -> PathBuf {
     let probe = FakeProbe::start(dir, FakeOpts { faults: true, ..FakeOpts::default() });
     let raw = dir.join("run.raw");
-    let o = run(&[
-        "run",
-        "--port",
-        &probe.port(),
+    let o = probe.run(&[
         "--count",
         &COUNT.to_string(),
         "--interval",

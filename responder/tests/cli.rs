@@ -4,9 +4,10 @@
 //! Every read has a deadline, so a broken responder fails a test rather than
 //! hanging it, and every child is killed if a test panics.
 
-use std::ffi::CStr;
+mod common;
+
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -18,11 +19,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_latprobe-responder");
 
-/// A pty pair. Opened with `posix_openpt(O_CLOEXEC)` rather than `openpty`
-/// because the tests run in parallel threads: a descriptor without
-/// close-on-exec from the start can leak into another test's child in the
-/// window before `fcntl`, and a leaked master would keep that child's line
-/// from ever hanging up.
+/// A pty pair ([`common::open_pty`]).
 struct Pty {
     master: Option<OwnedFd>,
     slave: PathBuf,
@@ -30,21 +27,7 @@ struct Pty {
 
 impl Pty {
     fn new() -> Pty {
-        // SAFETY: posix_openpt takes flags only and returns a new descriptor or -1.
-        let fd = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
-        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let master = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `fd` is an open pty master.
-        assert_eq!(unsafe { libc::grantpt(fd) }, 0, "grantpt");
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::unlockpt(fd) }, 0, "unlockpt");
-        let mut name = [0 as libc::c_char; 128];
-        // SAFETY: `name` is valid for writes of its length.
-        let rc = unsafe { libc::ptsname_r(fd, name.as_mut_ptr(), name.len()) };
-        assert_eq!(rc, 0, "ptsname_r");
-        // SAFETY: ptsname_r NUL-terminated the name within the buffer.
-        let slave = unsafe { CStr::from_ptr(name.as_ptr()) }.to_str().expect("pts path is UTF-8").into();
+        let (master, slave) = common::open_pty();
         Pty { master: Some(master), slave }
     }
 

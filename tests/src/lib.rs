@@ -1,6 +1,8 @@
 //! Shared helpers for latprobe's end-to-end tests.
 //!
-//! - [`faults`]: a fault-injecting byte pipe between a probe and the host.
+//! - [`fault_pipe`]: a fault-injecting byte pipe between a probe and the host.
+//! - [`firmware`]: builds a board's firmware ELF and the host binaries the
+//!   end-to-end tests run (the host's tests share it by path).
 //! - [`rng`]: a tiny seeded generator, so every simulated run is reproducible.
 //! - [`host`]: the host's end of the link (real `FrameDecoder` and
 //!   `decode_message`), collecting what a probe sent.
@@ -9,7 +11,8 @@
 //!   distribution) driving the real engine.
 //! - [`stats`]: exact nearest-rank percentiles.
 
-pub mod faults;
+pub mod fault_pipe;
+pub mod firmware;
 pub mod host;
 pub mod rng;
 pub mod sim;

@@ -139,6 +139,12 @@ impl FakeProbe {
     pub fn port(&self) -> String {
         format!("unix:{}", self.path.display())
     }
+
+    /// `latprobe run --port` this probe with `args`, to its end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let port = self.port();
+        run(&[&["run", "--port", &port][..], args].concat())
+    }
 }
 
 impl Drop for FakeProbe {
@@ -458,6 +464,52 @@ pub fn show(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A temporary directory for one test.
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// A path as a command-line argument.
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Its standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Run latprobe, failing the test if it takes longer than `limit`.
+pub fn run_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = latprobe()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start latprobe");
+    wait_with_timeout(&mut child, limit)
+}
+
+/// Send `sig` to our own child `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on the pid of our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+/// A report's notes, one a line.
+pub fn notes(r: &serde_json::Value) -> String {
+    r["notes"]
+        .as_array()
+        .map_or_else(String::new, |n| n.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join("\n"))
+}
+
+/// `msg` framed as the probe sends it.
+pub fn frame(msg: &ProbeMsg<'_>) -> Vec<u8> {
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let n = encode_message(msg, &mut buf).expect("frame");
+    buf[..n].to_vec()
 }
 
 /// Read a JSON file.

@@ -6,7 +6,8 @@ use std::io::Cursor;
 use std::path::Path;
 
 use latprobe::analysis::timeline::TimelineReport;
-use latprobe::report::plot;
+use latprobe::analysis::Figure;
+use latprobe::report::plot::{self, HistData};
 use latprobe::report::Report;
 use serde_json::json;
 
@@ -183,4 +184,22 @@ pub fn assert_png(png: &[u8]) -> Vec<[u8; 3]> {
 
 pub fn count_colour(px: &[[u8; 3]], c: [u8; 3]) -> usize {
     px.iter().filter(|p| **p == c).count()
+}
+
+/// A cyclictest-like run, as `import` gives it: bins of `bin_ns` holding
+/// 133 samples at 10, 12 and 30 µs, 5 overflows beyond its 40 µs range,
+/// max 61 µs (138 samples in all).
+pub fn cyclictest_t0(bin_ns: u64) -> HistData {
+    HistData {
+        label: "cyclictest T0".into(),
+        bin_ns,
+        bins: vec![(10_000, 50), (12_000, 80), (30_000, 3)],
+        range_ns: 40_000,
+        overflows: 5,
+        timeouts: 0,
+        timeout_ns: None,
+        max: Figure::Value(61_000),
+        periodic: false,
+        percentiles: Vec::new(),
+    }
 }

@@ -29,6 +29,7 @@ use latprobe_protocol::{
     decode_message, encode_message, Capabilities, ErrorCode, Feed, FrameDecoder, Heartbeat, HostMsg,
     ProbeMsg, Sample, Stopped, MAX_FRAME_LEN,
 };
+use latprobe_tests::firmware;
 
 /// What to tell a user whose machine lacks the emulator.
 pub const INSTALL_HINT: &str = "install it: apt-get install qemu-system-arm socat";
@@ -69,35 +70,10 @@ pub fn artifacts() -> &'static Artifacts {
         for tool in ["qemu-system-arm", "socat", "timeout"] {
             assert!(on_path(tool).is_some(), "{tool} not found on PATH: {INSTALL_HINT}");
         }
-        let root =
-            Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let target_dir = target_dir();
-        let build = |args: &[&str]| {
-            let status = Command::new(&cargo)
-                .current_dir(&root)
-                .env("CARGO_TARGET_DIR", &target_dir)
-                .arg("build")
-                .args(args)
-                .status()
-                .unwrap_or_else(|e| panic!("cannot run cargo build {args:?}: {e}"));
-            assert!(status.success(), "cargo build {args:?} failed: {status}");
-        };
-        build(&["-p", "latprobe", "-p", "latprobe-responder"]);
-        build(&[
-            "-p",
-            "latprobe-firmware",
-            "--target",
-            "thumbv7em-none-eabihf",
-            "--profile",
-            "firmware",
-            "--features",
-            "board-qemu",
-            "--bin",
-            "qemu",
-        ]);
+        firmware::cargo_build(&["-p", "latprobe", "-p", "latprobe-responder"]);
+        let target_dir = firmware::target_dir();
         let a = Artifacts {
-            elf: target_dir.join("thumbv7em-none-eabihf/firmware/qemu"),
+            elf: firmware::elf("qemu"),
             latprobe: target_dir.join("debug/latprobe"),
             responder: target_dir.join("debug/latprobe-responder"),
         };
@@ -106,22 +82,6 @@ pub fn artifacts() -> &'static Artifacts {
         }
         a
     })
-}
-
-/// The target directory this test binary was built in (`CARGO_TARGET_DIR`
-/// or the workspace's `target/`), so the nested builds share it.
-fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        let dir = PathBuf::from(dir);
-        return if dir.is_absolute() {
-            dir
-        } else {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir)
-        };
-    }
-    // <target>/debug/deps/qemu-<hash>
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.ancestors().nth(3).expect("test binary under <target>/<profile>/deps").to_path_buf()
 }
 
 /// A child process killed (with its process group, if it leads one) and
@@ -440,7 +400,7 @@ impl Bench {
     }
 
     /// Send one QMP command (`system_reset`, say) and return QEMU's answer.
-    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    #[allow(dead_code)] // the link fault suite's (tests/faults_link.rs)
     pub fn qmp(&self, command: &str) -> String {
         let mut s = connect(&self.dir.path().join("qmp.sock"));
         s.set_read_timeout(Some(Duration::from_secs(5))).expect("read timeout");
@@ -469,7 +429,7 @@ impl Bench {
     }
 
     /// Kill QEMU outright (SIGKILL), as a crash would.
-    #[allow(dead_code)] // the fault suite's (tests/faults.rs)
+    #[allow(dead_code)] // the link fault suite's (tests/faults_link.rs)
     pub fn kill_qemu(&mut self) {
         signal(self.qemu.child.id(), "-KILL", true);
         let _ = self.qemu.wait_for(Duration::from_secs(5));

@@ -1,11 +1,12 @@
 //! The fault suite, link half: faults between a probe and the host, with the
 //! real `latprobe run` against the real probe engine (the virtual probe,
 //! on a thread of this test, with the real responder on its pty) and the
-//! real firmware in QEMU. The fault-injecting pipe (`latprobe_tests::faults`)
+//! real firmware in QEMU. The fault-injecting pipe (`latprobe_tests::fault_pipe`)
 //! damages the probe's batches and keeps the truth, so the host's counts
 //! are checked exactly against it and against the probe's own `Stopped`.
-//! The file faults and the command-line faults are in
-//! `host/tests/faults.rs`.
+//! The files' faults are in `host/tests/faults_files.rs`, a run's other
+//! faults (a misbehaving probe or responder, signals, bad flags) in
+//! `host/tests/faults_run.rs`.
 //!
 //! ```text
 //!  latprobe run ──unix:pipe.sock──▶ FaultPipe ──▶ virtual probe ──pty──▶ latprobe-responder
@@ -17,14 +18,14 @@
 mod harness;
 
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use harness::{artifacts, Bench};
 use latprobe::source::{ByteSource, Socket};
 use latprobe::virtual_probe::VirtualProbe;
-use latprobe_tests::faults::{FaultPipe, Faults, Truth};
+use latprobe_tests::fault_pipe::{FaultPipe, Faults, Truth};
 use serde_json::Value;
 
 /// The virtual probe on a thread of this test, the responder on its pty.
@@ -52,6 +53,13 @@ impl Virtual {
             std::thread::sleep(Duration::from_millis(20));
         }
         Virtual { probe: Some(probe), host_end: Some(host_end), responder }
+    }
+
+    /// Start it in `dir` behind a fault pipe (`dir/pipe.sock`) with `faults`.
+    fn behind_a_pipe(dir: &Path, faults: Faults) -> (Virtual, FaultPipe) {
+        let mut v = Virtual::start(dir);
+        let pipe = FaultPipe::start(dir.join("pipe.sock"), v.link(), faults);
+        (v, pipe)
     }
 
     /// The probe's link, for the pipe.
@@ -177,8 +185,7 @@ fn the_virtual_probe_through_a_faulty_link_loses_exactly_the_damaged_samples() {
     let _serial = harness::serial();
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let mut v = Virtual::start(d);
-    let pipe = FaultPipe::start(d.join("pipe.sock"), v.link(), FAULTS);
+    let (_v, pipe) = Virtual::behind_a_pipe(d, FAULTS);
     let ran = run(
         d,
         &[
@@ -258,8 +265,7 @@ fn a_virtual_probe_restarted_mid_run_stops_the_run_with_a_report() {
     let _serial = harness::serial();
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let mut v = Virtual::start(d);
-    let pipe = FaultPipe::start(d.join("pipe.sock"), v.link(), Faults::default());
+    let (mut v, pipe) = Virtual::behind_a_pipe(d, Faults::default());
     let child = spawn(
         d,
         &[
@@ -294,9 +300,10 @@ fn a_virtual_probe_restarted_mid_run_stops_the_run_with_a_report() {
     drop(fresh);
 }
 
-#[test]
-fn qemu_system_reset_mid_run_stops_the_run_with_a_report() {
-    let _serial = harness::serial();
+/// QEMU with the responder on its target line, and a `latprobe run` on its
+/// host link (`--count 1000000`, `r.json`, `r.raw`) 3 s under way: the
+/// bench, its folder, the port and the run.
+fn qemu_run_under_way() -> (Bench, PathBuf, String, Child) {
     let mut bench = Bench::start();
     bench.responder(&["uart"]);
     let d = bench.dir.path().to_path_buf();
@@ -308,6 +315,13 @@ fn qemu_system_reset_mid_run_stops_the_run_with_a_report() {
     }
     let child = spawn(&d, &["run", "--port", &port, "--count", "1000000", "-o", "r.json", "--raw", "r.raw"]);
     std::thread::sleep(Duration::from_secs(3));
+    (bench, d, port, child)
+}
+
+#[test]
+fn qemu_system_reset_mid_run_stops_the_run_with_a_report() {
+    let _serial = harness::serial();
+    let (mut bench, d, _, child) = qemu_run_under_way();
     let answer = bench.qmp("system_reset");
     assert!(answer.contains("return"), "QMP system_reset: {answer}");
     let ran = finish(&d, child, Duration::from_secs(30));
@@ -328,8 +342,7 @@ fn latprobe_suspended_for_10_s_loses_no_sample() {
     let _serial = harness::serial();
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
-    let mut v = Virtual::start(d);
-    let pipe = FaultPipe::start(d.join("pipe.sock"), v.link(), Faults::default());
+    let (_v, pipe) = Virtual::behind_a_pipe(d, Faults::default());
     let child =
         spawn(d, &["run", "--port", &pipe.port(), "--duration", "14s", "--interval", "1ms", "-o", "r.json"]);
     std::thread::sleep(Duration::from_secs(2));
@@ -353,8 +366,7 @@ fn each_stop_signal_mid_run_writes_a_partial_report_that_replays_alike() {
     for (name, sig) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM), ("SIGHUP", libc::SIGHUP)] {
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path();
-        let mut v = Virtual::start(d);
-        let pipe = FaultPipe::start(d.join("pipe.sock"), v.link(), Faults::default());
+        let (_v, pipe) = Virtual::behind_a_pipe(d, Faults::default());
         let child = spawn(
             d,
             &[
@@ -392,17 +404,7 @@ fn each_stop_signal_mid_run_writes_a_partial_report_that_replays_alike() {
 #[test]
 fn a_killed_qemu_is_a_clear_error_and_the_files_are_written() {
     let _serial = harness::serial();
-    let mut bench = Bench::start();
-    bench.responder(&["uart"]);
-    let d = bench.dir.path().to_path_buf();
-    let port = format!("unix:{}", bench.host_sock().display());
-    let until = Instant::now() + Duration::from_secs(20);
-    while !bench.host_sock().exists() {
-        assert!(Instant::now() < until, "no host link socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let child = spawn(&d, &["run", "--port", &port, "--count", "1000000", "-o", "r.json", "--raw", "r.raw"]);
-    std::thread::sleep(Duration::from_secs(3));
+    let (mut bench, d, port, child) = qemu_run_under_way();
     bench.kill_qemu();
     let ran = finish(&d, child, Duration::from_secs(30));
     assert_eq!(ran.status.code(), Some(1), "{}", ran.show());

@@ -5,7 +5,8 @@
 //! a loop that never blocks to about half its CPU, measured here from
 //! `/proc/PID/stat`.
 
-use std::ffi::CStr;
+mod common;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -26,20 +27,7 @@ struct Pty {
 
 impl Pty {
     fn new() -> Pty {
-        // SAFETY: posix_openpt takes flags only and returns a new descriptor or -1.
-        let fd = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
-        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
-        // SAFETY: `fd` is fresh and ours.
-        let master = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `fd` is an open pty master.
-        assert_eq!(unsafe { libc::grantpt(fd) }, 0);
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::unlockpt(fd) }, 0);
-        let mut name = [0 as libc::c_char; 128];
-        // SAFETY: `name` is valid for writes of its length.
-        assert_eq!(unsafe { libc::ptsname_r(fd, name.as_mut_ptr(), name.len()) }, 0);
-        // SAFETY: ptsname_r NUL-terminated it.
-        let slave = unsafe { CStr::from_ptr(name.as_ptr()) }.to_str().expect("UTF-8").into();
+        let (master, slave) = common::open_pty();
         Pty { master: Some(master), slave }
     }
 
