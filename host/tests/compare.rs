@@ -46,6 +46,7 @@ fn probe_column() -> Column {
             ("host".into(), "vm".into()),
             ("percentiles".into(), "HdrHistogram (3 digits)".into()),
         ],
+        kernel_config: None,
     }
 }
 

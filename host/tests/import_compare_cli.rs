@@ -235,3 +235,57 @@ fn latprobes_own_histfile_with_timeouts_imports_with_the_max_censored() {
     let max = &c["columns"][0]["latency"]["max"];
     assert!(max.get("ns").is_none(), "a measured max where the true one is above the timeout: {max}");
 }
+
+/// Seed 004's hunt: two runs whose kernels differ in a few options.
+/// `compare` prints the options that differ (an absent one "not set"), and
+/// only those, with one line counting the rest; in every format.
+#[test]
+fn compare_prints_only_the_kernel_config_options_that_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden/out/r.json"));
+    let base: Vec<(String, String)> =
+        (0..200).map(|i| (format!("CONFIG_SAME_{i:03}"), "y".to_string())).collect();
+    let write = |name: &str, extra: &[(&str, &str)]| {
+        let mut options: serde_json::Map<String, serde_json::Value> =
+            base.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect();
+        for (k, v) in extra {
+            options.insert(k.to_string(), v.to_string().into());
+        }
+        let mut r = golden.clone();
+        r["target"] = serde_json::json!({
+            "hostname": "board",
+            "kernel_config": { "source": "/proc/config.gz", "options": options, "truncated": false },
+        });
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();
+        p
+    };
+    let a = write("a.json", &[("CONFIG_RCU_TRACE", "y"), ("CONFIG_NO_HZ_FULL", "y"), ("CONFIG_HZ", "1000")]);
+    let b = write(
+        "b.json",
+        &[("CONFIG_PREEMPT_RCU_BOOST", "y"), ("CONFIG_NO_HZ_FULL", "y"), ("CONFIG_HZ", "250")],
+    );
+    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("CONFIG_")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    let cells = |name: &str| -> Vec<String> {
+        let row = rows
+            .iter()
+            .find(|r| r.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        row.split_whitespace().skip(1).map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(cells("CONFIG_HZ "), ["1000", "250"], "{text}");
+    assert_eq!(cells("CONFIG_RCU_TRACE"), ["y", "not", "set"], "{text}");
+    assert_eq!(cells("CONFIG_PREEMPT_RCU_BOOST"), ["not", "set", "y"], "{text}");
+    assert!(!text.contains("CONFIG_SAME_") && !text.contains("CONFIG_NO_HZ_FULL"), "{text}");
+    assert!(text.contains("kernel config: 3 options differ (rows CONFIG_…), 201 are the same"), "{text}");
+
+    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["columns"][1]["meta"]["CONFIG_HZ"], "250", "{j:#}");
+    assert_eq!(j["columns"][1]["meta"]["CONFIG_RCU_TRACE"], "not set", "{j:#}");
+}

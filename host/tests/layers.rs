@@ -273,6 +273,18 @@ fn no_new_import_circle_in_the_host() {
     );
 }
 
+/// The firmware's rooms (engine, hwloop, board, …) import one another in
+/// no circle either (its `bin/` glue is left out, as the walk leaves out
+/// every `bin/`).
+#[test]
+fn no_import_circle_in_the_firmware() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware/src");
+    let e = edges(&src);
+    assert!(e.len() > 20, "the firmware's files were not found: {e:?}");
+    let found = circles(&e);
+    assert!(found.is_empty(), "import circles in firmware/src (take them apart): {found:?}");
+}
+
 /// The reader itself: a made-up tree with one circle through a grouped
 /// `use`, one edge only in a test module, and a submodule naming its parent.
 #[test]

@@ -14,6 +14,7 @@
 //!  latprobe report ───(caller)─▶ Column ─┴─▶ render(columns, format, baseline) ─▶ String
 //! ```
 
+pub mod kconfig;
 mod render;
 
 use crate::import::ImportedRun;
@@ -75,6 +76,10 @@ pub struct Column {
     /// [`render`] prints the ones every column shares once, outside the
     /// table, and the others as rows.
     pub meta: Vec<(String, String)>,
+    /// The kernel's build configuration (`CONFIG_` option → value, the
+    /// options set), when the run carries the responder's metadata:
+    /// [`render`] shows only the options that differ between columns.
+    pub kernel_config: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The output format of [`render`].
@@ -168,6 +173,7 @@ impl Column {
             timeout_ns: None,
             avg_over: None,
             meta,
+            kernel_config: None,
         }
     }
 
@@ -223,6 +229,7 @@ impl Column {
             resolution_ns: run.avg_resolution_ns,
             timeout_ns: censored,
             meta,
+            kernel_config: None,
         }
     }
 }
@@ -339,6 +346,7 @@ impl Column {
             resolution_ns: 1,
             timeout_ns: l.filter(|l| l.censored > 0).map(|l| l.censored_above),
             meta,
+            kernel_config: r.target.as_ref().and_then(kconfig::of_target),
         }
     }
 }

@@ -33,7 +33,11 @@ const LATENCY_ROWS: [(&str, &str, Getter); 8] = [
 pub fn render(columns: &[Column], format: Format, baseline: Option<usize>) -> String {
     let bad_baseline = baseline.filter(|&b| b >= columns.len());
     let baseline = baseline.filter(|&b| b < columns.len());
-    let (shared, differing) = split_meta(columns);
+    let (mut shared, mut differing) = split_meta(columns);
+    // The kernel configs: one shared line, a row per option that differs.
+    let (config_line, config_rows) = super::kconfig::rows(columns);
+    shared.extend(config_line);
+    differing.extend(config_rows);
     let mut notes = Vec::new();
     if let Some(b) = bad_baseline {
         notes.push(format!("baseline column {b} does not exist ({} columns): no ratios", columns.len()));
