@@ -138,7 +138,7 @@ pub fn parse_percent(q: &str) -> Result<f64, String> {
 /// and `run`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct TargetArgs {
-    /// Start the responder on this target over SSH (the system's ssh, with your config and agent, in BatchMode): ssh://[user@]host[:port]. Its metadata and logs come back, and it ends with the run
+    /// Start the responder on this target over SSH (the system's ssh, with your config and agent, in BatchMode): `ssh://[user@]host[:port]`. Its metadata and logs come back, and it ends with the run
     #[arg(long = "target", value_name = "ssh://[USER@]HOST[:PORT]")]
     pub url: Option<String>,
     /// With --target: ssh's config file (ssh -F FILE) instead of ~/.ssh/config

@@ -115,11 +115,31 @@ fn demo(sshd: &Sshd, extra: &[&str]) -> Command {
     c
 }
 
-/// The pids of responders started with `--exit-with-stdin` (over SSH).
-fn remote_responders() -> Vec<u32> {
-    let o =
-        Command::new("pgrep").args(["-f", "--", "latprobe-responder .*--exit-with-stdin"]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect()
+/// The responders this test's `sshd` started: processes named
+/// latprobe-responder below it (not the ssh client, whose command line names
+/// them too, nor another suite's, run beside this one).
+fn remote_responders(sshd: &Sshd) -> Vec<u32> {
+    let stat = |pid: u32| -> Option<(String, u32)> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (l, r) = (text.find('(')?, text.rfind(')')?);
+        let ppid = text[r + 2..].split_whitespace().nth(1)?.parse().ok()?;
+        Some((text[l + 1..r].to_string(), ppid))
+    };
+    let below_sshd = |mut pid: u32| {
+        for _ in 0..32 {
+            match stat(pid) {
+                Some((_, ppid)) if ppid == sshd.child.id() => return true,
+                Some((_, ppid)) if ppid > 1 => pid = ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|(comm, _)| comm == "latprobe-respon") && below_sshd(pid))
+        .collect()
 }
 
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
@@ -163,7 +183,7 @@ fn the_demo_runs_its_responder_over_ssh_and_brings_its_facts_back() {
     assert!(notes.contains(&format!("the responder ran on {} over SSH", sshd.url())), "{notes}");
     assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("on {}", sshd.url())), "{}", show(&o));
     // Nothing is left behind on the target: no responder, no directory.
-    wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders().is_empty());
+    wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
     assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");
 }
 
@@ -262,32 +282,78 @@ fn a_responder_missing_on_the_target_names_target_install_which_copies_it() {
     let _ = std::fs::remove_file(&installed);
 }
 
-/// Start a 20 s demo over SSH and wait until its remote responder runs.
-fn long_demo(sshd: &Sshd) -> (Child, u32) {
-    assert!(remote_responders().is_empty(), "a responder of an earlier test still runs");
-    let child =
-        demo(sshd, &["--duration", "20s"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut pid = None;
-    wait_until("the remote responder starts", Duration::from_secs(10), || {
-        pid = remote_responders().first().copied();
-        pid.is_some()
+/// A 20 s demo over SSH, under way: latprobe has seen its remote
+/// responder ready (it said so on stderr), and the responder's pid.
+struct LongDemo {
+    child: Child,
+    stderr: std::sync::Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    responder: u32,
+}
+
+fn long_demo(sshd: &Sshd) -> LongDemo {
+    use std::io::BufRead as _;
+    assert!(remote_responders(sshd).is_empty(), "a responder of an earlier test still runs");
+    let mut child =
+        demo(sshd, &["--duration", "20s"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = std::sync::Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().unwrap();
+    let sink = stderr.clone();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            // Said once the responder over there is ready and the run starts.
+            if line.starts_with("latprobe demo: uart-echo") {
+                let _ = tx.send(());
+            }
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
     });
-    std::thread::sleep(Duration::from_millis(500));
-    (child, pid.unwrap())
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        let _ = child.kill();
+        panic!("the demo did not start within 20 s: {}", stderr.lock().unwrap());
+    }
+    let responder = remote_responders(sshd);
+    assert_eq!(responder.len(), 1, "one responder over SSH: {responder:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    LongDemo { child, stderr, reader: Some(reader), responder: responder[0] }
+}
+
+impl LongDemo {
+    /// Its exit code and stderr, within 15 s.
+    fn end(mut self) -> (Option<i32>, String) {
+        let until = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > until {
+                let _ = self.child.kill();
+                panic!("the demo did not end within 15 s: {}", self.stderr.lock().unwrap());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let _ = self.reader.take().unwrap().join();
+        let text = self.stderr.lock().unwrap().clone();
+        (status.code(), text)
+    }
 }
 
 #[test]
 fn a_dropped_connection_ends_the_run_and_the_responder_with_it() {
     let _one = lock();
     let sshd = Sshd::start();
-    let (child, responder) = long_demo(&sshd);
+    let d = long_demo(&sshd);
+    let responder = d.responder;
     // The ssh client dies as when the network goes: the server sees the
     // connection end and closes the responder's stdin.
-    let o = Command::new("pkill").args(["-9", "-P", &child.id().to_string(), "-x", "ssh"]).output().unwrap();
+    let o =
+        Command::new("pkill").args(["-9", "-P", &d.child.id().to_string(), "-x", "ssh"]).output().unwrap();
     assert!(o.status.success(), "no ssh under latprobe: {}", show(&o));
-    let o = common::wait_with_timeout(&mut { child }, Duration::from_secs(15));
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    let e = String::from_utf8_lossy(&o.stderr);
+    let (code, e) = d.end();
+    assert_eq!(code, Some(1), "{e}");
     assert!(e.contains(&format!("the responder on {} ended during the run", sshd.url())), "{e}");
     wait_until("the remote responder ends", Duration::from_secs(5), || {
         !Path::new(&format!("/proc/{responder}")).exists()
@@ -298,11 +364,94 @@ fn a_dropped_connection_ends_the_run_and_the_responder_with_it() {
 fn a_responder_dying_on_the_target_fails_the_run_saying_so() {
     let _one = lock();
     let sshd = Sshd::start();
-    let (child, responder) = long_demo(&sshd);
+    let d = long_demo(&sshd);
     // SAFETY: kill(2) on a pid just read from /proc; at worst it is gone.
-    unsafe { libc::kill(responder as i32, libc::SIGKILL) };
-    let o = common::wait_with_timeout(&mut { child }, Duration::from_secs(15));
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    let e = String::from_utf8_lossy(&o.stderr);
+    unsafe { libc::kill(d.responder as i32, libc::SIGKILL) };
+    let (code, e) = d.end();
+    assert_eq!(code, Some(1), "{e}");
     assert!(e.contains(&format!("the responder on {} ended during the run", sshd.url())), "{e}");
+}
+
+/// A pseudo-terminal standing for the target's serial line: the master,
+/// held for the test, and the slave's path for `--target-device`.
+fn target_tty() -> (std::fs::File, String) {
+    use std::os::fd::FromRawFd;
+    let (mut m, mut s) = (-1, -1);
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: openpty writes two fds and the NUL-terminated slave name into
+    // a buffer of 128 bytes (it needs ~20).
+    let rc = unsafe { libc::openpty(&mut m, &mut s, name.as_mut_ptr(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: fresh fds from openpty; the slave is closed (the responder
+    // opens it by name), the master owned by the File; the name is NUL-terminated.
+    unsafe {
+        libc::close(s);
+        (
+            std::fs::File::from_raw_fd(m),
+            std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// `run --target`: the responder is started on the target for the run, on
+/// the line given, its facts become the report's `target`, and it is gone
+/// afterwards, its directory too.
+#[test]
+fn run_starts_the_responder_on_the_target_for_the_run_and_stops_it() {
+    let _one = lock();
+    let sshd = Sshd::start();
+    let (_master, tty) = target_tty();
+    let dir = tempfile::tempdir().unwrap();
+    let probe = common::FakeProbe::start(dir.path(), common::FakeOpts::default());
+    let report = dir.path().join("r.json");
+    let responder = ensure_responder();
+    let before = temp_dirs();
+    let config = sshd.config();
+    let o = probe.run(&[
+        "--count",
+        "300",
+        "--target",
+        &sshd.url(),
+        "--ssh-config",
+        config.to_str().unwrap(),
+        "--target-responder",
+        responder.to_str().unwrap(),
+        "--target-device",
+        &tty,
+        "--target-baud",
+        "230400",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json(&report);
+    assert_eq!(r["target"]["run"]["mode"], "uart", "{}", r["target"]);
+    assert_eq!(r["target"]["run"]["device"], tty.as_str(), "{}", r["target"]);
+    assert_eq!(r["target"]["run"]["baud"], 230400, "{}", r["target"]);
+    assert!(r["notes"].to_string().contains("over SSH"), "{}", r["notes"]);
+    wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
+    assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");
+}
+
+/// `run --target` names the line it lacks before anything is started.
+#[test]
+fn run_target_without_the_line_names_the_flag_it_needs() {
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "needs --target-device PATH"),
+        (&["--mode", "gpio-echo"], "needs --target-gpio CHIP:INPUT:OUTPUT"),
+        (&["--mode", "gpio-echo", "--target-gpio", "/dev/gpiochip0:17"], "write CHIP:INPUT:OUTPUT"),
+        (&["--mode", "loopback", "--line", "gpio"], "drop --target"),
+    ];
+    for (extra, want) in cases {
+        let o = latprobe()
+            .args(["run", "--port", "/dev/null", "--target", "ssh://127.0.0.1:1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{extra:?}: {}", show(&o));
+    }
+    let o =
+        latprobe().args(["run", "--port", "/dev/null", "--target-device", "/dev/ttyS1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "--target-device alone: {}", show(&o));
 }

@@ -3,8 +3,7 @@
 //! `latprobe-responder` over a pseudo-terminal, and everything else is what
 //! `latprobe run` does with a probe board.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -14,11 +13,10 @@ use crate::model::{EdgeArg, ModeArg};
 use crate::options::{OutputArgs, TargetArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
-use crate::target::ssh::{self, SshTarget};
-use crate::target::{Named, Responder, Role};
+use crate::target::{find_responder, start_local, Line, Remote, Role};
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
-use crate::{timefmt, Error, TOOL_VERSION};
+use crate::{timefmt, TOOL_VERSION};
 
 /// The note every demo prints and reports.
 pub const VIRTUAL_NOTE: &str = "virtual probe: its timestamps come from this machine's own clock \
@@ -74,127 +72,6 @@ impl From<DemoMode> for ModeArg {
     }
 }
 
-use crate::target::ssh::RESPONDER;
-
-/// Find the responder: `--responder`, next to this executable, or on PATH.
-pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
-    if let Some(p) = given {
-        return if p.is_file() {
-            Ok(p.to_path_buf())
-        } else {
-            Err(Error::Input(format!("--responder {}: no such file", p.display())))
-        };
-    }
-    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(RESPONDER)));
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(RESPONDER));
-    beside.into_iter().chain(on_path).find(|p| p.is_file()).ok_or_else(|| {
-        Error::Input(format!(
-            "cannot find {RESPONDER} next to latprobe or on PATH: build it with \
-             `cargo build --release -p latprobe-responder`, or give --responder PATH"
-        ))
-    })
-}
-
-/// A responder started, with the metadata it wrote at its start.
-struct Started {
-    responder: Responder,
-    meta: Option<Vec<u8>>,
-}
-
-/// The responder on this machine.
-fn start_local(
-    bin: &Path,
-    device: &Path,
-    meta: &Path,
-    priority: Option<u8>,
-    role: &Role,
-) -> Result<Started, Error> {
-    let mut cmd = Command::new(bin);
-    cmd.args(role.argv(device, meta.as_os_str(), priority));
-    let named = Named {
-        who: format!("the demo's responder {}", bin.display()),
-        fix: "give a working one with --responder PATH".into(),
-    };
-    let responder = Responder::spawn(cmd, &named, false)?;
-    let got = std::fs::read(meta).ok();
-    let _ = std::fs::remove_file(meta);
-    Ok(Started { responder, meta: got })
-}
-
-/// The target over SSH: its responder (checked, or installed), and a
-/// directory of its own for the run's files there.
-struct Remote {
-    ssh: SshTarget,
-    /// The responder's path there, a shell word.
-    responder: String,
-    /// The run's directory there (removed at the end).
-    dir: String,
-}
-
-impl Remote {
-    fn connect(url: &str, t: &TargetArgs, local: Option<&Path>) -> Result<Remote, Error> {
-        let ssh = SshTarget::parse(url, t.ssh_config.as_deref())?;
-        let mut responder = t.target_responder.clone().unwrap_or_else(|| RESPONDER.to_string());
-        let mut info = ssh.probe(&responder)?;
-        if t.target_install {
-            let local = match local {
-                Some(p) => Some(find_responder(Some(p))?),
-                None => find_responder(None).ok(),
-            };
-            let bin = ssh::responder_for(&info.machine, local.as_deref())?;
-            responder = ssh.install(&bin)?;
-            crate::stderr_line!("latprobe: installed {} as {responder} on {}", bin.display(), ssh.url());
-            info = ssh.probe(&responder)?;
-        }
-        ssh.check_responder(&responder, &info)?;
-        let dir = ssh.temp_dir()?;
-        Ok(Remote { ssh, responder, dir })
-    }
-
-    fn start(&self, device: &Path, priority: Option<u8>, role: &Role) -> Result<Started, Error> {
-        let meta = format!("{}/target.json", self.dir);
-        let role = match role {
-            Role::Periodic { interval_ns, .. } => {
-                Role::Periodic { interval_ns: *interval_ns, log: format!("{}/target.log", self.dir).into() }
-            }
-            Role::Uart => Role::Uart,
-        };
-        let words: Vec<String> = role
-            .argv(device, meta.as_ref(), priority)
-            .iter()
-            .map(|w| ssh::quote(&w.to_string_lossy()))
-            .collect();
-        let remote = format!("exec {} {} --exit-with-stdin", ssh::quote(&self.responder), words.join(" "));
-        let named = Named {
-            who: format!("the responder on {}", self.ssh.url()),
-            fix: "check it over ssh by hand, or give another with --target-responder PATH".into(),
-        };
-        let responder = Responder::spawn(self.ssh.command(&remote), &named, true)?;
-        let meta = self.ssh.fetch(&meta)?;
-        Ok(Started { responder, meta })
-    }
-
-    /// Copy the responder's per-cycle log back to `local`; a failure is said.
-    fn fetch_log(&self, local: &Path) {
-        let log = format!("{}/target.log", self.dir);
-        match self.ssh.fetch(&log) {
-            Ok(Some(bytes)) => {
-                if let Err(e) = crate::fsout::write(local, &bytes) {
-                    crate::stderr_error!(
-                        "latprobe: cannot keep the target's log in {}: {e}",
-                        local.display()
-                    );
-                }
-            }
-            Ok(None) => crate::stderr_error!("latprobe: the target's log {log} is not there"),
-            Err(e) => crate::stderr_error!("latprobe: cannot fetch the target's log: {e}"),
-        }
-    }
-}
-
 /// Run `latprobe demo`.
 pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let mode = ModeArg::from(args.mode);
@@ -231,7 +108,9 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     crate::signals::clear_abort();
     let started = match &remote {
         None => start_local(&bin, probe.slave_path(), &meta, args.priority, &role)?,
-        Some(r) => r.start(probe.slave_path(), args.priority, &role)?,
+        Some(r) => {
+            r.start(&Line::Tty { device: probe.slave_path().into(), baud: None }, args.priority, &role)?
+        }
     };
     let responder = started.responder;
     if target.is_none() {
@@ -317,9 +196,8 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         stopped = p.stop();
     }
     drop(responder);
-    if let Some(r) = &remote {
-        r.ssh.remove_dir(&r.dir);
-    }
+    // The target's directory goes with `remote`.
+    drop(remote);
     if args.out.target_log.is_none() {
         let _ = std::fs::remove_file(&temp_log);
     }

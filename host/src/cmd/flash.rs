@@ -46,7 +46,7 @@ pub fn run(args: FlashArgs) -> Result<(), crate::Error> {
     #[cfg(not(feature = "probe-rs"))]
     {
         let _ = path;
-        Err(probe::without_probe_rs("latprobe flash").into())
+        Err(probe::without_probe_rs("latprobe flash"))
     }
 }
 

@@ -49,6 +49,67 @@ pub struct RunArgs {
     pub gates: crate::options::GateArgs,
     #[command(flatten)]
     pub probe: crate::probe::RunProbeArgs,
+    #[command(flatten)]
+    pub target: crate::options::TargetArgs,
+    /// With --target: the target's serial line wired to the probe (uart-echo; periodic on a UART), e.g. /dev/ttyS1
+    #[arg(long, value_name = "PATH", requires = "url")]
+    pub target_device: Option<std::path::PathBuf>,
+    /// With --target: that line's rate
+    #[arg(long, value_name = "N", requires = "url", default_value_t = latprobe_firmware::boards::nucleo_f411re::TARGET_BAUD)]
+    pub target_baud: u32,
+    /// With --target: the target's GPIO lines wired to the probe: CHIP:INPUT:OUTPUT for gpio-echo (/dev/gpiochip0:17:27), CHIP:OUTPUT for periodic
+    #[arg(long, value_name = "CHIP:LINES", requires = "url")]
+    pub target_gpio: Option<String>,
+    /// With --target: run the responder at this SCHED_FIFO priority (1-99; a warning there if not permitted)
+    #[arg(long, value_name = "N", requires = "url", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub target_priority: Option<u8>,
+}
+
+/// The target's end of the measured line, from `--target-device` or
+/// `--target-gpio`, as `mode` needs it.
+fn target_line(args: &RunArgs) -> Result<crate::target::Line, crate::Error> {
+    use crate::target::Line;
+    let bad = |m: String| crate::Error::Config(m);
+    let gpio = |spec: &str, with_input: bool| -> Result<Line, crate::Error> {
+        let want = if with_input {
+            "CHIP:INPUT:OUTPUT, e.g. /dev/gpiochip0:17:27"
+        } else {
+            "CHIP:OUTPUT, e.g. /dev/gpiochip0:27"
+        };
+        let parts: Vec<&str> = spec.rsplitn(if with_input { 3 } else { 2 }, ':').collect();
+        let num = |s: &str| s.parse::<u32>().ok();
+        match (with_input, parts.as_slice()) {
+            (true, [out, inp, chip]) if !chip.is_empty() => match (num(inp), num(out)) {
+                (Some(i), Some(o)) => Ok(Line::Gpio { chip: chip.to_string(), input: Some(i), output: o }),
+                _ => Err(bad(format!("--target-gpio {spec}: write {want}"))),
+            },
+            (false, [out, chip]) if !chip.is_empty() => match num(out) {
+                Some(o) => Ok(Line::Gpio { chip: chip.to_string(), input: None, output: o }),
+                None => Err(bad(format!("--target-gpio {spec}: write {want}"))),
+            },
+            _ => Err(bad(format!("--target-gpio {spec}: write {want}"))),
+        }
+    };
+    let tty = |d: &std::path::Path| Line::Tty { device: d.to_path_buf(), baud: Some(args.target_baud) };
+    match (args.mode, &args.target_device, &args.target_gpio) {
+        (ModeArg::Loopback, ..) => Err(bad(
+            "--target with --mode loopback: a loopback measures the probe alone, with no target: drop --target".into(),
+        )),
+        (ModeArg::UartEcho, Some(d), None) => Ok(tty(d)),
+        (ModeArg::GpioEcho, None, Some(g)) => gpio(g, true),
+        (ModeArg::Periodic, Some(d), None) => Ok(tty(d)),
+        (ModeArg::Periodic, None, Some(g)) => gpio(g, false),
+        (_, Some(_), Some(_)) => Err(bad("--target-device and --target-gpio: give the one line the probe is wired to".into())),
+        (ModeArg::GpioEcho, ..) => Err(bad(
+            "--target with --mode gpio-echo needs --target-gpio CHIP:INPUT:OUTPUT (e.g. /dev/gpiochip0:17:27): the target's lines wired to the probe".into(),
+        )),
+        (ModeArg::UartEcho, ..) => Err(bad(
+            "--target with --mode uart-echo needs --target-device PATH (e.g. /dev/ttyS1): the target's serial line wired to the probe".into(),
+        )),
+        (ModeArg::Periodic, ..) => Err(bad(
+            "--target with --mode periodic needs --target-device PATH (a byte each period) or --target-gpio CHIP:OUTPUT (a toggle)".into(),
+        )),
+    }
 }
 
 /// Parse a byte written as hex (`0x55`) or decimal (`85`).
@@ -71,9 +132,36 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
     let gates = crate::measure::Delivery::new(&args.gates)?;
     let cal: Vec<(&str, &std::path::Path)> =
         args.calibration.iter().map(|p| ("--calibration", p.as_path())).collect();
-    let target = crate::measure::check_outputs(&args.out, &gates, &cal)?;
+    let line = args.target.url.as_ref().map(|_| target_line(&args)).transpose()?;
+    let mut target = crate::measure::check_outputs(&args.out, &gates, line.is_some(), &cal)?;
     // With --flash this flashes (or finds the firmware in place) first.
-    let (src, link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
+    let (src, mut link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
+    // --target: the responder started there, its facts and (periodic) its
+    // log fetched back, a temporary file when --target-log names none.
+    let temp_log = std::env::temp_dir().join(format!("latprobe-run-{}.target.log", std::process::id()));
+    let log_path = (line.is_some() && req.mode == ModeArg::Periodic)
+        .then(|| args.out.target_log.clone().unwrap_or(temp_log.clone()));
+    let remote = match &args.target.url {
+        Some(url) => Some(crate::target::Remote::connect(url, &args.target, None)?),
+        None => None,
+    };
+    let mut responder = None;
+    if let (Some(r), Some(line)) = (&remote, &line) {
+        let role = match req.mode {
+            ModeArg::GpioEcho => crate::target::Role::GpioEcho,
+            ModeArg::Periodic => {
+                crate::target::Role::Periodic { interval_ns: req.interval_ns, log: Default::default() }
+            }
+            _ => crate::target::Role::Uart,
+        };
+        crate::signals::clear_abort();
+        let started = r.start(line, args.target_priority, &role)?;
+        if target.is_none() {
+            target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
+        }
+        link_notes.push(format!("the responder ran on {} over SSH", r.ssh.url()));
+        responder = Some(started.responder);
+    }
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
         source: src.name().to_string(),
@@ -94,16 +182,31 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         request: req,
         silence: args.timing.silence_timeout,
     };
-    crate::measure::measure(
+    let result = crate::measure::measure(
         Link::new(src, raw),
         &ctx,
         &opts,
         &args.out,
         &gates,
-        args.out.target_log.as_deref().map(crate::measure::TargetLog::Given),
+        match (&log_path, &args.out.target_log) {
+            (Some(p), None) => Some(crate::measure::TargetLog::Chosen(p)),
+            _ => args.out.target_log.as_deref().map(crate::measure::TargetLog::Given),
+        },
         Some(&announce),
-        &mut || {},
-    )?;
+        &mut || {
+            // The responder ends (writing its log out), then its log comes back.
+            drop(responder.take());
+            if let (Some(r), Some(p)) = (&remote, &log_path) {
+                r.fetch_log(p);
+            }
+        },
+    );
+    drop(responder);
+    drop(remote);
+    if log_path.is_some() && args.out.target_log.is_none() {
+        let _ = std::fs::remove_file(&temp_log);
+    }
+    result?;
     Ok(())
 }
 

@@ -1,8 +1,8 @@
 //! The live path that `run`, `demo` and `calibrate` share: the request from
-//! the flags ([`request`]), the session over the link with its progress
-//! line ([`progress`]), the target's own log beside a periodic run, and the
-//! delivery of every output ([`deliver`]), whose paths are checked before
-//! anything is measured ([`paths`]). `report` delivers through the same
+//! the flags ([`request()`]), the session over the link with its progress
+//! line ([`mod@progress`]), the target's own log beside a periodic run, and the
+//! delivery of every output ([`deliver()`]), whose paths are checked before
+//! anything is measured ([`mod@paths`]). `report` delivers through the same
 //! door.
 
 pub mod deliver;

@@ -14,12 +14,15 @@ use crate::Error;
 /// output must be writable and not a directory, no two may be one file, and
 /// none may be an input (`--target-meta`, `--target-log`, `--limits`, and
 /// `inputs`, such as `--calibration`).
+/// `target_log_written`: the run fetches the target's own log into
+/// `--target-log` (`run --target`), which is then an output, not an input.
 pub fn check_outputs(
     out: &OutputArgs,
     gates: &Delivery,
+    target_log_written: bool,
     inputs: &[(&str, &Path)],
 ) -> Result<Option<serde_json::Value>, Error> {
-    check_output_set(out, gates, false, inputs)
+    check_output_set(out, gates, target_log_written, inputs)
 }
 
 /// [`check_outputs`] for `demo`, where the responder writes `--target-log`.

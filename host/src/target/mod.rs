@@ -9,12 +9,15 @@
 //! and so does this process dying or the connection dropping (sshd closes
 //! the remote stdin), so the responder never outlives the run.
 
+mod remote;
 pub mod ssh;
+
+pub use remote::{find_responder, start_local, Remote, Started};
 
 use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -22,11 +25,34 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 
+/// The target's end of the line the probe measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// A serial line: `--device D [--baud B]`.
+    Tty {
+        /// The tty on the target.
+        device: PathBuf,
+        /// Its rate; the responder's default (115 200) when `None`.
+        baud: Option<u32>,
+    },
+    /// GPIO lines of one chip: `input` answers (gpio-echo), `output` drives.
+    Gpio {
+        /// The chip, `/dev/gpiochip0`.
+        chip: String,
+        /// The input line (gpio-echo only).
+        input: Option<u32>,
+        /// The output line.
+        output: u32,
+    },
+}
+
 /// What the responder is asked to do, and where it writes.
 #[derive(Debug, Clone)]
 pub enum Role {
     /// `uart`: echo.
     Uart,
+    /// `gpio-echo`: toggle the output on every input edge.
+    GpioEcho,
     /// `periodic --interval I --log FILE`.
     Periodic {
         /// The period, ns.
@@ -37,21 +63,43 @@ pub enum Role {
 }
 
 impl Role {
-    /// The responder's argv after its path. Periodic is exactly
+    /// The responder's argv after its path. Periodic on a tty is exactly
     /// `periodic --device DEV --interval I --metadata META --log FILE
     /// [--priority N]`, so any responder with that interface can be tried
     /// with `--responder PATH`.
-    pub fn argv(&self, device: &Path, meta: &std::ffi::OsStr, priority: Option<u8>) -> Vec<OsString> {
+    pub fn argv(&self, line: &Line, meta: &std::ffi::OsStr, priority: Option<u8>) -> Vec<OsString> {
         let mut v: Vec<OsString> = Vec::new();
+        let tty = |v: &mut Vec<OsString>| {
+            if let Line::Tty { device, baud } = line {
+                v.extend(["--device".into(), device.into()]);
+                if let Some(b) = baud {
+                    v.extend(["--baud".into(), b.to_string().into()]);
+                }
+            }
+        };
         match self {
             Role::Uart => {
-                v.extend(["uart".into(), "--device".into(), device.into(), "--metadata".into(), meta.into()]);
+                v.push("uart".into());
+                tty(&mut v);
+                v.extend(["--metadata".into(), meta.into()]);
+            }
+            Role::GpioEcho => {
+                if let Line::Gpio { chip, input, output } = line {
+                    v.extend(["gpio-echo".into(), "--chip".into(), chip.into()]);
+                    if let Some(i) = input {
+                        v.extend(["--input".into(), i.to_string().into()]);
+                    }
+                    v.extend(["--output".into(), output.to_string().into()]);
+                }
+                v.extend(["--metadata".into(), meta.into()]);
             }
             Role::Periodic { interval_ns, log } => {
+                v.push("periodic".into());
+                tty(&mut v);
+                if let Line::Gpio { chip, output, .. } = line {
+                    v.extend(["--gpio".into(), format!("{chip}:{output}").into()]);
+                }
                 v.extend([
-                    "periodic".into(),
-                    "--device".into(),
-                    device.into(),
                     "--interval".into(),
                     format!("{interval_ns}ns").into(),
                     "--metadata".into(),

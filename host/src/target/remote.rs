@@ -1,0 +1,145 @@
+//! The responder started for a run: on this machine (the demo), or on the
+//! target over SSH ([`Remote`]), with the metadata it wrote at its start.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::ssh::{self, SshTarget, RESPONDER};
+use super::{Line, Named, Responder, Role};
+use crate::options::TargetArgs;
+use crate::Error;
+
+/// Find the responder: `--responder`, next to this executable, or on PATH.
+/// Find the responder: `--responder`, next to this executable, or on PATH.
+pub fn find_responder(given: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(p) = given {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(Error::Input(format!("--responder {}: no such file", p.display())))
+        };
+    }
+    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(RESPONDER)));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(RESPONDER));
+    beside.into_iter().chain(on_path).find(|p| p.is_file()).ok_or_else(|| {
+        Error::Input(format!(
+            "cannot find {RESPONDER} next to latprobe or on PATH: build it with \
+             `cargo build --release -p latprobe-responder`, or give --responder PATH"
+        ))
+    })
+}
+
+/// A responder started, with the metadata it wrote at its start.
+#[derive(Debug)]
+pub struct Started {
+    /// The process.
+    pub responder: Responder,
+    /// Its metadata document, as it wrote it.
+    pub meta: Option<Vec<u8>>,
+}
+
+/// The demo's responder on this machine, on `device`.
+pub fn start_local(
+    bin: &Path,
+    device: &Path,
+    meta: &Path,
+    priority: Option<u8>,
+    role: &Role,
+) -> Result<Started, Error> {
+    let mut cmd = Command::new(bin);
+    let line = Line::Tty { device: device.to_path_buf(), baud: None };
+    cmd.args(role.argv(&line, meta.as_os_str(), priority));
+    let named = Named {
+        who: format!("the demo's responder {}", bin.display()),
+        fix: "give a working one with --responder PATH".into(),
+    };
+    let responder = Responder::spawn(cmd, &named, false)?;
+    let got = std::fs::read(meta).ok();
+    let _ = std::fs::remove_file(meta);
+    Ok(Started { responder, meta: got })
+}
+
+/// The target over SSH: its responder (checked, or installed), and a
+/// directory of its own for the run's files there.
+#[derive(Debug)]
+pub struct Remote {
+    /// The target.
+    pub ssh: SshTarget,
+    /// The responder's path there, a shell word.
+    pub responder: String,
+    /// The run's directory there (removed when dropped).
+    pub dir: String,
+}
+
+impl Remote {
+    /// Log in, check the responder there (or install ours: `local` names
+    /// it, else the one beside latprobe), and make the run's directory.
+    pub fn connect(url: &str, t: &TargetArgs, local: Option<&Path>) -> Result<Remote, Error> {
+        let ssh = SshTarget::parse(url, t.ssh_config.as_deref())?;
+        let mut responder = t.target_responder.clone().unwrap_or_else(|| RESPONDER.to_string());
+        let mut info = ssh.probe(&responder)?;
+        if t.target_install {
+            let local = match local {
+                Some(p) => Some(find_responder(Some(p))?),
+                None => find_responder(None).ok(),
+            };
+            let bin = ssh::responder_for(&info.machine, local.as_deref())?;
+            responder = ssh.install(&bin)?;
+            crate::stderr_line!("latprobe: installed {} as {responder} on {}", bin.display(), ssh.url());
+            info = ssh.probe(&responder)?;
+        }
+        ssh.check_responder(&responder, &info)?;
+        let dir = ssh.temp_dir()?;
+        Ok(Remote { ssh, responder, dir })
+    }
+
+    /// Start the responder there in `role` on `line`, with `--exit-with-stdin`.
+    pub fn start(&self, line: &Line, priority: Option<u8>, role: &Role) -> Result<Started, Error> {
+        let meta = format!("{}/target.json", self.dir);
+        let role = match role {
+            Role::Periodic { interval_ns, .. } => {
+                Role::Periodic { interval_ns: *interval_ns, log: format!("{}/target.log", self.dir).into() }
+            }
+            other => other.clone(),
+        };
+        let words: Vec<String> = role
+            .argv(line, meta.as_ref(), priority)
+            .iter()
+            .map(|w| ssh::quote(&w.to_string_lossy()))
+            .collect();
+        let remote = format!("exec {} {} --exit-with-stdin", ssh::quote(&self.responder), words.join(" "));
+        let named = Named {
+            who: format!("the responder on {}", self.ssh.url()),
+            fix: "check it over ssh by hand, or give another with --target-responder PATH".into(),
+        };
+        let responder = Responder::spawn(self.ssh.command(&remote), &named, true)?;
+        let meta = self.ssh.fetch(&meta)?;
+        Ok(Started { responder, meta })
+    }
+
+    /// Copy the responder's per-cycle log back to `local`; a failure is said.
+    pub fn fetch_log(&self, local: &Path) {
+        let log = format!("{}/target.log", self.dir);
+        match self.ssh.fetch(&log) {
+            Ok(Some(bytes)) => {
+                if let Err(e) = crate::fsout::write(local, &bytes) {
+                    crate::stderr_error!(
+                        "latprobe: cannot keep the target's log in {}: {e}",
+                        local.display()
+                    );
+                }
+            }
+            Ok(None) => crate::stderr_error!("latprobe: the target's log {log} is not there"),
+            Err(e) => crate::stderr_error!("latprobe: cannot fetch the target's log: {e}"),
+        }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.ssh.remove_dir(&self.dir);
+    }
+}
