@@ -203,6 +203,20 @@ pub struct RunContext {
     /// absent in files of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
+    /// The loads run on the target during the run (`--load`); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadRecord>,
+}
+
+/// A load run on the target during a run (`--load NAME[:ARG]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadRecord {
+    /// `hackbench`, `stress-ng:vm`, …
+    pub name: String,
+    /// The shell command that ran it, in a loop until the run ended.
+    pub command: String,
+    /// Where: `this machine` or `ssh://…`.
+    pub on: String,
 }
 
 /// How the run ended, as the caller knows it.

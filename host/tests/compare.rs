@@ -47,6 +47,7 @@ fn probe_column() -> Column {
             ("percentiles".into(), "HdrHistogram (3 digits)".into()),
         ],
         kernel_config: None,
+        loads: None,
     }
 }
 

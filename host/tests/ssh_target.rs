@@ -119,13 +119,18 @@ fn demo(sshd: &Sshd, extra: &[&str]) -> Command {
 /// latprobe-responder below it (not the ssh client, whose command line names
 /// them too, nor another suite's, run beside this one).
 fn remote_responders(sshd: &Sshd) -> Vec<u32> {
+    below_sshd(sshd, "latprobe-respon")
+}
+
+/// The processes named `name` (comm: cut to 15 bytes) below this test's sshd.
+fn below_sshd(sshd: &Sshd, name: &str) -> Vec<u32> {
     let stat = |pid: u32| -> Option<(String, u32)> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (l, r) = (text.find('(')?, text.rfind(')')?);
         let ppid = text[r + 2..].split_whitespace().nth(1)?.parse().ok()?;
         Some((text[l + 1..r].to_string(), ppid))
     };
-    let below_sshd = |mut pid: u32| {
+    let below = |mut pid: u32| {
         for _ in 0..32 {
             match stat(pid) {
                 Some((_, ppid)) if ppid == sshd.child.id() => return true,
@@ -138,7 +143,7 @@ fn remote_responders(sshd: &Sshd) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| stat(pid).is_some_and(|(comm, _)| comm == "latprobe-respon") && below_sshd(pid))
+        .filter(|&pid| stat(pid).is_some_and(|(comm, _)| comm == name) && below(pid))
         .collect()
 }
 
@@ -420,6 +425,8 @@ fn run_starts_the_responder_on_the_target_for_the_run_and_stops_it() {
         &tty,
         "--target-baud",
         "230400",
+        "--load",
+        "dd",
         "-o",
         report.to_str().unwrap(),
     ]);
@@ -429,7 +436,13 @@ fn run_starts_the_responder_on_the_target_for_the_run_and_stops_it() {
     assert_eq!(r["target"]["run"]["device"], tty.as_str(), "{}", r["target"]);
     assert_eq!(r["target"]["run"]["baud"], 230400, "{}", r["target"]);
     assert!(r["notes"].to_string().contains("over SSH"), "{}", r["notes"]);
+    // The load ran there, and ended with the run.
+    assert_eq!(r["loads"][0]["name"], "dd", "{}", r["loads"]);
+    assert_eq!(r["loads"][0]["on"], sshd.url().as_str());
     wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
+    wait_until("the load ends", Duration::from_secs(5), || {
+        below_sshd(&sshd, "dd").is_empty() && below_sshd(&sshd, "sh").is_empty()
+    });
     assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");
 }
 

@@ -204,6 +204,7 @@ fn check(o: &Outcome, ppm: f64) {
         started_unix_ns: None,
         limits: None,
         command_line: None,
+        loads: Vec::new(),
     };
     let end = Ending {
         ended_by: EndedBy::CountReached,

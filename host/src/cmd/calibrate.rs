@@ -100,6 +100,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
         notes: Vec::new(),
         limits: None,
         command_line: crate::model::command_line(),
+        loads: Vec::new(),
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;

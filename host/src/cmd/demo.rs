@@ -13,6 +13,7 @@ use crate::model::{EdgeArg, ModeArg};
 use crate::options::{OutputArgs, TargetArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
+use crate::target::load::{Host as LoadHost, Loads};
 use crate::target::{find_responder, start_local, Line, Remote, Role};
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
@@ -82,6 +83,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     crate::measure::check_periodic_flags(&args.out, mode)?;
     let gates = crate::measure::Delivery::new(&args.gates)?;
     let mut target = crate::measure::check_demo_outputs(&args.out, &gates)?;
+    let load_specs = crate::target::load::parse_all(&args.target.loads)?;
     let remote = match &args.target.url {
         None => None,
         Some(url) => Some(Remote::connect(url, &args.target, args.responder.as_deref())?),
@@ -116,6 +118,15 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     if target.is_none() {
         // The responder's own facts about its machine, when it wrote them.
         target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
+    }
+    // The loads, on the responder's machine, for the whole measurement.
+    let load_dir = stem.with_extension("loads");
+    let mut loads = match &remote {
+        Some(r) => Loads::start(&load_specs, LoadHost::Ssh(&r.ssh), &r.dir)?,
+        None => Loads::start(&load_specs, LoadHost::Local, &load_dir.to_string_lossy())?,
+    };
+    for l in &loads.records {
+        crate::stderr_line!("latprobe demo: load {} on {}: {}", l.name, l.on, l.command);
     }
 
     crate::stderr_line!("latprobe demo: {VIRTUAL_NOTE}.");
@@ -157,6 +168,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         .collect(),
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
         command_line: crate::model::command_line(),
+        loads: loads.records.clone(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {
@@ -182,6 +194,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         }),
         None,
         &mut || {
+            loads.stop();
             if let Some(p) = probe.take() {
                 stopped = p.stop();
             }
@@ -196,6 +209,8 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         stopped = p.stop();
     }
     drop(responder);
+    drop(loads);
+    let _ = std::fs::remove_dir_all(&load_dir);
     // The target's directory goes with `remote`.
     drop(remote);
     if args.out.target_log.is_none() {

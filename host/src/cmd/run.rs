@@ -133,6 +133,14 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
     let cal: Vec<(&str, &std::path::Path)> =
         args.calibration.iter().map(|p| ("--calibration", p.as_path())).collect();
     let line = args.target.url.as_ref().map(|_| target_line(&args)).transpose()?;
+    let load_specs = crate::target::load::parse_all(&args.target.loads)?;
+    if !load_specs.is_empty() && line.is_none() {
+        return Err(crate::Error::Config(
+            "--load runs on the target, which latprobe reaches with --target ssh://[user@]host: give --target \
+             (or start the load there yourself)"
+                .into(),
+        ));
+    }
     let mut target = crate::measure::check_outputs(&args.out, &gates, line.is_some(), &cal)?;
     // With --flash this flashes (or finds the firmware in place) first.
     let (src, mut link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
@@ -162,6 +170,15 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         link_notes.push(format!("the responder ran on {} over SSH", r.ssh.url()));
         responder = Some(started.responder);
     }
+    let mut loads = match &remote {
+        Some(r) => {
+            crate::target::load::Loads::start(&load_specs, crate::target::load::Host::Ssh(&r.ssh), &r.dir)?
+        }
+        None => crate::target::load::Loads::start(&[], crate::target::load::Host::Local, "")?,
+    };
+    for l in &loads.records {
+        crate::stderr_line!("latprobe: load {} on {}: {}", l.name, l.on, l.command);
+    }
     let ctx = RunContext {
         tool_version: TOOL_VERSION.to_string(),
         source: src.name().to_string(),
@@ -173,6 +190,7 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         notes: link_notes,
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
         command_line: crate::model::command_line(),
+        loads: loads.records.clone(),
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let announce =
@@ -194,13 +212,16 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         },
         Some(&announce),
         &mut || {
-            // The responder ends (writing its log out), then its log comes back.
+            // The loads end, the responder ends (writing its log out), then
+            // its log comes back.
+            loads.stop();
             drop(responder.take());
             if let (Some(r), Some(p)) = (&remote, &log_path) {
                 r.fetch_log(p);
             }
         },
     );
+    drop(loads);
     drop(responder);
     drop(remote);
     if log_path.is_some() && args.out.target_log.is_none() {

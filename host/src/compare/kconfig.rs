@@ -93,6 +93,7 @@ mod tests {
             resolution_ns: 1,
             timeout_ns: None,
             meta: Vec::new(),
+            loads: None,
             kernel_config: config.map(|c| c.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
         }
     }

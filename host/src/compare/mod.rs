@@ -80,6 +80,9 @@ pub struct Column {
     /// options set), when the run carries the responder's metadata:
     /// [`render`] shows only the options that differ between columns.
     pub kernel_config: Option<std::collections::BTreeMap<String, String>>,
+    /// The loads the run ran on its target (`--load`), by name; `None`
+    /// when the source cannot tell (an imported tool's output).
+    pub loads: Option<Vec<String>>,
 }
 
 /// The output format of [`render`].
@@ -174,6 +177,7 @@ impl Column {
             avg_over: None,
             meta,
             kernel_config: None,
+            loads: None,
         }
     }
 
@@ -230,6 +234,7 @@ impl Column {
             timeout_ns: censored,
             meta,
             kernel_config: None,
+            loads: None,
         }
     }
 }
@@ -347,6 +352,7 @@ impl Column {
             timeout_ns: l.filter(|l| l.censored > 0).map(|l| l.censored_above),
             meta,
             kernel_config: r.target.as_ref().and_then(kconfig::of_target),
+            loads: Some(r.loads.iter().map(|l| l.name.clone()).collect()),
         }
     }
 }

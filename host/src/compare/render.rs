@@ -38,6 +38,10 @@ pub fn render(columns: &[Column], format: Format, baseline: Option<usize>) -> St
     let (config_line, config_rows) = super::kconfig::rows(columns);
     shared.extend(config_line);
     differing.extend(config_rows);
+    // The loads, when any run had one: a row (`none` for a run without).
+    let (loads_line, loads_row) = loads(columns);
+    shared.extend(loads_line);
+    differing.extend(loads_row);
     let mut notes = Vec::new();
     if let Some(b) = bad_baseline {
         notes.push(format!("baseline column {b} does not exist ({} columns): no ratios", columns.len()));
@@ -48,6 +52,23 @@ pub fn render(columns: &[Column], format: Format, baseline: Option<usize>) -> St
         Format::Csv => csv(columns, baseline, &shared, &differing),
         Format::Json => json_out(columns, baseline, &shared, &differing),
     }
+}
+
+/// The loads row: each column's loads (`none` for a latprobe run without
+/// any), when any column ran one; a shared line when every column ran the same.
+#[allow(clippy::type_complexity)]
+fn loads(columns: &[Column]) -> (Option<(String, String)>, Option<(String, Vec<Option<String>>)>) {
+    if !columns.iter().any(|c| c.loads.as_ref().is_some_and(|l| !l.is_empty())) {
+        return (None, None);
+    }
+    let cells: Vec<Option<String>> = columns
+        .iter()
+        .map(|c| c.loads.as_ref().map(|l| if l.is_empty() { "none".to_owned() } else { l.join(", ") }))
+        .collect();
+    if cells.iter().all(|c| c.is_some() && *c == cells[0]) {
+        return (Some(("loads".to_owned(), cells[0].clone().unwrap_or_default())), None);
+    }
+    (None, Some(("loads".to_owned(), cells)))
 }
 
 /// Metadata keys in first-seen order, split into those every column has

@@ -408,6 +408,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         started_at: ctx.started_at.clone(),
         ended_at: end.ended_at,
         command_line: ctx.command_line.clone(),
+        loads: ctx.loads.clone(),
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),

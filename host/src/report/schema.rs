@@ -35,6 +35,9 @@ pub struct Report {
     /// reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
+    /// The loads run on the target during the run (`--load`); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<crate::model::LoadRecord>,
     /// Probe-measured run time.
     pub probe_elapsed_ns: Option<u64>,
     /// Counters.

@@ -1,0 +1,276 @@
+//! Named loads on the target for the run (`--load NAME[:ARGS]`): real tools
+//! with their arguments recorded, as rteval and the seeds run them
+//! (hackbench; stress-ng cpu, vm, io; dd writing files; iperf3 UDP over
+//! loopback; a parallel compile). Each runs in its own process group, in a
+//! loop until the run ends, under a shell that holds a pipe from latprobe:
+//! closing it (the run's end, latprobe dying, the SSH session dropping)
+//! ends the whole group, so no load outlives the run.
+//!
+//! A tool the target lacks is one error naming the Debian package.
+
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::ssh::{quote, SshTarget};
+pub use crate::model::LoadRecord;
+use crate::Error;
+
+/// One `--load NAME[:ARGS]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadSpec {
+    /// The preset.
+    pub name: String,
+    /// Its argument, when given.
+    pub arg: Option<String>,
+}
+
+/// A preset: its tools, the package that has them, the command.
+struct Preset {
+    name: &'static str,
+    tools: &'static [&'static str],
+    package: &'static str,
+    what: &'static str,
+}
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "hackbench",
+        tools: &["hackbench"],
+        package: "rt-tests",
+        what: "hackbench as rteval runs it: processes on pipes, scheduler and IPC load (ARG: groups, default 10)",
+    },
+    Preset {
+        name: "stress-ng",
+        tools: &["stress-ng"],
+        package: "stress-ng",
+        what: "stress-ng: ARG cpu (default), vm or io, one worker per CPU",
+    },
+    Preset { name: "dd", tools: &["dd"], package: "coreutils", what: "dd writing 256 MiB files and syncing them (seed 003)" },
+    Preset {
+        name: "iperf3",
+        tools: &["iperf3"],
+        package: "iperf3",
+        what: "iperf3 UDP over loopback at ARG (default 500M) bits/s (seed 003)",
+    },
+    Preset {
+        name: "compile",
+        tools: &["cc", "make"],
+        package: "build-essential",
+        what: "a parallel C build, make -j ARG (default: the CPUs), like seed 002's make -j8",
+    },
+];
+
+/// The presets, for `--help` and errors: `name: what`.
+pub fn presets() -> String {
+    PRESETS.iter().map(|p| format!("{}: {}", p.name, p.what)).collect::<Vec<_>>().join("; ")
+}
+
+/// Parse `NAME[:ARG]`.
+pub fn parse_load(text: &str) -> Result<LoadSpec, String> {
+    let (name, arg) = match text.split_once(':') {
+        Some((n, a)) => (n.trim(), Some(a.trim().to_string()).filter(|a| !a.is_empty())),
+        None => (text.trim(), None),
+    };
+    let Some(p) = PRESETS.iter().find(|p| p.name == name) else {
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        return Err(format!("'{name}' is no load latprobe knows: give one of {}", names.join(", ")));
+    };
+    let ok = match (p.name, arg.as_deref()) {
+        (_, None) => true,
+        ("stress-ng", Some(a)) => ["cpu", "vm", "io"].contains(&a),
+        ("hackbench" | "compile", Some(a)) => a.parse::<u32>().is_ok_and(|n| (1..=1024).contains(&n)),
+        ("iperf3", Some(a)) => !a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric()),
+        _ => false,
+    };
+    if !ok {
+        return Err(format!("'{text}': {}", p.what));
+    }
+    Ok(LoadSpec { name: name.to_string(), arg })
+}
+
+/// Parse every `--load`, the first bad one an error naming it.
+pub fn parse_all(texts: &[String]) -> Result<Vec<LoadSpec>, Error> {
+    texts.iter().map(|t| parse_load(t).map_err(|e| Error::Config(format!("--load {e}")))).collect()
+}
+
+impl LoadSpec {
+    fn preset(&self) -> &'static Preset {
+        PRESETS.iter().find(|p| p.name == self.name).expect("parsed against PRESETS")
+    }
+
+    /// `hackbench`, `stress-ng:vm`.
+    pub fn label(&self) -> String {
+        match &self.arg {
+            Some(a) => format!("{}:{a}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The shell command, run in a loop in `dir` (a directory of its own).
+    pub fn command(&self, dir: &str) -> String {
+        let d = quote(dir);
+        let a = self.arg.as_deref();
+        match self.name.as_str() {
+            "hackbench" => format!("while :; do hackbench -P -g {} -l 10000 -s 1000 >/dev/null; done", a.unwrap_or("10")),
+            "stress-ng" => {
+                format!("exec stress-ng --{} 0 --timeout 0 --quiet", a.unwrap_or("cpu"))
+            }
+            "dd" => format!(
+                "while :; do dd if=/dev/zero of={d}/dd.bin bs=1M count=256 conv=fdatasync status=none; \
+                 rm -f {d}/dd.bin; done"
+            ),
+            "iperf3" => format!(
+                "iperf3 -s -p 5201 >/dev/null 2>&1 & sleep 0.5; \
+                 while :; do iperf3 -c 127.0.0.1 -p 5201 -u -b {} -t 3600 >/dev/null 2>&1; done",
+                a.unwrap_or("500M")
+            ),
+            _ => format!(
+                "mkdir -p {d}/src && cd {d}/src && for i in $(seq 1 64); do \
+                 printf 'int f%s(int x){{int s=0;for(int i=0;i<x;i++)s+=i*%s;return s;}}\\n' $i $i > f$i.c; done && \
+                 printf 'all: $(patsubst %%.c,%%.o,$(wildcard *.c))\\n%%.o: %%.c\\n\\tcc -O2 -c $< -o $@\\n' > Makefile && \
+                 while :; do make -s -B -j{} >/dev/null 2>&1; done",
+                a.map_or_else(|| "$(nproc)".to_string(), str::to_string)
+            ),
+        }
+    }
+}
+
+/// Where the loads run.
+#[derive(Debug, Clone, Copy)]
+pub enum Host<'a> {
+    /// This machine (the demo).
+    Local,
+    /// The target over SSH.
+    Ssh(&'a SshTarget),
+}
+
+impl Host<'_> {
+    fn name(&self) -> String {
+        match self {
+            Host::Local => "this machine".into(),
+            Host::Ssh(s) => s.url(),
+        }
+    }
+
+    /// `sh -c SCRIPT`, here or there.
+    fn shell(&self, script: &str) -> Command {
+        match self {
+            Host::Local => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(script);
+                c
+            }
+            Host::Ssh(s) => s.command(&format!("sh -c {}", quote(script))),
+        }
+    }
+}
+
+/// The loads of a run, running; stopped (every process of each) when dropped.
+#[derive(Debug)]
+pub struct Loads {
+    running: Vec<(Child, Option<ChildStdin>)>,
+    /// What ran, for the report.
+    pub records: Vec<LoadRecord>,
+}
+
+impl Loads {
+    /// Check the tools of `specs` on `host`, then start each in `dir`
+    /// there (one subdirectory each).
+    pub fn start(specs: &[LoadSpec], host: Host<'_>, dir: &str) -> Result<Loads, Error> {
+        let mut loads = Loads { running: Vec::new(), records: Vec::new() };
+        if specs.is_empty() {
+            return Ok(loads);
+        }
+        let tools: Vec<&str> = specs.iter().flat_map(|s| s.preset().tools.iter().copied()).collect();
+        let check =
+            tools.iter().map(|t| format!("command -v {t} >/dev/null || echo {t}")).collect::<Vec<_>>();
+        let out = host
+            .shell(&check.join("; "))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::io(format!("cannot check the loads' tools on {}", host.name()), e))?;
+        if let (Host::Ssh(s), Some(255)) = (host, out.status.code()) {
+            return Err(s.failure(&String::from_utf8_lossy(&out.stderr)));
+        }
+        let missing: Vec<String> =
+            String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect();
+        if let Some(t) = missing.first() {
+            let spec = specs.iter().find(|s| s.preset().tools.contains(&t.as_str())).expect("a spec's tool");
+            return Err(Error::Config(format!(
+                "--load {}: {t} is not installed on {}: install it (Debian: apt-get install {}), or drop the load",
+                spec.label(),
+                host.name(),
+                spec.preset().package
+            )));
+        }
+        for (i, spec) in specs.iter().enumerate() {
+            let sub = format!("{dir}/load{i}");
+            let command = spec.command(&sub);
+            // Its own session and group; the shell waits on the pipe and
+            // then ends the group: TERM, a second, KILL.
+            let wrapper = format!(
+                "mkdir -p {q} && cd {q} && {{ setsid sh -c {c} </dev/null >/dev/null 2>&1 & p=$!; cat >/dev/null; \
+                 kill -TERM -$p 2>/dev/null; sleep 1; kill -KILL -$p 2>/dev/null; rm -rf {q}; }}",
+                q = quote(&sub),
+                c = quote(&command)
+            );
+            let mut cmd = host.shell(&wrapper);
+            cmd.process_group(0).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+            let mut child = cmd.spawn().map_err(|e| {
+                Error::io(format!("cannot start the load {} on {}", spec.label(), host.name()), e)
+            })?;
+            let stdin = child.stdin.take();
+            loads.running.push((child, stdin));
+            loads.records.push(LoadRecord { name: spec.label(), command, on: host.name() });
+        }
+        Ok(loads)
+    }
+
+    /// Stop every load and wait for each wrapper (it ends its group first).
+    pub fn stop(&mut self) {
+        for (_, stdin) in &mut self.running {
+            drop(stdin.take());
+        }
+        for (child, _) in &mut self.running {
+            let until = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.running.clear();
+    }
+}
+
+impl Drop for Loads {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_parse_with_their_arguments_and_bad_ones_name_the_presets() {
+        assert_eq!(parse_load("hackbench").unwrap(), LoadSpec { name: "hackbench".into(), arg: None });
+        assert_eq!(parse_load("stress-ng:vm").unwrap().label(), "stress-ng:vm");
+        assert_eq!(parse_load("compile:8").unwrap().arg.as_deref(), Some("8"));
+        assert!(parse_load("stress-ng:disk").unwrap_err().contains("cpu (default), vm or io"));
+        assert!(parse_load("compile:lots").is_err());
+        let e = parse_load("make").unwrap_err();
+        assert!(e.contains("hackbench, stress-ng, dd, iperf3, compile"), "{e}");
+    }
+
+    #[test]
+    fn every_preset_has_a_command_that_loops_or_execs() {
+        for p in PRESETS {
+            let c = LoadSpec { name: p.name.into(), arg: None }.command("/tmp/x y");
+            assert!(c.contains("while :") || c.starts_with("exec "), "{}: {c}", p.name);
+            assert!(!c.contains("/tmp/x y") || c.contains("'/tmp/x y'"), "{}: unquoted dir: {c}", p.name);
+        }
+    }
+}

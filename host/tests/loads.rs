@@ -1,0 +1,134 @@
+//! `--load NAME[:ARG]`: real load generators on the target for the run
+//! (the demo's target is this machine), recorded in the report, shown by
+//! compare, and never outliving the run, not even a latprobe killed with
+//! SIGKILL.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ensure_responder, json, latprobe, run, show};
+
+/// The processes whose working directory is `dir` or below it (a load's
+/// processes all start in their own directory).
+fn processes_in(dir: &Path) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            cwd.starts_with(dir).then(|| (pid, comm.trim().to_string()))
+        })
+        .collect()
+}
+
+fn load_dir(latprobe_pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("latprobe-demo-{latprobe_pid}.loads"))
+}
+
+/// Idle, then under hackbench (rt-tests, which scripts/test installs): the
+/// load is recorded with its command, compare shows it as a row, and
+/// nothing of it is left afterwards.
+#[test]
+fn a_demo_under_hackbench_records_the_load_and_compare_shows_it() {
+    ensure_responder();
+    assert!(
+        Command::new("sh").args(["-c", "command -v hackbench"]).output().unwrap().status.success(),
+        "hackbench is missing: install rt-tests (scripts/test does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let idle = dir.path().join("idle.json");
+    let busy = dir.path().join("busy.json");
+    let o = run(&["demo", "--duration", "2s", "--interval", "2ms", "-o", idle.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let child = latprobe()
+        .args(["demo", "--duration", "2s", "--interval", "2ms", "--load", "hackbench:4", "-o"])
+        .arg(&busy)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let loads_at = load_dir(child.id());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // Nothing of the load is left, and its directory is gone.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_in(&loads_at), [], "the load outlived its run");
+    assert!(!loads_at.exists(), "{} left behind", loads_at.display());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("load hackbench:4 on this machine"), "{}", show(&o));
+    let r = json(&busy);
+    let l = &r["loads"][0];
+    assert_eq!(l["name"], "hackbench:4", "{}", r["loads"]);
+    assert!(l["command"].as_str().unwrap().contains("hackbench -P -g 4"), "{l}");
+    assert_eq!(l["on"], "this machine");
+    assert!(json(&idle).get("loads").is_none(), "an idle run records no loads");
+    common::assert_counts_add_up(&r);
+
+    let o = run(&["compare", idle.to_str().unwrap(), busy.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text.lines().find(|l| l.starts_with("loads")).unwrap_or_else(|| panic!("no loads row: {text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["loads", "none", "hackbench:4"], "{text}");
+}
+
+/// A load whose tool this machine lacks is one usage error naming the
+/// package, before anything runs.
+#[test]
+fn a_load_whose_tool_is_missing_names_its_package() {
+    // An empty PATH but for sh: no load tool can be found.
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).unwrap();
+    let responder = ensure_responder();
+    for (load, package) in [("stress-ng:vm", "stress-ng"), ("iperf3", "iperf3"), ("hackbench", "rt-tests")] {
+        let o = latprobe()
+            .args(["demo", "--duration", "1s", "--load", load, "--responder"])
+            .arg(&responder)
+            .env("PATH", bin.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{load}: {}", show(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains(&format!("apt-get install {package}")) && e.contains(&format!("--load {load}")),
+            "{e}"
+        );
+    }
+    let o = run(&["demo", "--load", "make-j8"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("hackbench, stress-ng, dd, iperf3, compile"));
+    let o = run(&["run", "--port", "/dev/null", "--load", "dd"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give --target"), "{}", show(&o));
+}
+
+/// latprobe killed outright mid-run: the loads end all the same (their
+/// shell sees its pipe close and ends the whole group).
+#[test]
+fn loads_end_when_latprobe_is_killed() {
+    ensure_responder();
+    let mut child = latprobe()
+        .args(["demo", "--duration", "30s", "--load", "hackbench:2", "--load", "dd"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = load_dir(child.id());
+    let until = Instant::now() + Duration::from_secs(20);
+    while !processes_in(&dir).iter().any(|(_, c)| c == "hackbench") {
+        assert!(Instant::now() < until, "hackbench did not start in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(processes_in(&dir).iter().any(|(_, c)| c == "dd" || c == "sh"), "{:?}", processes_in(&dir));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !processes_in(&dir).is_empty() {
+        assert!(Instant::now() < until, "loads outlived latprobe: {:?}", processes_in(&dir));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
