@@ -51,6 +51,8 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Measure this machine end to end with the virtual probe and a local responder
     Demo(cmd::demo::DemoArgs),
+    /// Run a matrix of runs (loads, intervals, modes, repeats) from a plan, resumable, and set them side by side
+    Campaign(cmd::campaign::CampaignArgs),
     /// Turn cyclictest or rtla timerlat results into latprobe documents (in-kernel self-measurements)
     Import(cmd::import::ImportArgs),
     /// Set runs side by side: latprobe reports, raw files, imported or cyclictest/rtla files
@@ -153,6 +155,7 @@ pub fn dispatch(cli: Cli) -> Result<(), crate::Error> {
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Campaign(args) => cmd::campaign::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Calibrate(args) => cmd::calibrate::run(args),

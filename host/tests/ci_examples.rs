@@ -17,7 +17,14 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(docs_ci().join(name)).unwrap_or_else(|e| panic!("docs/ci/{name}: {e}"))
 }
 
-const EXAMPLES: [&str; 4] = ["limits.toml", "github-actions.yml", "lava-latprobe.yaml", "test_latency.py"];
+const EXAMPLES: [&str; 6] = [
+    "limits.toml",
+    "github-actions.yml",
+    "lava-latprobe.yaml",
+    "test_latency.py",
+    "campaign.toml",
+    "lava-campaign.yaml",
+];
 
 #[test]
 fn the_readme_shows_every_example_verbatim() {
@@ -101,4 +108,30 @@ fn every_flag_the_examples_use_exists() {
     assert!(checked >= 24, "only {checked} flags found: the examples' commands were not parsed");
     // And it would catch a renamed flag.
     assert!(!run_help.contains("--limit-file "), "the test's own premise");
+}
+
+/// The campaign plan reads, makes its 12 runs, and every flag it gives
+/// `latprobe run` exists; the LAVA campaign job's `report` flags too.
+#[test]
+fn the_campaign_plan_reads_and_its_flags_exist() {
+    let plan =
+        latprobe::cmd::campaign::read_plan(&docs_ci().join("campaign.toml")).expect("campaign.toml reads");
+    let cells = latprobe::cmd::campaign::cells(&plan);
+    assert_eq!(cells.len(), 12);
+    let mut run_help = latprobe();
+    run_help.args(["run", "--help"]);
+    let run_help = help(run_help);
+    for f in plan.campaign.args.iter().chain(&cells[11].args).filter(|a| a.starts_with("--")) {
+        assert!(run_help.contains(&format!("{f} ")), "docs/ci/campaign.toml: latprobe run has no {f}");
+    }
+    let mut report_help = latprobe();
+    report_help.args(["report", "--help"]);
+    let report_help = help(report_help);
+    for f in flags_of(&example("lava-campaign.yaml"), "latprobe", "report") {
+        assert!(
+            report_help.contains(&format!("{f} ")),
+            "docs/ci/lava-campaign.yaml: latprobe report has no {f}"
+        );
+    }
+    assert!(example("lava-campaign.yaml").contains("latprobe campaign campaign.toml --out results"));
 }

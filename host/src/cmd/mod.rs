@@ -4,6 +4,7 @@
 //! [`crate::options`].
 
 pub mod calibrate;
+pub mod campaign;
 pub mod compare;
 pub mod demo;
 pub mod docs;

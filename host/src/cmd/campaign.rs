@@ -1,0 +1,436 @@
+//! `latprobe campaign plan.toml`: a matrix of runs on one bench (loads,
+//! intervals, modes, repeats; the kernel is the bench's, not switched
+//! here), each run's files in a folder of its own, a manifest, and at the
+//! end one compare table (text and Markdown) and one HTML page linking
+//! every run's report. An interrupted campaign resumes where it stopped:
+//! a run whose manifest entry is done and whose report is there is skipped.
+//!
+//! Each run is this latprobe again (`latprobe demo …` or `latprobe run …`),
+//! so a run behaves exactly as it does by hand; its exit code is recorded
+//! (3, a broken limit, is a finished run).
+//!
+//! ```toml
+//! [campaign]
+//! name = "idle-vs-hackbench"
+//! command = "demo"              # or "run"
+//! args = ["--duration", "10s"]  # given to every run
+//! repeats = 3
+//!
+//! [matrix]                      # every combination, each `repeats` times
+//! load = ["none", "hackbench"]  # --load (none: no load)
+//! interval = ["1ms"]            # --interval
+//! mode = ["uart-echo"]          # --mode
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// `latprobe campaign` options.
+#[derive(Debug, Clone, Args)]
+pub struct CampaignArgs {
+    /// The plan (TOML: [campaign] name, command, args, repeats; [matrix] load, interval, mode)
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// The campaign's folder [default: the plan's name beside the plan]; an interrupted campaign in it resumes
+    #[arg(long, short, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The plan file.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// `[campaign]`.
+    pub campaign: Head,
+    /// `[matrix]`.
+    #[serde(default)]
+    pub matrix: Matrix,
+}
+
+/// `[campaign]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Head {
+    /// The campaign's name (its folder's, by default).
+    pub name: String,
+    /// `demo` or `run`.
+    pub command: String,
+    /// Flags every run gets.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// How many times each combination runs.
+    #[serde(default = "one")]
+    pub repeats: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `[matrix]`: each list a dimension; an empty one is left out.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    /// `--load` values; `none` runs without.
+    #[serde(default)]
+    pub load: Vec<String>,
+    /// `--interval` values.
+    #[serde(default)]
+    pub interval: Vec<String>,
+    /// `--mode` values.
+    #[serde(default)]
+    pub mode: Vec<String>,
+}
+
+/// One run of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `002-hackbench-1ms-uart-echo-r1`: its folder's name.
+    pub id: String,
+    /// The matrix values, by dimension.
+    pub values: BTreeMap<String, String>,
+    /// The repeat, from 1.
+    pub repeat: u32,
+    /// latprobe's arguments for it (after the program).
+    pub args: Vec<String>,
+}
+
+/// `campaign.json` in the folder.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The plan, as it was read (a resume must find the same).
+    pub plan: Option<Plan>,
+    /// The runs done or tried, by id.
+    pub runs: BTreeMap<String, Entry>,
+}
+
+/// One run in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Entry {
+    /// Its cell.
+    pub cell: Cell,
+    /// latprobe's exit code (0 and 3 are finished runs).
+    pub exit_code: Option<i32>,
+    /// Its report, relative to the folder, when written.
+    pub report: Option<String>,
+    /// When it ended.
+    pub ended_at: String,
+}
+
+impl Entry {
+    fn done(&self, dir: &Path) -> bool {
+        matches!(self.exit_code, Some(0 | 3)) && self.report.as_ref().is_some_and(|r| dir.join(r).is_file())
+    }
+}
+
+/// Read and check a plan.
+pub fn read_plan(path: &Path) -> Result<Plan, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Input(format!("cannot read the campaign plan {}: {e}", path.display())))?;
+    let plan: Plan = toml::from_str(&text).map_err(|e| {
+        Error::Input(format!(
+            "{}: {}: a plan has [campaign] name, command (demo or run), args, repeats and [matrix] load, interval, mode",
+            path.display(),
+            e.message()
+        ))
+    })?;
+    let bad = |m: String| Err(Error::Input(format!("{}: {m}", path.display())));
+    if !["demo", "run"].contains(&plan.campaign.command.as_str()) {
+        return bad(format!("command = \"{}\": a campaign runs demo or run", plan.campaign.command));
+    }
+    if plan.campaign.repeats == 0 || plan.campaign.repeats > 1000 {
+        return bad(format!("repeats = {}: give 1 to 1000", plan.campaign.repeats));
+    }
+    let name_ok =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if !name_ok(&plan.campaign.name) {
+        return bad(format!(
+            "name = \"{}\": letters, digits, - _ . only (it names a folder)",
+            plan.campaign.name
+        ));
+    }
+    for (dim, values) in
+        [("load", &plan.matrix.load), ("interval", &plan.matrix.interval), ("mode", &plan.matrix.mode)]
+    {
+        if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains(char::is_whitespace)) {
+            return bad(format!("[matrix] {dim} value \"{v}\": one word each"));
+        }
+    }
+    let m = &plan.matrix;
+    let taken = [
+        ("--output", true),
+        ("-o", true),
+        ("--raw", true),
+        ("--html", true),
+        ("--load", !m.load.is_empty()),
+        ("--interval", !m.interval.is_empty()),
+        ("--mode", !m.mode.is_empty()),
+    ];
+    for (flag, _) in taken.iter().filter(|(_, t)| *t) {
+        if plan.campaign.args.iter().any(|a| a == flag || a.starts_with(&format!("{flag}="))) {
+            return bad(format!(
+                "args has {flag}: the campaign sets each run's -o, --raw and --html, and the matrix's dimensions \
+                 (load, interval, mode) set their flags"
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// Every run of `plan`, in order: each combination, then its repeats.
+pub fn cells(plan: &Plan) -> Vec<Cell> {
+    let dims: Vec<(&str, &Vec<String>)> =
+        [("load", &plan.matrix.load), ("interval", &plan.matrix.interval), ("mode", &plan.matrix.mode)]
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+    let mut combos: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
+    for (dim, values) in &dims {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(dim.to_string(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut out = Vec::new();
+    for combo in &combos {
+        for repeat in 1..=plan.campaign.repeats {
+            let n = out.len() + 1;
+            let words: Vec<&str> = dims.iter().map(|(d, _)| combo[*d].as_str()).collect();
+            let id = format!(
+                "{n:03}-{}r{repeat}",
+                words.iter().map(|w| format!("{}-", w.replace(':', "_"))).collect::<String>()
+            );
+            let mut args = vec![plan.campaign.command.clone()];
+            args.extend(plan.campaign.args.iter().cloned());
+            for (dim, v) in combo {
+                match (dim.as_str(), v.as_str()) {
+                    ("load", "none") => {}
+                    (d, v) => args.extend([format!("--{d}"), v.to_string()]),
+                }
+            }
+            out.push(Cell { id, values: combo.clone(), repeat, args });
+        }
+    }
+    out
+}
+
+fn label(cell: &Cell) -> String {
+    let mut l: Vec<String> = cell.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    l.push(format!("r{}", cell.repeat));
+    l.join(" ")
+}
+
+/// Run `latprobe campaign`.
+pub fn run(args: CampaignArgs) -> Result<(), Error> {
+    let plan = read_plan(&args.plan)?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.plan.parent().unwrap_or(Path::new(".")).join(&plan.campaign.name));
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        Error::Output(format!("--out {}: cannot make the campaign's folder: {e}", dir.display()))
+    })?;
+    let manifest_path = dir.join("campaign.json");
+    let mut manifest: Manifest = match std::fs::read_to_string(&manifest_path) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| {
+            Error::Input(format!(
+                "{}: not a campaign manifest ({e}): give another --out",
+                manifest_path.display()
+            ))
+        })?,
+        Err(_) => Manifest::default(),
+    };
+    if manifest.plan.as_ref().is_some_and(|p| *p != plan) {
+        return Err(Error::Input(format!(
+            "{} holds a campaign of another plan: give another --out, or remove the folder to start again",
+            dir.display()
+        )));
+    }
+    manifest.plan = Some(plan.clone());
+    let cells = cells(&plan);
+    let interrupts = crate::signals::install()?;
+    let exe = std::env::current_exe().map_err(|e| Error::io("cannot find this latprobe's executable", e))?;
+    for (i, cell) in cells.iter().enumerate() {
+        if manifest.runs.get(&cell.id).is_some_and(|e| e.done(&dir)) {
+            crate::stderr_line!(
+                "latprobe campaign: [{}/{}] {} done before, skipped",
+                i + 1,
+                cells.len(),
+                cell.id
+            );
+            continue;
+        }
+        if crate::signals::requested() {
+            break;
+        }
+        let run_dir = dir.join(&cell.id);
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| Error::Output(format!("cannot make {}: {e}", run_dir.display())))?;
+        crate::stderr_line!(
+            "latprobe campaign: [{}/{}] {}: latprobe {}",
+            i + 1,
+            cells.len(),
+            cell.id,
+            cell.args.join(" ")
+        );
+        let status = Command::new(&exe)
+            .args(&cell.args)
+            .args(["-q", "-o", "run.json", "--raw", "run.raw", "--html", "run.html"])
+            .current_dir(&run_dir)
+            .status()
+            .map_err(|e| Error::io(format!("cannot start {}", exe.display()), e))?;
+        let report = run_dir.join("run.json");
+        let entry = Entry {
+            cell: cell.clone(),
+            exit_code: status.code(),
+            report: report.is_file().then(|| format!("{}/run.json", cell.id)),
+            ended_at: crate::timefmt::now(),
+        };
+        if !entry.done(&dir) {
+            crate::stderr_error!(
+                "latprobe campaign: {} failed (exit {}); its files are in {}",
+                cell.id,
+                status.code().map_or("by a signal".to_string(), |c| c.to_string()),
+                run_dir.display()
+            );
+        }
+        manifest.runs.insert(cell.id.clone(), entry);
+        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
+        crate::fsout::write(&manifest_path, text.as_bytes())
+            .map_err(|e| Error::io(format!("cannot write {}", manifest_path.display()), e))?;
+        // Ctrl-C reaches the run first (it stops and writes its files); the
+        // campaign stops after it.
+        if interrupts.load(std::sync::atomic::Ordering::SeqCst) > 0 || crate::signals::requested() {
+            break;
+        }
+    }
+    let done: Vec<&Entry> =
+        cells.iter().filter_map(|c| manifest.runs.get(&c.id)).filter(|e| e.done(&dir)).collect();
+    let left = cells.len() - done.len();
+    if done.is_empty() {
+        return Err(Error::Report(format!(
+            "no run of the campaign in {} finished: nothing to compare",
+            dir.display()
+        )));
+    }
+    summarize(&dir, &done)?;
+    if left > 0 {
+        return Err(Error::Report(format!(
+            "{left} of {} runs are not done (interrupted or failed): run `latprobe campaign {}` again to resume",
+            cells.len(),
+            args.plan.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `compare.txt`, `compare.md` and `index.html` of the runs done.
+fn summarize(dir: &Path, done: &[&Entry]) -> Result<(), Error> {
+    let columns: Vec<crate::compare::Column> = done
+        .iter()
+        .map(|e| {
+            let file = e.report.clone().unwrap_or_default();
+            let r = crate::cmd::report::load(&dir.join(&file), None)?;
+            Ok(crate::compare::Column::from_report(&r, &label(&e.cell), &file))
+        })
+        .collect::<Result<_, Error>>()?;
+    let mut written = Vec::new();
+    for (name, format) in
+        [("compare.txt", crate::compare::Format::Text), ("compare.md", crate::compare::Format::Markdown)]
+    {
+        let text = crate::compare::render(&columns, format, None);
+        let p = dir.join(name);
+        crate::fsout::write(&p, text.as_bytes())
+            .map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+        written.push(p);
+    }
+    let md = crate::compare::render(&columns, crate::compare::Format::Text, None);
+    crate::stdout!("{md}");
+    let mut h = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>latprobe campaign</title>\
+         <style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>\n\
+         <h1>latprobe campaign</h1>\n<ul>\n",
+    );
+    for e in done {
+        let _ = writeln!(
+            h,
+            "<li><a href=\"{id}/run.html\">{l}</a> (exit {c})</li>",
+            id = esc(&e.cell.id),
+            l = esc(&label(&e.cell)),
+            c = e.exit_code.unwrap_or(-1)
+        );
+    }
+    let _ = writeln!(h, "</ul>\n<h2>Side by side</h2>\n<pre>{}</pre>\n</body></html>", esc(&md));
+    let p = dir.join("index.html");
+    crate::fsout::write(&p, h.as_bytes())
+        .map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+    written.push(p);
+    for p in written {
+        crate::measure::wrote(&p);
+    }
+    Ok(())
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Result<Plan, Error> {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        read_plan(&p)
+    }
+
+    #[test]
+    fn the_matrix_gives_every_combination_times_the_repeats_in_order() {
+        let p = plan(
+            "[campaign]\nname = \"c\"\ncommand = \"demo\"\nargs = [\"--duration\", \"1s\"]\nrepeats = 2\n\
+             [matrix]\nload = [\"none\", \"hackbench:4\"]\ninterval = [\"1ms\", \"2ms\"]\n",
+        )
+        .unwrap();
+        let c = cells(&p);
+        assert_eq!(c.len(), 8);
+        assert_eq!(c[0].id, "001-none-1ms-r1");
+        assert_eq!(c[0].args, ["demo", "--duration", "1s", "--interval", "1ms"]);
+        assert_eq!(c[1].id, "002-none-1ms-r2");
+        assert_eq!(c[4].id, "005-hackbench_4-1ms-r1");
+        assert_eq!(c[4].args, ["demo", "--duration", "1s", "--interval", "1ms", "--load", "hackbench:4"]);
+        assert_eq!(label(&c[7]), "interval=2ms load=hackbench:4 r2");
+    }
+
+    #[test]
+    fn a_bad_plan_names_what_to_change() {
+        let e = |t: &str| plan(t).unwrap_err().to_string();
+        assert!(e("[campaign]\nname = \"c\"\ncommand = \"calibrate\"\n").contains("demo or run"));
+        assert!(e("[campaign]\nname = \"c\"\ncommand = \"demo\"\nrepeats = 0\n").contains("1 to 1000"));
+        assert!(e("[campaign]\nname = \"a/b\"\ncommand = \"demo\"\n").contains("names a folder"));
+        assert!(e("[campaign]\nname = \"c\"\ncommand = \"demo\"\nargs = [\"-o\", \"x.json\"]\n")
+            .contains("-o, --raw"));
+        let with_interval =
+            "[campaign]\nname = \"c\"\ncommand = \"demo\"\nargs = [\"--interval\", \"1ms\"]\n";
+        assert!(plan(with_interval).is_ok(), "--interval is the plan's own when the matrix has none");
+        assert!(
+            e(&format!("{with_interval}[matrix]\ninterval = [\"2ms\"]\n")).contains("args has --interval")
+        );
+        assert!(e("[campaign]\nname = \"c\"\ncommand = \"demo\"\n[matrix]\nkernel = [\"a\"]\n")
+            .contains("kernel"));
+    }
+}
