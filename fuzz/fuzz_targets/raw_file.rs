@@ -2,7 +2,7 @@
 //! session and analysis as a live run: an error or a report, never a panic.
 //! The first byte picks the header (bit 0) and whether the periodic cycles
 //! are kept and set beside a target log (bit 1; the seed
-//! `periodic_clock_jump` is issue 18's edge 2^62 ticks ahead).
+//! `periodic_clock_jump` is an edge 2^62 ticks ahead (a damaged stamp)).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,7 +1,7 @@
 //! Import time of a large cyclictest `--json` file, printed as figures (no
 //! harness): 4 threads of `-N -h 250000` with every bin filled, 10⁶ bins
 //! in all (the text is built in memory, then parsed as `latprobe import`
-//! does). The parse must be linear in the bins: issue 18 saw a file of
+//! does). The parse must be linear in the bins: an adversarial review saw a file of
 //! 4 × 50 000 bins take 282 s when every bin's line number was looked up.
 //!
 //! `cargo bench -p latprobe --no-default-features --bench import`. Without

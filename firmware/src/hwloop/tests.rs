@@ -1,4 +1,4 @@
-//! The capture loop on the fake timer: one test per defect of issue 8, each
+//! The capture loop on the fake timer: one test per defect found in the board code before it, each
 //! saying what the board code before the loop did (and so why it failed).
 //!
 //! The simulation runs the two halves the way the board's RTIC app does:
@@ -610,7 +610,7 @@ fn qemu_board_times_bytes_by_their_read() {
     assert_eq!(s.e.totals().anomalies.soft_stimuli, 20);
 }
 
-// ----- issue 17: the Nucleo's first day on a bench -----
+// ----- the Nucleo review: what its first day on a bench would have shown -----
 
 /// Finding 4. The old loop took the periodic line's kind from the first
 /// edge with no byte behind it: a glitch before the first byte (the
