@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 
 use common::{ensure_responder, json, latprobe, show};
@@ -80,4 +81,41 @@ fn a_campaign_runs_its_matrix_resumes_and_sets_the_runs_side_by_side() {
     let o = campaign(&plan);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("another plan: give another --out"), "{}", show(&o));
+}
+
+/// Ctrl-C reaches the run under way first (it stops and writes its files,
+/// `complete: false`), then the campaign stops: that run is recorded as not
+/// complete (so a resume runs it again: `Entry::done`, unit-tested) and no
+/// later run starts.
+#[test]
+fn an_interrupted_campaign_stops_and_its_cut_run_is_run_again() {
+    ensure_responder();
+    let d = tempfile::tempdir().unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(&plan, PLAN.replace("\"1s\"", "\"20s\"").replace("repeats = 2", "repeats = 1")).unwrap();
+    let mut child = latprobe()
+        .arg("campaign")
+        .arg(&plan)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = d.path().join("idle-vs-hackbench");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !dir.join("001-none-r1").is_dir() {
+        assert!(std::time::Instant::now() < until, "the first run did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: kill(2) on the campaign's own process group, as a terminal's Ctrl-C.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let o = common::wait_with_timeout(&mut child, std::time::Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("001-none-r1 did not complete") && e.contains("to resume"), "{e}");
+    assert!(!e.contains("002-"), "the campaign went on after Ctrl-C: {e}");
+    let m = json(&dir.join("campaign.json"));
+    assert_eq!(m["runs"]["001-none-r1"]["complete"], false, "{m:#}");
+    assert!(m["runs"].get("002-hackbench_2-r1").is_none(), "{m:#}");
 }

@@ -120,13 +120,19 @@ pub struct Entry {
     pub exit_code: Option<i32>,
     /// Its report, relative to the folder, when written.
     pub report: Option<String>,
+    /// Whether the run measured all it was asked for (an interrupted run,
+    /// Ctrl-C reaching it first, is not done: a resume runs it again).
+    #[serde(default)]
+    pub complete: bool,
     /// When it ended.
     pub ended_at: String,
 }
 
 impl Entry {
     fn done(&self, dir: &Path) -> bool {
-        matches!(self.exit_code, Some(0 | 3)) && self.report.as_ref().is_some_and(|r| dir.join(r).is_file())
+        self.complete
+            && matches!(self.exit_code, Some(0 | 3))
+            && self.report.as_ref().is_some_and(|r| dir.join(r).is_file())
     }
 }
 
@@ -293,16 +299,22 @@ pub fn run(args: CampaignArgs) -> Result<(), Error> {
             .status()
             .map_err(|e| Error::io(format!("cannot start {}", exe.display()), e))?;
         let report = run_dir.join("run.json");
+        let complete = std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|r| r["complete"] == true);
         let entry = Entry {
             cell: cell.clone(),
             exit_code: status.code(),
             report: report.is_file().then(|| format!("{}/run.json", cell.id)),
+            complete,
             ended_at: crate::timefmt::now(),
         };
         if !entry.done(&dir) {
             crate::stderr_error!(
-                "latprobe campaign: {} failed (exit {}); its files are in {}",
+                "latprobe campaign: {} {} (exit {}); its files are in {}",
                 cell.id,
+                if entry.report.is_some() && !complete { "did not complete" } else { "failed" },
                 status.code().map_or("by a signal".to_string(), |c| c.to_string()),
                 run_dir.display()
             );
@@ -322,8 +334,9 @@ pub fn run(args: CampaignArgs) -> Result<(), Error> {
     let left = cells.len() - done.len();
     if done.is_empty() {
         return Err(Error::Report(format!(
-            "no run of the campaign in {} finished: nothing to compare",
-            dir.display()
+            "no run of the campaign in {} is done: nothing to compare yet; run `latprobe campaign {}` again to resume",
+            dir.display(),
+            args.plan.display()
         )));
     }
     summarize(&dir, &done)?;
@@ -414,6 +427,27 @@ mod tests {
         assert_eq!(c[4].id, "005-hackbench_4-1ms-r1");
         assert_eq!(c[4].args, ["demo", "--duration", "1s", "--interval", "1ms", "--load", "hackbench:4"]);
         assert_eq!(label(&c[7]), "interval=2ms load=hackbench:4 r2");
+    }
+
+    #[test]
+    fn a_run_is_done_only_complete_with_its_report_and_exit_0_or_3() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("r")).unwrap();
+        std::fs::write(d.path().join("r/run.json"), "{}").unwrap();
+        let cell = Cell { id: "r".into(), values: BTreeMap::new(), repeat: 1, args: Vec::new() };
+        let e = |exit_code, complete, report: Option<&str>| Entry {
+            cell: cell.clone(),
+            exit_code,
+            report: report.map(str::to_string),
+            complete,
+            ended_at: String::new(),
+        };
+        assert!(e(Some(0), true, Some("r/run.json")).done(d.path()));
+        assert!(e(Some(3), true, Some("r/run.json")).done(d.path()));
+        assert!(!e(Some(0), false, Some("r/run.json")).done(d.path()), "interrupted");
+        assert!(!e(Some(1), true, Some("r/run.json")).done(d.path()), "failed");
+        assert!(!e(Some(0), true, Some("r/gone.json")).done(d.path()), "report gone");
+        assert!(!e(None, true, Some("r/run.json")).done(d.path()), "killed by a signal");
     }
 
     #[test]
