@@ -206,6 +206,21 @@ pub struct RunContext {
     /// The loads run on the target during the run (`--load`); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<LoadRecord>,
+    /// The load schedule (`--load-schedule`): phases from the run's start;
+    /// absent without one (the loads then run throughout).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}
+
+/// One phase of a load schedule: `idle` (no load) or `load` (the loads run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phase {
+    /// `idle` or `load`.
+    pub name: String,
+    /// Its start, s from the run's start (the host's clock).
+    pub start_s: u64,
+    /// Its end, s; `None` for the last, which lasts until the run ends.
+    pub end_s: Option<u64>,
 }
 
 /// A load run on the target during a run (`--load NAME[:ARG]`).

@@ -153,4 +153,7 @@ pub struct TargetArgs {
     /// Run this load on the target during the measurement (repeatable; the demo's target is this machine): NAME[:ARG], NAME one of hackbench, stress-ng (ARG cpu, vm or io), dd, iperf3, compile
     #[arg(long = "load", value_name = "NAME[:ARG]")]
     pub loads: Vec<String>,
+    /// Run the loads in phases, the OSADL way: idle=60s,load=60s,… from the run's start, the last phase until its end [default: the loads run throughout]
+    #[arg(long, value_name = "PHASES", requires = "loads")]
+    pub load_schedule: Option<String>,
 }

@@ -228,6 +228,7 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
         limits: None,
         command_line: None,
         loads: Vec::new(),
+        phases: Vec::new(),
     };
     let mut state = RunState::new(ctx.histfile_max_us, false);
     let mut link = Link::new(Box::new(host_end), None);

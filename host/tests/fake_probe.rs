@@ -518,6 +518,7 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
         limits: None,
         command_line: None,
         loads: Vec::new(),
+        phases: Vec::new(),
     };
     let mut w = RawWriter::create(&raw, &ctx).unwrap();
     w.append(&hello_frame_of_version(1)).unwrap();

@@ -132,3 +132,56 @@ fn loads_end_when_latprobe_is_killed() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--load-schedule idle=3s,load=3s`: no load in the first phase, the load
+/// in the second (its processes seen then, not before), each phase's
+/// figures in the report and the summary, and together they hold every
+/// sample of the run.
+#[test]
+fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
+    ensure_responder();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let child = latprobe()
+        .args(["demo", "--duration", "6s", "--interval", "2ms", "--load", "hackbench:2"])
+        .args(["--load-schedule", "idle=3s,load=3s", "-o"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let loads_at = load_dir(child.id());
+    let t0 = Instant::now();
+    let hackbench = || processes_in(&loads_at).iter().any(|(_, c)| c == "hackbench");
+    let mut seen_idle = false;
+    let mut seen_load = false;
+    while t0.elapsed() < Duration::from_millis(5_500) {
+        let e = t0.elapsed();
+        if e > Duration::from_millis(500) && e < Duration::from_millis(2_500) {
+            assert!(!hackbench(), "hackbench runs in the idle phase ({e:?})");
+            seen_idle = true;
+        }
+        if e > Duration::from_millis(4_000) && hackbench() {
+            seen_load = true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(seen_idle && seen_load, "idle phase checked: {seen_idle}, load seen in its phase: {seen_load}");
+    let r = json(&out);
+    let p = r["phases"].as_array().expect("phases");
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(
+        (p[0]["name"].as_str(), p[0]["start_s"].as_u64(), p[0]["end_s"].as_u64()),
+        (Some("idle"), Some(0), Some(3))
+    );
+    assert_eq!((p[1]["name"].as_str(), p[1]["start_s"].as_u64()), (Some("load"), Some(3)));
+    assert!(p[1]["end_s"].is_null());
+    let total: u64 = p.iter().map(|x| x["samples"].as_u64().unwrap()).sum();
+    assert_eq!(total, r["counts"]["samples"].as_u64().unwrap(), "the phases hold every sample: {p:?}");
+    let timeouts: u64 = p.iter().map(|x| x["timeouts"].as_u64().unwrap()).sum();
+    assert_eq!(timeouts, r["counts"]["timeouts"].as_u64().unwrap());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("phase idle 0–3 s: ") && text.contains("phase load 3 s to the end: "), "{text}");
+}

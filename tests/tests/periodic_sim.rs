@@ -205,6 +205,7 @@ fn check(o: &Outcome, ppm: f64) {
         limits: None,
         command_line: None,
         loads: Vec::new(),
+        phases: Vec::new(),
     };
     let end = Ending {
         ended_by: EndedBy::CountReached,

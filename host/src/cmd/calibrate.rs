@@ -101,6 +101,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
         limits: None,
         command_line: crate::model::command_line(),
         loads: Vec::new(),
+        phases: Vec::new(),
     };
     let src = source::open(&args.port, args.baud)?;
     let raw: Option<RawWriter> = None;

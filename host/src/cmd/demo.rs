@@ -13,7 +13,7 @@ use crate::model::{EdgeArg, ModeArg};
 use crate::options::{OutputArgs, TargetArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
-use crate::target::load::{Host as LoadHost, Loads};
+use crate::target::load::{Host as LoadHost, Scheduled};
 use crate::target::{find_responder, start_local, Line, Remote, Role};
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
@@ -84,6 +84,8 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let gates = crate::measure::Delivery::new(&args.gates)?;
     let mut target = crate::measure::check_demo_outputs(&args.out, &gates)?;
     let load_specs = crate::target::load::parse_all(&args.target.loads)?;
+    let phases = args.target.load_schedule.as_deref().map(crate::target::load::parse_schedule).transpose()?;
+    let phases = phases.unwrap_or_default();
     let remote = match &args.target.url {
         None => None,
         Some(url) => Some(Remote::connect(url, &args.target, args.responder.as_deref())?),
@@ -122,8 +124,8 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // The loads, on the responder's machine, for the whole measurement.
     let load_dir = stem.with_extension("loads");
     let mut loads = match &remote {
-        Some(r) => Loads::start(&load_specs, LoadHost::Ssh(&r.ssh), &r.dir)?,
-        None => Loads::start(&load_specs, LoadHost::Local, &load_dir.to_string_lossy())?,
+        Some(r) => Scheduled::start(&load_specs, LoadHost::Ssh(r.ssh.clone()), &r.dir, &phases)?,
+        None => Scheduled::start(&load_specs, LoadHost::Local, &load_dir.to_string_lossy(), &phases)?,
     };
     for l in &loads.records {
         crate::stderr_line!("latprobe demo: load {} on {}: {}", l.name, l.on, l.command);
@@ -169,6 +171,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
         command_line: crate::model::command_line(),
         loads: loads.records.clone(),
+        phases,
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let opts = SessionOptions {

@@ -134,6 +134,8 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         args.calibration.iter().map(|p| ("--calibration", p.as_path())).collect();
     let line = args.target.url.as_ref().map(|_| target_line(&args)).transpose()?;
     let load_specs = crate::target::load::parse_all(&args.target.loads)?;
+    let phases = args.target.load_schedule.as_deref().map(crate::target::load::parse_schedule).transpose()?;
+    let phases = phases.unwrap_or_default();
     if !load_specs.is_empty() && line.is_none() {
         return Err(crate::Error::Config(
             "--load runs on the target, which latprobe reaches with --target ssh://[user@]host: give --target \
@@ -171,10 +173,13 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         responder = Some(started.responder);
     }
     let mut loads = match &remote {
-        Some(r) => {
-            crate::target::load::Loads::start(&load_specs, crate::target::load::Host::Ssh(&r.ssh), &r.dir)?
-        }
-        None => crate::target::load::Loads::start(&[], crate::target::load::Host::Local, "")?,
+        Some(r) => crate::target::load::Scheduled::start(
+            &load_specs,
+            crate::target::load::Host::Ssh(r.ssh.clone()),
+            &r.dir,
+            &phases,
+        )?,
+        None => crate::target::load::Scheduled::start(&[], crate::target::load::Host::Local, "", &[])?,
     };
     for l in &loads.records {
         crate::stderr_line!("latprobe: load {} on {}: {}", l.name, l.on, l.command);
@@ -191,6 +196,7 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         limits: (!gates.limits.is_empty()).then(|| gates.limits.clone()),
         command_line: crate::model::command_line(),
         loads: loads.records.clone(),
+        phases,
     };
     let raw = args.out.raw.as_deref().map(|p| RawWriter::create(p, &ctx)).transpose()?;
     let announce =

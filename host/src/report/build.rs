@@ -409,6 +409,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         ended_at: end.ended_at,
         command_line: ctx.command_line.clone(),
         loads: ctx.loads.clone(),
+        phases: phases_of(&ctx.phases, a.filter(|a| a.samples() > 0).map(|a| a.timeline.report()).as_ref()),
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
@@ -424,4 +425,45 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         verdicts: Vec::new(),
         notes,
     }
+}
+
+/// The schedule's phases with their figures from `timeline`'s rows.
+pub fn phases_of(
+    phases: &[crate::model::Phase],
+    timeline: Option<&crate::analysis::timeline::TimelineReport>,
+) -> Vec<PhaseReport> {
+    phases
+        .iter()
+        .map(|p| {
+            let mut r = PhaseReport {
+                name: p.name.clone(),
+                start_s: p.start_s,
+                end_s: p.end_s,
+                samples: 0,
+                timeouts: 0,
+                max_measured_ns: None,
+                worst_p99_ns: None,
+            };
+            let Some(t) = timeline else { return r };
+            let mut censored = false;
+            for i in 0..t.len() {
+                let at = i as u64 * t.row_s.max(1);
+                if at < p.start_s || p.end_s.is_some_and(|e| at >= e) {
+                    continue;
+                }
+                r.samples += t.samples[i];
+                r.timeouts += t.timeouts[i];
+                r.max_measured_ns = r.max_measured_ns.max(t.max_ns[i]);
+                match t.p99_ns[i] {
+                    Some(v) => r.worst_p99_ns = r.worst_p99_ns.max(Some(v)),
+                    None if t.samples[i] > 0 => censored = true,
+                    None => {}
+                }
+            }
+            if censored {
+                r.worst_p99_ns = None;
+            }
+            r
+        })
+        .collect()
 }

@@ -38,6 +38,10 @@ pub struct Report {
     /// The loads run on the target during the run (`--load`); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<crate::model::LoadRecord>,
+    /// The load schedule's phases with their figures (`--load-schedule`);
+    /// absent without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseReport>,
     /// Probe-measured run time.
     pub probe_elapsed_ns: Option<u64>,
     /// Counters.
@@ -418,4 +422,28 @@ pub struct ClockJump {
     pub seq: u64,
     /// Its gap after the edge before, in seconds of the probe's clock.
     pub gap_s: f64,
+}
+
+/// One phase of the load schedule and what the run measured in it, from
+/// the per-second timeline: the seconds `[start_s, end_s)` of the probe's
+/// clock (the schedule runs on the host's clock from the run's start; the
+/// two agree within the handshake, well under a second). A timeline of
+/// merged rows (runs over an hour) gives each phase the rows that start in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// `idle` or `load`.
+    pub name: String,
+    /// Its start, s from the run's start.
+    pub start_s: u64,
+    /// Its end, s; `null` for the last (until the run ended).
+    pub end_s: Option<u64>,
+    /// Samples in it.
+    pub samples: u64,
+    /// Of them, timeouts.
+    pub timeouts: u64,
+    /// Its largest measured latency, ns.
+    pub max_measured_ns: Option<u64>,
+    /// The worst per-second p99 in it, ns; `null` when a second's p99 fell
+    /// among the timeouts (above the timeout) or no sample came.
+    pub worst_p99_ns: Option<u64>,
 }

@@ -81,6 +81,7 @@ pub(crate) fn run(timeouts: u64) -> Report {
         ended_at: "2025-06-01T12:00:00.350Z".into(),
         command_line: None,
         loads: Vec::new(),
+        phases: Vec::new(),
         probe_elapsed_ns: Some(300_250_000),
         counts: Counts {
             samples,

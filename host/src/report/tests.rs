@@ -35,6 +35,7 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
         limits: None,
         command_line: None,
         loads: Vec::new(),
+        phases: Vec::new(),
     };
     let hz = 1_000_000_000;
     let config: Config = request.config(hz, Capabilities::UART_ECHO).unwrap();

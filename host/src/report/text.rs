@@ -188,6 +188,26 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
             format_ns(w.at_ns_from_start)
         );
     }
+    for p in &r.phases {
+        let span = match p.end_s {
+            Some(e) => format!("{}–{} s", p.start_s, e),
+            None => format!("{} s to the end", p.start_s),
+        };
+        let cell = |v: Option<u64>| match (v, p.samples) {
+            (Some(v), _) => us_fixed(v, 2),
+            (None, 0) => "-".to_string(),
+            (None, _) => format!(">{}", us_fixed(r.config.timeout_ns, 2)),
+        };
+        let _ = writeln!(
+            s,
+            "phase {} {span}: {} samples, {} timeouts, max measured {} µs, worst second's p99 {} µs",
+            p.name,
+            p.samples,
+            p.timeouts,
+            p.max_measured_ns.map_or_else(|| "-".to_string(), |v| us_fixed(v, 2)),
+            cell(p.worst_p99_ns)
+        );
+    }
     let range_overflows = r.histogram.overflows.saturating_sub(c.timeouts);
     if range_overflows > 0 {
         let _ = writeln!(

@@ -13,7 +13,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::ssh::{quote, SshTarget};
-pub use crate::model::LoadRecord;
+pub use crate::model::{LoadRecord, Phase};
 use crate::Error;
 
 /// One `--load NAME[:ARGS]`.
@@ -137,15 +137,15 @@ impl LoadSpec {
 }
 
 /// Where the loads run.
-#[derive(Debug, Clone, Copy)]
-pub enum Host<'a> {
+#[derive(Debug, Clone)]
+pub enum Host {
     /// This machine (the demo).
     Local,
     /// The target over SSH.
-    Ssh(&'a SshTarget),
+    Ssh(SshTarget),
 }
 
-impl Host<'_> {
+impl Host {
     fn name(&self) -> String {
         match self {
             Host::Local => "this machine".into(),
@@ -166,6 +166,136 @@ impl Host<'_> {
     }
 }
 
+/// Check that `host` has the tools of `specs`; one missing is an error
+/// naming its package.
+pub fn check_tools(specs: &[LoadSpec], host: &Host) -> Result<(), Error> {
+    if specs.is_empty() {
+        return Ok(());
+    }
+    let tools: Vec<&str> = specs.iter().flat_map(|s| s.preset().tools.iter().copied()).collect();
+    let check = tools.iter().map(|t| format!("command -v {t} >/dev/null || echo {t}")).collect::<Vec<_>>();
+    let out = host
+        .shell(&check.join("; "))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(format!("cannot check the loads' tools on {}", host.name()), e))?;
+    if let (Host::Ssh(s), Some(255)) = (host, out.status.code()) {
+        return Err(s.failure(&String::from_utf8_lossy(&out.stderr)));
+    }
+    let missing: Vec<String> =
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect();
+    if let Some(t) = missing.first() {
+        let spec = specs.iter().find(|s| s.preset().tools.contains(&t.as_str())).expect("a spec's tool");
+        return Err(Error::Config(format!(
+            "--load {}: {t} is not installed on {}: install it (Debian: apt-get install {}), or drop the load",
+            spec.label(),
+            host.name(),
+            spec.preset().package
+        )));
+    }
+    Ok(())
+}
+
+/// Parse `--load-schedule idle=60s,load=60s,…` into phases from the run's
+/// start (whole seconds); the last lasts until the run ends.
+pub fn parse_schedule(text: &str) -> Result<Vec<Phase>, Error> {
+    let bad = |why: String| {
+        Error::Config(format!(
+            "--load-schedule {text}: {why}: write e.g. --load-schedule idle=60s,load=60s,idle=60s"
+        ))
+    };
+    let mut phases = Vec::new();
+    let mut at = 0u64;
+    for part in text.split(',') {
+        let (name, d) = part.split_once('=').ok_or_else(|| bad(format!("'{part}' is not NAME=DURATION")))?;
+        let name = name.trim();
+        if name != "idle" && name != "load" {
+            return Err(bad(format!("'{name}' is no phase (idle or load)")));
+        }
+        let ns = crate::units::parse_duration_ns(d.trim()).map_err(|e| bad(e.to_string()))?;
+        if ns == 0 || ns % 1_000_000_000 != 0 {
+            return Err(bad(format!("'{}': a phase lasts whole seconds", d.trim())));
+        }
+        let end = at + ns / 1_000_000_000;
+        phases.push(Phase { name: name.to_string(), start_s: at, end_s: Some(end) });
+        at = end;
+    }
+    if let Some(last) = phases.last_mut() {
+        last.end_s = None;
+    }
+    Ok(phases)
+}
+
+/// The loads of a run, on a schedule or throughout: stopped when dropped.
+#[derive(Debug)]
+pub struct Scheduled {
+    /// What the loads run, for the report.
+    pub records: Vec<LoadRecord>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    throughout: Option<Loads>,
+}
+
+impl Scheduled {
+    /// Check the tools, then run `specs` on `host` in `dir`: throughout
+    /// without `phases`, else starting and stopping at each phase's start
+    /// (from now, the run's start).
+    pub fn start(specs: &[LoadSpec], host: Host, dir: &str, phases: &[Phase]) -> Result<Scheduled, Error> {
+        check_tools(specs, &host)?;
+        let records = Loads::records(specs, &host, dir);
+        if phases.is_empty() || specs.is_empty() {
+            let loads = Loads::spawn(specs, &host, dir);
+            return Ok(Scheduled { records, stop: None, thread: None, throughout: Some(loads) });
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (specs, dir, phases) = (specs.to_vec(), dir.to_string(), phases.to_vec());
+        let t0 = Instant::now();
+        let thread = std::thread::spawn(move || {
+            let mut running: Option<Loads> = None;
+            for p in &phases {
+                match (p.name.as_str(), running.is_some()) {
+                    ("load", false) => running = Some(Loads::spawn(&specs, &host, &dir)),
+                    ("idle", true) => {
+                        if let Some(mut l) = running.take() {
+                            l.stop();
+                        }
+                    }
+                    _ => {}
+                }
+                let Some(end) = p.end_s else { break };
+                let until = t0 + Duration::from_secs(end);
+                match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
+            }
+            // The last phase lasts until the run ends (or Stop came early).
+            let _ = rx.recv();
+            if let Some(mut l) = running.take() {
+                l.stop();
+            }
+        });
+        Ok(Scheduled { records, stop: Some(tx), thread: Some(thread), throughout: None })
+    }
+
+    /// Stop every load (the schedule too) and wait for them.
+    pub fn stop(&mut self) {
+        if let Some(l) = &mut self.throughout {
+            l.stop();
+        }
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Scheduled {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// The loads of a run, running; stopped (every process of each) when dropped.
 #[derive(Debug)]
 pub struct Loads {
@@ -175,35 +305,22 @@ pub struct Loads {
 }
 
 impl Loads {
-    /// Check the tools of `specs` on `host`, then start each in `dir`
-    /// there (one subdirectory each).
-    pub fn start(specs: &[LoadSpec], host: Host<'_>, dir: &str) -> Result<Loads, Error> {
-        let mut loads = Loads { running: Vec::new(), records: Vec::new() };
-        if specs.is_empty() {
-            return Ok(loads);
-        }
-        let tools: Vec<&str> = specs.iter().flat_map(|s| s.preset().tools.iter().copied()).collect();
-        let check =
-            tools.iter().map(|t| format!("command -v {t} >/dev/null || echo {t}")).collect::<Vec<_>>();
-        let out = host
-            .shell(&check.join("; "))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| Error::io(format!("cannot check the loads' tools on {}", host.name()), e))?;
-        if let (Host::Ssh(s), Some(255)) = (host, out.status.code()) {
-            return Err(s.failure(&String::from_utf8_lossy(&out.stderr)));
-        }
-        let missing: Vec<String> =
-            String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect();
-        if let Some(t) = missing.first() {
-            let spec = specs.iter().find(|s| s.preset().tools.contains(&t.as_str())).expect("a spec's tool");
-            return Err(Error::Config(format!(
-                "--load {}: {t} is not installed on {}: install it (Debian: apt-get install {}), or drop the load",
-                spec.label(),
-                host.name(),
-                spec.preset().package
-            )));
-        }
+    /// What `specs` run in `dir` (the commands, without starting them).
+    pub fn records(specs: &[LoadSpec], host: &Host, dir: &str) -> Vec<LoadRecord> {
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| LoadRecord {
+                name: s.label(),
+                command: s.command(&format!("{dir}/load{i}")),
+                on: host.name(),
+            })
+            .collect()
+    }
+
+    /// Start each of `specs` (their tools checked); one that cannot start is said.
+    fn spawn(specs: &[LoadSpec], host: &Host, dir: &str) -> Loads {
+        let mut loads = Loads { running: Vec::new(), records: Self::records(specs, host, dir) };
         for (i, spec) in specs.iter().enumerate() {
             let sub = format!("{dir}/load{i}");
             let command = spec.command(&sub);
@@ -217,14 +334,19 @@ impl Loads {
             );
             let mut cmd = host.shell(&wrapper);
             cmd.process_group(0).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
-            let mut child = cmd.spawn().map_err(|e| {
-                Error::io(format!("cannot start the load {} on {}", spec.label(), host.name()), e)
-            })?;
-            let stdin = child.stdin.take();
-            loads.running.push((child, stdin));
-            loads.records.push(LoadRecord { name: spec.label(), command, on: host.name() });
+            match cmd.spawn() {
+                Ok(mut child) => {
+                    let stdin = child.stdin.take();
+                    loads.running.push((child, stdin));
+                }
+                Err(e) => crate::stderr_error!(
+                    "latprobe: cannot start the load {} on {}: {e}",
+                    spec.label(),
+                    host.name()
+                ),
+            }
         }
-        Ok(loads)
+        loads
     }
 
     /// Stop every load and wait for each wrapper (it ends its group first).
@@ -263,6 +385,21 @@ mod tests {
         assert!(parse_load("compile:lots").is_err());
         let e = parse_load("make").unwrap_err();
         assert!(e.contains("hackbench, stress-ng, dd, iperf3, compile"), "{e}");
+    }
+
+    #[test]
+    fn a_schedule_is_phases_of_whole_seconds_the_last_until_the_end() {
+        let p = parse_schedule("idle=60s,load=2min,idle=30s").unwrap();
+        let got: Vec<(&str, u64, Option<u64>)> =
+            p.iter().map(|p| (p.name.as_str(), p.start_s, p.end_s)).collect();
+        assert_eq!(got, [("idle", 0, Some(60)), ("load", 60, Some(180)), ("idle", 180, None)]);
+        for bad in ["idle", "busy=1s", "idle=1.5s", "idle=0s", "load=x"] {
+            let e = parse_schedule(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--load-schedule {bad}: ")) && e.contains("idle=60s,load=60s"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
