@@ -150,7 +150,7 @@ pub struct TargetArgs {
     /// With --target: copy this latprobe's own responder (built for the target's CPU) to ~/.cache/latprobe on the target and run that one
     #[arg(long, requires = "url", conflicts_with = "target_responder")]
     pub target_install: bool,
-    /// Run this load on the target during the measurement (repeatable; the demo's target is this machine): NAME[:ARG], NAME one of hackbench, stress-ng (ARG cpu, vm or io), dd, iperf3, compile
+    /// Run this load on the target during the measurement (repeatable; the demo's target is this machine): `NAME[:ARG]`, NAME one of hackbench, stress-ng (ARG cpu, vm or io), dd, iperf3, compile
     #[arg(long = "load", value_name = "NAME[:ARG]")]
     pub loads: Vec<String>,
     /// Run the loads in phases, the OSADL way: idle=60s,load=60s,… from the run's start, the last phase until its end [default: the loads run throughout]

@@ -35,7 +35,7 @@ use crate::Error;
 /// `latprobe campaign` options.
 #[derive(Debug, Clone, Args)]
 pub struct CampaignArgs {
-    /// The plan (TOML: [campaign] name, command, args, repeats; [matrix] load, interval, mode)
+    /// The plan (TOML: `[campaign]` name, command, args, repeats; `[matrix]` load, interval, mode)
     #[arg(value_name = "PLAN.toml")]
     pub plan: PathBuf,
     /// The campaign's folder [default: the plan's name beside the plan]; an interrupted campaign in it resumes
