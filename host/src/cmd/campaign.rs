@@ -30,6 +30,7 @@ use std::process::Command;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use crate::report::html::esc;
 use crate::Error;
 
 /// `latprobe campaign` options.
@@ -395,10 +396,6 @@ fn summarize(dir: &Path, done: &[&Entry]) -> Result<(), Error> {
         crate::measure::wrote(&p);
     }
     Ok(())
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]
