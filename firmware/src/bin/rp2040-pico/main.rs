@@ -19,7 +19,7 @@
 //!
 //!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), TIMER_IRQ_0 (wake-up),
 //!               UART1_IRQ (target bytes) ── Front: words, flags, then `now` ──┐ pend
-//!   priority 2: SPI0_IRQ (engine task: HwLoop::run)                       ◀──┘
+//!   priority 2: SW0_IRQ (engine task: HwLoop::run)                       ◀──┘
 //!   priority 1: USBCTRL_IRQ (USB: host bytes in, frames out)
 //! ```
 #![no_std]
@@ -193,7 +193,7 @@ mod app {
             FIRMWARE_VERSION,
             TIMER_HZ
         );
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
         (
             Shared { engine, timer },
             Local {
@@ -221,14 +221,14 @@ mod app {
     #[task(binds = PIO0_IRQ_0, priority = 3, shared = [timer])]
     fn pio0(mut cx: pio0::Context) {
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
     /// The wake-up alarm.
     #[task(binds = TIMER_IRQ_0, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
     /// Target line receive: each byte logged after the edge words before it.
@@ -236,11 +236,11 @@ mod app {
     fn target_rx(mut cx: target_rx::Context) {
         let rx = cx.local.target_rx;
         cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
-    /// The engine task (SPI0's vector, unused by the board).
-    #[task(binds = SPI0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
+    /// The engine task (a spare IRQ, §2.3.2: IRQs 26 to 31 have no peripheral).
+    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
     fn engine_task(cx: engine_task::Context) {
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
@@ -283,7 +283,7 @@ mod app {
                     break;
                 }
                 common::host_bytes(&mut timer, &mut engine, &buf[..n]);
-                rtic::pend(Interrupt::SPI0_IRQ);
+                rtic::pend(Interrupt::SW0_IRQ);
             }
         }
         if usb_dev.state() != UsbDeviceState::Configured {
