@@ -256,11 +256,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 }
                 self.bus.flag_irq(STIMULUS_FLAG, on);
             }
-            Channel::Wake => {
-                if !on {
-                    self.keep_alive();
-                }
-            }
+            Channel::Wake if !on => self.keep_alive(),
             _ => {}
         }
     }
