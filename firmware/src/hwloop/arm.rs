@@ -155,13 +155,20 @@ impl HwLoop {
         slot: usize,
         edge: Edge,
     ) {
-        let (id, at, now) = (req.id, req.at, cx.now);
+        let (id, mut now) = (req.id, cx.now);
+        // Planned late (its tick has passed): the line may still be at the
+        // active level the last stimulus left it at, and an edge forced now
+        // would then be no edge at all. So it rests now, and the edge comes
+        // a short rest later, by the compare like any stimulus.
+        let at = if req.at <= now {
+            cx.hw.set_output(rest(edge));
+            now = cx.front.now(cx.hw);
+            now + self.cfg.late_rest_ticks()
+        } else {
+            req.at
+        };
         let Some(v) = cx.front.ext.compare_value(at, now) else {
-            if at <= now {
-                self.done_id = Some(id);
-                self.force_edge(cx, edge, slot);
-            }
-            // Else beyond one period: the wrap's interrupt arms it.
+            // Beyond one period: the wrap's interrupt arms it.
             return;
         };
         // RM0383 §13.3.8 (output compare): the mode before the compare

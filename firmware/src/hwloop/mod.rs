@@ -143,6 +143,22 @@ impl LoopConfig {
         }
     }
 
+    /// How long the stimulus line rests before the edge of a stimulus
+    /// planned late (its tick passed before it could be armed): 10 µs, so
+    /// that a target sees a low (or high) phase of a length its edge
+    /// detector can take before the edge, and so that the compare can
+    /// still be armed in time on the slowest board (the Pico's M0+ takes
+    /// about 4.5 µs from the rest to the word in its PIO's FIFO, and wants
+    /// the target 2 µs ahead of that).
+    pub const fn late_rest_ticks(&self) -> u64 {
+        let t = self.timer_hz as u64 / 100_000;
+        if t == 0 {
+            1
+        } else {
+            t
+        }
+    }
+
     /// One 8N1 byte (10 bits), in ticks.
     pub const fn byte_ticks(&self) -> u64 {
         10 * self.bit_ticks()

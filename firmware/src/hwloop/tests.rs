@@ -548,6 +548,42 @@ fn every_reported_edge_tick_is_when_the_pin_moved() {
     }
 }
 
+/// A stimulus planned late (the engine task ran after its tick, here every
+/// time: the task is 1.5 intervals late) still makes an edge. The old loop
+/// forced the active level at once, without the rest before it: the pin
+/// was still high from the stimulus before, so no edge came, and every
+/// late stimulus timed out (found in rp2040js with the Pico's firmware at
+/// a 120 µs interval, where the engine falls behind its schedule).
+#[test]
+fn a_stimulus_planned_late_rests_the_line_and_still_makes_its_edge() {
+    // An arm lead of one tick and slow register accesses: the plan's `now`
+    // is past the tick the engine asked for.
+    let board = nucleo_board().with_arm_lead(1);
+    let mut s = Sim::new(boards::nucleo_f411re::LOOP, board, 1_000_000);
+    s.hw.access_ticks = 5;
+    s.hw.wires.gpio_loopback = true;
+    // The task runs 200 µs after each pend, at a 100 µs interval: every
+    // stimulus is behind its schedule, asked for one tick after the
+    // engine's poll, and planned a few accesses later.
+    s.task_delay = 200 * US;
+    let mut config = echo(Mode::Loopback, Stimulus::Edge(Edge::Rising), 10);
+    config.interval_ticks = (100 * US) as u32;
+    config.timeout_ticks = (50 * US) as u32;
+    let st = s.measure(config, 200 * MS);
+    assert_eq!((st.taken, st.timeouts), (10, 0), "{st:?}");
+    let rises = s.hw.pin_edges.iter().filter(|&&(_, high)| high).count();
+    assert_eq!(rises, 10, "one rising edge per stimulus: {:?}", s.hw.pin_edges);
+    // Every rise follows a fall: the line rested first.
+    for pair in s.hw.pin_edges.windows(2) {
+        assert_ne!(pair[0].1, pair[1].1, "{:?}", s.hw.pin_edges);
+    }
+    // And the rest before each late edge lasted the documented 10 µs at least.
+    let rest = boards::nucleo_f411re::LOOP.late_rest_ticks();
+    for pair in s.hw.pin_edges.windows(2).filter(|p| p[1].1) {
+        assert!(pair[1].0 - pair[0].0 >= rest, "{:?}", s.hw.pin_edges);
+    }
+}
+
 // The input filter's delay is tested through the Nucleo's register layer
 // (`board::nucleo::tests::an_edge_at_a_known_tick_gives_exactly_its_latency`):
 // there the model derives it from the ICxF the driver wrote (decoded by the

@@ -24,10 +24,15 @@ use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 
 /// The counter's rate: one tick is two system clocks at 125 MHz.
 pub const TICK_HZ: u32 = 62_500_000;
-/// A target is taken only if it is at least this far ahead of `now`: the
-/// stimulus state machine looks at its FIFO every 4 clocks and compares
-/// from 4 clocks later, with X one tick ahead (`program::STIMULUS`).
-pub const TARGET_LEAD_TICKS: u32 = 32;
+/// A target is taken only if it is at least this far ahead of `now` (2 µs):
+/// from the counter read to the word in the FIFO the CPU takes some 60
+/// clocks (measured in rp2040js: a target 34 ticks ahead was missed), and
+/// the stimulus state machine looks at its FIFO every 4 clocks and
+/// compares from 4 clocks later, with X one tick ahead
+/// (`program::STIMULUS`). A missed target would hold the state machine in
+/// its compare loop until the count comes round again (68.7 s): the
+/// engine then reports that the board never produced the stimulus.
+pub const TARGET_LEAD_TICKS: u32 = 128;
 /// Words one capture read takes at most: the joined RX FIFO's 8 and as
 /// many more as can come while they are read.
 const MAX_WORDS: usize = 16;
