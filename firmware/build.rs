@@ -9,6 +9,7 @@ use std::{env, fs, path::PathBuf};
 const BOARDS: &[(&str, &str)] = &[
     ("CARGO_FEATURE_BOARD_NUCLEO_F411RE", "memory/nucleo-f411re.x"),
     ("CARGO_FEATURE_BOARD_QEMU", "memory/qemu.x"),
+    ("CARGO_FEATURE_BOARD_RP2040_PICO", "memory/rp2040-pico.x"),
 ];
 
 fn main() {

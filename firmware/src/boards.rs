@@ -52,6 +52,50 @@ pub mod nucleo_f411re {
     };
 }
 
+/// The Raspberry Pi Pico (RP2040 at 125 MHz): PIO0 counts, captures and
+/// makes the stimulus (`board::pico`).
+pub mod rp2040_pico {
+    use super::{LoopConfig, TimerBits};
+
+    /// clk_sys from the 12 MHz crystal through PLL_SYS (RP2040 datasheet
+    /// §2.18.2: 12 MHz × 125 / (6 × 2) = 125 MHz, rp2040-hal's default).
+    pub const SYS_HZ: u32 = 125_000_000;
+    /// The tick: two system clocks (every PIO path decrements X once per
+    /// two instructions, `board::pico::program`).
+    pub const TIMER_HZ: u32 = SYS_HZ / 2;
+    /// Host link over UART0 (GP0/GP1) to a debug probe's bridge; the USB
+    /// CDC link has no baud rate.
+    pub const HOST_BAUD: u32 = 921_600;
+    /// probe-rs's name for the chip (`latprobe flash`).
+    pub const CHIP: &str = "RP2040";
+    /// The chip's SRAM (SRAM0-5, striped, §2.6.2; memory.x), where the RTT
+    /// control block lies.
+    pub const RAM: (u64, u64) = (0x2000_0000, 264 * 1024);
+    /// Target line (UART1 on GP4/GP5): the responder's default.
+    pub const TARGET_BAUD: u32 = 115_200;
+    /// From an edge at a pin to the word PIO pushes, in ticks, by the edge
+    /// program's own instructions: the `in` runs one tick after the
+    /// `jmp pin` that saw the level (`program::capture_tick` takes it
+    /// off, so this is 0 here). The GPIO input synchroniser's two clocks
+    /// (§3.5.6.3) are not in it: `latprobe calibrate` measures what lies
+    /// between pin and sample.
+    pub const CAPTURE_DELAY_TICKS: u32 = 0;
+    /// Two edge state machines seeing one edge (UART loopback: GP4 read by
+    /// SM2, GP5 by SM1) sample it in the same tick; one tick of allowance
+    /// for the synchronisers.
+    pub const LOOPBACK_SKEW_TICKS: u32 = 1;
+    /// The capture loop's view of the board.
+    pub const LOOP: LoopConfig = LoopConfig {
+        timer_hz: TIMER_HZ,
+        timer_bits: TimerBits::B32,
+        baud: TARGET_BAUD,
+        response_capture: true,
+        tx_capture: true,
+        capture_delay_ticks: CAPTURE_DELAY_TICKS,
+        loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
+    };
+}
+
 /// QEMU's netduinoplus2 (STM32F405): no capture or compare hardware; the
 /// counter is read in software.
 pub mod qemu {

@@ -5,3 +5,4 @@
 //! [`crate::boards`]; the binaries keep the RTIC glue.
 
 pub mod nucleo;
+pub mod pico;

@@ -95,6 +95,9 @@ impl HwLoop {
             Line::Uart => Some(Polarity::Falling),
         };
         if self.cfg.response_capture && polarity != self.hw_polarity {
+            if polarity.is_some() {
+                hw.response_source(self.line == Line::Uart);
+            }
             hw.set_capture(Channel::Response, polarity);
             self.hw_polarity = polarity;
         }

@@ -123,4 +123,10 @@ pub trait TimerHw {
     fn tx_wire_present(&mut self) -> Option<bool> {
         None
     }
+    /// Watch the target UART's RX pin (`true`) or the GPIO response pin
+    /// (`false`) with the response capture channel, where a board can
+    /// choose (the Pico's PIO reads any pin; the Nucleo's CH2 is wired to
+    /// PA1, and the target's TX goes to PA10 and PA1 both). Called when a
+    /// run's response line changes, before its capture polarity is set.
+    fn response_source(&mut self, _uart: bool) {}
 }

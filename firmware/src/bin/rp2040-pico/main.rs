@@ -1,0 +1,326 @@
+//! `rp2040-pico` board: the Raspberry Pi Pico (RP2040 at 125 MHz). PIO0's
+//! four state machines count one 62.5 MHz tick in step: they make the
+//! stimulus edge when the count reaches its target and push the count at
+//! every edge of the response line and of our own TX pin, so no CPU is in
+//! the timing path. This file is pins, clocks, USB and RTIC glue: every
+//! timing decision is in `latprobe_firmware::hwloop`, behind the
+//! [`TimerHw`](latprobe_firmware::TimerHw) seam that
+//! `latprobe_firmware::board::pico::PioTimer` implements. References are to
+//! the RP2040 datasheet.
+//!
+//! ```text
+//!   GP2  (pin 4)  ── PIO0 SM3 ──▶ stimulus edge (gpio-echo, GPIO loopback)
+//!   GP3  (pin 5)  ◀─ PIO0 SM1 ─── response edge; periodic edges
+//!   GP4  (pin 6)  UART1 TX ─▶ target RX; PIO0 SM2 times its start bits (no wire)
+//!   GP5  (pin 7)  UART1 RX ◀─ target TX; PIO0 SM1 times its start bits in UART runs
+//!   USB           CDC ACM: the host link (`latprobe run --port /dev/ttyACM0`)
+//!   GP25          LED: on while a measurement runs
+//!   RTT (SWD)     up 0 "defmt" log
+//!
+//!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), TIMER_IRQ_0 (wake-up),
+//!               UART1_IRQ (target bytes) ── Front: words, flags, then `now` ──┐ pend
+//!   priority 2: SPI0_IRQ (engine task: HwLoop::run)                       ◀──┘
+//!   priority 1: USBCTRL_IRQ (USB: host bytes in, frames out)
+//! ```
+#![no_std]
+#![no_main]
+
+use panic_probe as _;
+
+#[path = "../common/mod.rs"]
+mod common;
+mod regs;
+
+/// The second-stage boot loader for the Pico's W25Q080-class flash, first in
+/// flash (memory/rp2040-pico.x), run by the boot ROM (§2.8.1).
+#[link_section = ".boot2"]
+#[used]
+pub static BOOT2: [u8; 256] = rp2040_boot2::BOOT_LOADER_GENERIC_03H;
+
+/// Output queue size of the engine, in bytes.
+const TX_QUEUE: usize = 2048;
+
+/// What this ELF is, for `latprobe flash` to read before it touches a probe
+/// (`latprobe_firmware::buildinfo`'s layout).
+#[no_mangle]
+pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_firmware::buildinfo::encode(
+    "rp2040-pico",
+    latprobe_firmware::FIRMWARE_VERSION,
+    latprobe_protocol::PROTOCOL_VERSION,
+);
+
+#[rtic::app(device = rp2040_hal::pac, peripherals = true)]
+mod app {
+    use latprobe_firmware::board::pico::PioTimer;
+    use latprobe_firmware::boards::rp2040_pico::{LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ};
+    use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
+    use latprobe_protocol::Capabilities;
+    use rp2040_hal::{
+        self as hal,
+        clocks::Clock,
+        fugit::RateExtU32,
+        gpio::{bank0::Gpio25, FunctionPio0, FunctionSioOutput, FunctionUart, Pin, PullDown},
+        pac::Interrupt,
+        uart::{DataBits, StopBits, UartConfig, UartPeripheral},
+        usb::UsbBus,
+    };
+    use usb_device::{class_prelude::UsbBusAllocator, prelude::*};
+    use usbd_serial::SerialPort;
+
+    use super::common;
+    use super::regs::{self, Regs, TargetRx};
+    use super::{LedExt, TX_QUEUE};
+
+    /// Bytes taken from the target UART per interrupt at most.
+    const RX_BURST: usize = 32;
+    /// The Pico's crystal (§2.16).
+    const XOSC_HZ: u32 = 12_000_000;
+
+    type Led = Pin<Gpio25, FunctionSioOutput, PullDown>;
+
+    #[shared]
+    struct Shared {
+        engine: Engine<TX_QUEUE>,
+        timer: Timer<PioTimer<Regs>>,
+    }
+
+    #[local]
+    struct Local {
+        target_rx: TargetRx,
+        lp: HwLoop,
+        led: Led,
+        was_running: bool,
+        usb_dev: UsbDevice<'static, UsbBus>,
+        serial: SerialPort<'static, UsbBus>,
+        /// Frame bytes taken from the engine and not yet accepted by USB.
+        out: [u8; 64],
+        out_at: usize,
+        out_len: usize,
+    }
+
+    #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
+    fn init(cx: init::Context) -> (Shared, Local) {
+        rtt_target::rtt_init_defmt!();
+        let mut dp = cx.device;
+        // Keep LATPROBE_BUILD in the image: nothing else reads it.
+        // SAFETY: a read of an initialised static.
+        let build_protocol = unsafe {
+            core::ptr::read_volatile(&super::LATPROBE_BUILD[latprobe_firmware::buildinfo::PROTOCOL_AT])
+        };
+        debug_assert_eq!(build_protocol, latprobe_protocol::PROTOCOL_VERSION);
+
+        let mut watchdog = hal::Watchdog::new(dp.WATCHDOG);
+        // §2.15/§2.18: XOSC, PLL_SYS to 125 MHz, PLL_USB to 48 MHz.
+        let Ok(clocks) = hal::clocks::init_clocks_and_plls(
+            XOSC_HZ,
+            dp.XOSC,
+            dp.CLOCKS,
+            dp.PLL_SYS,
+            dp.PLL_USB,
+            &mut dp.RESETS,
+            &mut watchdog,
+        ) else {
+            defmt::panic!("clocks: the 12 MHz crystal or a PLL did not start");
+        };
+        let sys = clocks.system_clock.freq().to_Hz();
+        if sys != SYS_HZ {
+            defmt::panic!("clocks: clk_sys {=u32} Hz, not {=u32}", sys, SYS_HZ);
+        }
+        let sio = hal::Sio::new(dp.SIO);
+        let pins = hal::gpio::Pins::new(dp.IO_BANK0, dp.PADS_BANK0, sio.gpio_bank0, &mut dp.RESETS);
+        // The pin functions (§2.19.2): GP2 PIO0, GP3 an input (PIO reads
+        // any pad), GP4/GP5 UART1. The HAL's pin set-up enables each pad's
+        // input (PADS_BANK0 IE), which PIO's reads need.
+        let _stim = pins.gpio2.into_function::<FunctionPio0>();
+        let _resp = pins.gpio3.into_pull_down_input();
+        let tx = pins.gpio4.into_function::<FunctionUart>();
+        let rx = pins.gpio5.into_function::<FunctionUart>();
+        let led = pins.gpio25.into_push_pull_output();
+        let Ok(uart) = UartPeripheral::new(dp.UART1, (tx, rx), &mut dp.RESETS).enable(
+            UartConfig::new(TARGET_BAUD.Hz(), DataBits::Eight, None, StopBits::One),
+            clocks.peripheral_clock.freq(),
+        ) else {
+            defmt::panic!("UART1 at {=u32} Bd", TARGET_BAUD);
+        };
+        let mut uart = uart;
+        uart.enable_rx_interrupt();
+        // The HAL's halves are not used: the timer writes the stimulus bytes
+        // and `TargetRx` reads the answers, through the registers.
+        let _ = uart.split();
+
+        let (resp_high, tx_high) = regs::start(&dp.RESETS);
+        // TIMER out of reset (§4.6): the wake-up alarm.
+        dp.RESETS.reset().modify(|_, w| w.timer().clear_bit());
+        while dp.RESETS.reset_done().read().timer().bit_is_clear() {}
+        let timer = Timer::new(PioTimer::new(Regs, resp_high, tx_high), LOOP.timer_bits);
+
+        let usb_bus = cx.local.usb_bus.insert(UsbBusAllocator::new(UsbBus::new(
+            dp.USBCTRL_REGS,
+            dp.USBCTRL_DPRAM,
+            clocks.usb_clock,
+            true,
+            &mut dp.RESETS,
+        )));
+        let serial = SerialPort::new(usb_bus);
+        let strings = StringDescriptors::default()
+            .manufacturer("latprobe")
+            .product("latprobe probe (rp2040-pico)")
+            .serial_number("rp2040-pico");
+        let Ok(builder) = UsbDeviceBuilder::new(usb_bus, UsbVidPid(0x16c0, 0x27dd)).strings(&[strings])
+        else {
+            defmt::panic!("USB: string descriptors");
+        };
+        // One 64-byte control packet: the 9-byte configuration descriptor is
+        // not split (hosts and rp2040js both take it whole).
+        let Ok(builder) = builder.max_packet_size_0(64) else {
+            defmt::panic!("USB: control packet size");
+        };
+        let usb_dev = builder.device_class(usbd_serial::USB_CLASS_CDC).build();
+
+        let caps = Capabilities::GPIO_ECHO
+            | Capabilities::UART_ECHO
+            | Capabilities::PERIODIC
+            | Capabilities::LOOPBACK
+            | Capabilities::HW_CAPTURE;
+        let engine = Engine::new(
+            BoardInfo::new("rp2040-pico", TIMER_HZ, TimerBits::B32, caps)
+                .with_uart_echo_floor(TARGET_BAUD)
+                .with_target_baud(TARGET_BAUD)
+                .with_response_lag((2 * LOOP.byte_ticks()) as u32),
+        );
+        defmt::info!(
+            "boot: latprobe-firmware {=str} on rp2040-pico, timer {=u32} Hz (PIO0), host link USB CDC",
+            FIRMWARE_VERSION,
+            TIMER_HZ
+        );
+        rtic::pend(Interrupt::SPI0_IRQ);
+        (
+            Shared { engine, timer },
+            Local {
+                target_rx: TargetRx,
+                lp: HwLoop::new(LOOP),
+                led,
+                was_running: false,
+                usb_dev,
+                serial,
+                out: [0; 64],
+                out_at: 0,
+                out_len: 0,
+            },
+        )
+    }
+
+    #[idle]
+    fn idle(_: idle::Context) -> ! {
+        loop {
+            cortex_m::asm::wfi();
+        }
+    }
+
+    /// PIO0: an edge word (response or TX start bit) or the stimulus flag.
+    #[task(binds = PIO0_IRQ_0, priority = 3, shared = [timer])]
+    fn pio0(mut cx: pio0::Context) {
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
+        rtic::pend(Interrupt::SPI0_IRQ);
+    }
+
+    /// The wake-up alarm.
+    #[task(binds = TIMER_IRQ_0, priority = 3, shared = [timer])]
+    fn wake(mut cx: wake::Context) {
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
+        rtic::pend(Interrupt::SPI0_IRQ);
+    }
+
+    /// Target line receive: each byte logged after the edge words before it.
+    #[task(binds = UART1_IRQ, priority = 3, shared = [timer], local = [target_rx])]
+    fn target_rx(mut cx: target_rx::Context) {
+        let rx = cx.local.target_rx;
+        cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
+        rtic::pend(Interrupt::SPI0_IRQ);
+    }
+
+    /// The engine task (SPI0's vector, unused by the board).
+    #[task(binds = SPI0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
+    fn engine_task(cx: engine_task::Context) {
+        let lp = cx.local.lp;
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
+        if *cx.local.was_running && !running {
+            let s = lp.stats();
+            let (faults, lost) = timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges));
+            defmt::info!(
+                "capture path: latch to sample queued max {=u32} ticks (last {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults",
+                s.capture_cost_max,
+                s.capture_cost_last,
+                s.soft_stimuli,
+                s.lost_events,
+                lost,
+                faults
+            );
+        }
+        *cx.local.was_running = running;
+        if running {
+            cx.local.led.set_high_();
+        } else {
+            cx.local.led.set_low_();
+        }
+        if output {
+            rtic::pend(Interrupt::USBCTRL_IRQ);
+        }
+    }
+
+    /// USB: enumeration, host bytes into the engine, the engine's frames out.
+    #[task(binds = USBCTRL_IRQ, priority = 1, shared = [engine, timer], local = [usb_dev, serial, out, out_at, out_len])]
+    fn usb(cx: usb::Context) {
+        let (usb_dev, serial) = (cx.local.usb_dev, cx.local.serial);
+        let mut timer = cx.shared.timer;
+        let mut engine = cx.shared.engine;
+        if usb_dev.poll(&mut [serial]) {
+            let mut buf = [0u8; 64];
+            while let Ok(n) = serial.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                common::host_bytes(&mut timer, &mut engine, &buf[..n]);
+                rtic::pend(Interrupt::SPI0_IRQ);
+            }
+        }
+        if usb_dev.state() != UsbDeviceState::Configured {
+            return;
+        }
+        // Frames out: what USB took is gone from the carry buffer; the
+        // engine is asked for more only when it is empty, so no byte is
+        // taken from the engine that USB cannot take later.
+        loop {
+            if *cx.local.out_at == *cx.local.out_len {
+                let n = engine.lock(|e| e.read_tx(&mut cx.local.out[..]));
+                if n == 0 {
+                    break;
+                }
+                *cx.local.out_at = 0;
+                *cx.local.out_len = n;
+            }
+            match serial.write(&cx.local.out[*cx.local.out_at..*cx.local.out_len]) {
+                Ok(n) if n > 0 => *cx.local.out_at += n,
+                // Busy: the IN endpoint's completion brings us back.
+                _ => break,
+            }
+        }
+    }
+}
+
+/// Led helpers: the HAL's `OutputPin` returns `Result<(), Infallible>`.
+trait LedExt {
+    fn set_high_(&mut self);
+    fn set_low_(&mut self);
+}
+
+impl<P: embedded_hal::digital::OutputPin<Error = core::convert::Infallible>> LedExt for P {
+    fn set_high_(&mut self) {
+        let Ok(()) = self.set_high();
+    }
+    fn set_low_(&mut self) {
+        let Ok(()) = self.set_low();
+    }
+}

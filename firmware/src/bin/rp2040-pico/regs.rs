@@ -1,0 +1,291 @@
+//! The Pico's [`PioBus`]: PIO0, IO_BANK0, SIO, TIMER and UART1 through the
+//! rp2040-pac (field names from Raspberry Pi's SVD), and the set-up that
+//! loads `board::pico::program` and starts the four state machines in one
+//! write. References are to the RP2040 datasheet.
+
+use latprobe_firmware::board::pico::program::{
+    self, jmp_always, mov, set_pindirs, MovDst, MovSrc, CLOCK_WRAP, EDGES_WRAP, STIMULUS_AT, STIMULUS_WRAP,
+};
+use latprobe_firmware::board::pico::{edges::EdgeFifo, OutOver, PioBus, Sm};
+use rp2040_hal::pac;
+
+/// The stimulus pin (PIO0 output).
+pub const STIMULUS_PIN: u8 = 2;
+/// The response line's GPIO pin (input).
+pub const RESPONSE_PIN: u8 = 3;
+/// UART1 TX (to the target's RX), also watched by SM2.
+pub const TX_PIN: u8 = 4;
+/// UART1 RX (from the target's TX), watched by SM1 in UART runs.
+pub const RX_PIN: u8 = 5;
+
+/// The registers, by the PAC's pointers. Holds nothing: every access is
+/// one volatile read or write of a register the timer owns (PIO0, the
+/// stimulus pin's GPIO control, TIMER's ALARM0, UART1's data register).
+#[derive(Debug)]
+pub struct Regs;
+
+fn pio() -> &'static pac::pio0::RegisterBlock {
+    // SAFETY: PIO0's register block is at a fixed address for the life of
+    // the program; the timer is its only user after `start` (the HAL's PIO
+    // driver is never created), and every access below is a single
+    // volatile register access, as the PAC does it.
+    unsafe { &*pac::PIO0::ptr() }
+}
+
+fn io() -> &'static pac::io_bank0::RegisterBlock {
+    // SAFETY: as for PIO0; only GPIO2's CTRL and the STATUS registers
+    // (read-only) are touched here, and GPIO2 belongs to PIO0 alone.
+    unsafe { &*pac::IO_BANK0::ptr() }
+}
+
+fn timer() -> &'static pac::timer::RegisterBlock {
+    // SAFETY: as for PIO0; ALARM0, INTR/INTE bit 0 and TIMERAWL are used by
+    // this timer alone (the HAL's Timer is never created).
+    unsafe { &*pac::TIMER::ptr() }
+}
+
+impl PioBus for Regs {
+    fn rx(&mut self, sm: Sm) -> Option<u32> {
+        let p = pio();
+        if p.fstat().read().rxempty().bits() & (1 << sm as u8) != 0 {
+            None
+        } else {
+            Some(p.rxf(sm as usize).read().bits())
+        }
+    }
+
+    fn rx_level(&mut self, sm: Sm) -> u8 {
+        // FLEVEL: 4 bits a FIFO, TXn at 8n and RXn at 8n + 4 (§3.7).
+        ((pio().flevel().read().bits() >> (8 * sm as u32 + 4)) & 0xf) as u8
+    }
+
+    fn tx(&mut self, sm: Sm, word: u32) -> bool {
+        let p = pio();
+        if p.fstat().read().txfull().bits() & (1 << sm as u8) != 0 {
+            return false;
+        }
+        // SAFETY: TXFn takes any 32-bit word.
+        p.txf(sm as usize).write(|w| unsafe { w.bits(word) });
+        true
+    }
+
+    fn tx_empty(&mut self, sm: Sm) -> bool {
+        pio().fstat().read().txempty().bits() & (1 << sm as u8) != 0
+    }
+
+    fn take_rx_stall(&mut self, sm: Sm) -> bool {
+        let p = pio();
+        let bit = 1u8 << sm as u8;
+        if p.fdebug().read().rxstall().bits() & bit == 0 {
+            return false;
+        }
+        // SAFETY: FDEBUG is write-1-to-clear; only this bit is written.
+        p.fdebug().write(|w| unsafe { w.rxstall().bits(bit) });
+        true
+    }
+
+    fn addr(&mut self, sm: Sm) -> u8 {
+        pio().sm(sm as usize).sm_addr().read().bits() as u8
+    }
+
+    fn take_flag(&mut self, n: u8) -> bool {
+        let p = pio();
+        if p.irq().read().bits() & (1 << n) == 0 {
+            return false;
+        }
+        // SAFETY: IRQ is write-1-to-clear (§3.7); only flag n is written.
+        p.irq().write(|w| unsafe { w.bits(1 << n) });
+        true
+    }
+
+    fn flag(&mut self, n: u8) -> bool {
+        pio().irq().read().bits() & (1 << n) != 0
+    }
+
+    fn flag_irq(&mut self, n: u8, on: bool) {
+        // IRQ0_INTE: SMn (the PIO IRQ flags 0..3) at bits 8..11 (§3.7).
+        let bit = 1 << (8 + u32::from(n));
+        // SAFETY: only bit 8 + n changes; the others are written as read.
+        pio()
+            .sm_irq(0)
+            .irq_inte()
+            .modify(|r, w| unsafe { w.bits(if on { r.bits() | bit } else { r.bits() & !bit }) });
+    }
+
+    fn set_outover(&mut self, mode: OutOver) {
+        io().gpio(STIMULUS_PIN as usize).gpio_ctrl().modify(|_, w| match mode {
+            OutOver::Normal => w.outover().normal(),
+            OutOver::Invert => w.outover().invert(),
+            OutOver::Low => w.outover().low(),
+            OutOver::High => w.outover().high(),
+        });
+    }
+
+    fn stimulus_from_pio(&mut self) -> bool {
+        io().gpio(STIMULUS_PIN as usize).gpio_status().read().outfromperi().bit_is_set()
+    }
+
+    fn stimulus_at_pad(&mut self) -> bool {
+        io().gpio(STIMULUS_PIN as usize).gpio_status().read().outtopad().bit_is_set()
+    }
+
+    fn response_level(&mut self) -> bool {
+        let pin = pio().sm(Sm::Response as usize).sm_execctrl().read().jmp_pin().bits();
+        io().gpio(pin as usize).gpio_status().read().infrompad().bit_is_set()
+    }
+
+    fn response_pin(&mut self, uart: bool) {
+        let pin = if uart { RX_PIN } else { RESPONSE_PIN };
+        // SAFETY: JMP_PIN takes any GPIO number 0..=29; the other fields
+        // are kept.
+        pio().sm(Sm::Response as usize).sm_execctrl().modify(|_, w| unsafe { w.jmp_pin().bits(pin) });
+    }
+
+    fn micros(&mut self) -> u32 {
+        timer().timerawl().read().bits()
+    }
+
+    fn set_alarm(&mut self, at: u32) {
+        // SAFETY: any value arms ALARM0 for that TIMERAWL (§4.6.4).
+        timer().alarm0().write(|w| unsafe { w.bits(at) });
+    }
+
+    fn take_alarm(&mut self) -> bool {
+        let t = timer();
+        if t.intr().read().alarm_0().bit_is_clear() {
+            return false;
+        }
+        t.intr().write(|w| w.alarm_0().clear_bit_by_one());
+        true
+    }
+
+    fn alarm_fired(&mut self) -> bool {
+        timer().intr().read().alarm_0().bit_is_set()
+    }
+
+    fn alarm_irq(&mut self, on: bool) {
+        timer().inte().modify(|_, w| w.alarm_0().bit(on));
+    }
+
+    fn uart_write(&mut self, byte: u8) -> bool {
+        // SAFETY: UART1's registers, used for writes by this timer alone
+        // (the HAL's Writer half is dropped); a DR write of one byte.
+        let u = unsafe { &*pac::UART1::ptr() };
+        if u.uartfr().read().txff().bit_is_set() {
+            return false;
+        }
+        u.uartdr().write(|w| unsafe { w.data().bits(byte) });
+        true
+    }
+}
+
+/// Load the programs and start the state machines in step (§3.5.6: every
+/// state machine enabled in one CTRL write, with their clock dividers
+/// restarted together). Returns the levels the edge state machines started
+/// from (response, TX pin).
+pub fn start(resets: &pac::RESETS) -> (bool, bool) {
+    // §2.14: PIO0 out of reset, then wait for it.
+    resets.reset().modify(|_, w| w.pio0().clear_bit());
+    while resets.reset_done().read().pio0().bit_is_clear() {}
+    let p = pio();
+    for (i, word) in program::image().iter().enumerate() {
+        // SAFETY: INSTR_MEMn takes a 16-bit instruction.
+        p.instr_mem(i).write(|w| unsafe { w.bits(u32::from(*word)) });
+    }
+    let level = |pin: u8| io().gpio(pin as usize).gpio_status().read().infrompad().bit_is_set();
+    let (resp_high, tx_high) = (level(RESPONSE_PIN), level(TX_PIN));
+    let setups: [(Sm, (u8, u8), u8, bool, u8); 4] = [
+        (Sm::Clock, CLOCK_WRAP, 0, false, program::CLOCK_AT),
+        (Sm::Response, EDGES_WRAP, RESPONSE_PIN, true, EdgeFifo::entry_for(resp_high)),
+        (Sm::TxStart, EDGES_WRAP, TX_PIN, true, EdgeFifo::entry_for(tx_high)),
+        (Sm::Stimulus, STIMULUS_WRAP, 0, false, STIMULUS_AT),
+    ];
+    // Restart every state machine (shift counters, stalls) while disabled.
+    // SAFETY: CTRL's SM_RESTART bits are self-clearing strobes.
+    p.ctrl().write(|w| unsafe { w.sm_restart().bits(0xf) });
+    for (sm, (bottom, top), jmp_pin, join_rx, entry) in setups {
+        let r = p.sm(sm as usize);
+        // SAFETY (every write below): each field is written within its
+        // width, from the datasheet's SMx_* register tables (§3.7).
+        // Divider 1.0: one instruction a system clock.
+        r.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
+        r.sm_execctrl().write(|w| unsafe {
+            w.wrap_bottom()
+                .bits(bottom)
+                .wrap_top()
+                .bits(top)
+                .jmp_pin()
+                .bits(jmp_pin)
+                .status_sel()
+                .txlevel()
+                .status_n()
+                .bits(1)
+        });
+        // The edge channels join their FIFOs: 8 words of RX.
+        r.sm_shiftctrl().write(|w| w.fjoin_rx().bit(join_rx));
+        if sm == Sm::Stimulus {
+            r.sm_pinctrl().write(|w| unsafe {
+                w.out_base()
+                    .bits(STIMULUS_PIN)
+                    .out_count()
+                    .bits(1)
+                    .set_base()
+                    .bits(STIMULUS_PIN)
+                    .set_count()
+                    .bits(1)
+            });
+        } else {
+            r.sm_pinctrl().write(|w| unsafe { w.out_count().bits(0).set_count().bits(0) });
+        }
+        let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+        exec(mov(MovDst::X, true, MovSrc::Null));
+        exec(mov(MovDst::Isr, false, MovSrc::Null));
+        if sm == Sm::Stimulus {
+            exec(set_pindirs(1));
+        }
+        exec(jmp_always(entry));
+    }
+    // The capture channels' words wake the top-priority handler.
+    p.sm_irq(0).irq_inte().write(|w| w.sm1_rxnempty().set_bit().sm2_rxnempty().set_bit());
+    // SAFETY: enable all four and restart their dividers in one write.
+    p.ctrl().write(|w| unsafe { w.sm_enable().bits(0xf).clkdiv_restart().bits(0xf) });
+    (resp_high, tx_high)
+}
+
+/// The target UART's receiver (UART1 DR), as the capture loop reads it.
+#[derive(Debug)]
+pub struct TargetRx;
+
+impl embedded_hal_nb::serial::ErrorType for TargetRx {
+    type Error = embedded_hal_nb::serial::ErrorKind;
+}
+
+impl embedded_hal_nb::serial::Read<u8> for TargetRx {
+    fn read(&mut self) -> embedded_hal_nb::nb::Result<u8, Self::Error> {
+        use embedded_hal_nb::serial::ErrorKind;
+        // SAFETY: UART1's registers; DR and FR are read by this receiver
+        // alone (the HAL's Reader half is dropped). One read each.
+        let u = unsafe { &*pac::UART1::ptr() };
+        if u.uartfr().read().rxfe().bit_is_set() {
+            return Err(embedded_hal_nb::nb::Error::WouldBlock);
+        }
+        // UARTDR (§4.2.8): data 7:0, then FE 8, PE 9, BE 10, OE 11, read
+        // together with the byte they belong to.
+        let dr = u.uartdr().read().bits();
+        let kind = if dr & (1 << 11) != 0 {
+            Some(ErrorKind::Overrun)
+        } else if dr & (1 << 8) != 0 {
+            Some(ErrorKind::FrameFormat)
+        } else if dr & (1 << 9) != 0 {
+            Some(ErrorKind::Parity)
+        } else if dr & (1 << 10) != 0 {
+            Some(ErrorKind::Other)
+        } else {
+            None
+        };
+        match kind {
+            Some(k) => Err(embedded_hal_nb::nb::Error::Other(k)),
+            None => Ok(dr as u8),
+        }
+    }
+}

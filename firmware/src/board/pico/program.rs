@@ -1,0 +1,386 @@
+//! The PIO programs of the Pico, encoded here from the RP2040 datasheet's
+//! instruction tables (§3.4, "Instructions"; bits 15:13 the opcode, 12:8
+//! delay/side-set, which every instruction here leaves 0). The tests decode
+//! every word with the `pio-core` crate (rp-rs's assembler, not this code)
+//! and check it is the instruction named here.
+//!
+//! All four state machines of PIO0 keep one count: X starts at `!0` and is
+//! decremented once per two system clocks on every path of every program
+//! (a *tick* is two clocks, 16 ns at 125 MHz), so the state machines,
+//! started in one CTRL write, hold the same X forever. `raw = !X` is the
+//! tick: the counter every capture, compare and `now` is read on.
+//!
+//! ```text
+//!   0..3    clock     SM0  pushes X every 4 clocks (the CPU's `now`)
+//!   4..15   edges     SM1  response line, SM2 TX pin: X at every edge, rise and fall alternating
+//!   16..31  stimulus  SM3  takes a target, toggles its pin when X reaches it, raises IRQ flag 3
+//! ```
+//!
+//! Every path is balanced: a block of n instructions holds n/2 `jmp x--`,
+//! and no instruction waits or stalls (`push noblock`, `pull noblock`,
+//! `mov` from STATUS; no `wait`, no blocking FIFO access, no delay), which
+//! is what keeps the counts equal.
+
+/// `jmp` conditions (§3.4.2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Cond {
+    /// `jmp !y`: Y is zero.
+    YZero = 0b011,
+    /// `jmp x--`: X non-zero before the decrement (X is decremented always).
+    XDec = 0b010,
+    /// `jmp x!=y`.
+    XNeY = 0b101,
+    /// `jmp pin`: the EXECCTRL_JMP_PIN input is high.
+    Pin = 0b110,
+}
+
+/// `mov` destinations (§3.4.8.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum MovDst {
+    /// The OUT pins.
+    Pins = 0b000,
+    /// Scratch X.
+    X = 0b001,
+    /// Scratch Y.
+    Y = 0b010,
+    /// The input shift register.
+    Isr = 0b110,
+}
+
+/// `mov` sources (§3.4.8.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum MovSrc {
+    /// Scratch X.
+    X = 0b001,
+    /// Zero.
+    Null = 0b011,
+    /// All-ones when the FIFO selected by EXECCTRL_STATUS_SEL is below
+    /// STATUS_N, else all-zeroes.
+    Status = 0b101,
+    /// The input shift register.
+    Isr = 0b110,
+    /// The output shift register.
+    Osr = 0b111,
+}
+
+/// `jmp cond, addr` (§3.4.2: opcode 000, condition 7:5, address 4:0).
+pub const fn jmp(cond: Cond, addr: u8) -> u16 {
+    ((cond as u16) << 5) | (addr as u16 & 0x1f)
+}
+
+/// `in x, 32` (§3.4.4: opcode 010, source 7:5 = X, bit count 4:0 with 32
+/// encoded as 0).
+pub const IN_X_32: u16 = 0b010 << 13 | 0b001 << 5;
+
+/// `push noblock` (§3.4.6: opcode 100, bit 7 = 0 push, IfFull 0, Block 0).
+pub const PUSH_NOBLOCK: u16 = 0b100 << 13;
+
+/// `pull noblock` (§3.4.7: opcode 100, bit 7 = 1 pull, IfEmpty 0, Block
+/// 0). From an empty TX FIFO it copies X into OSR.
+pub const PULL_NOBLOCK: u16 = 0b100 << 13 | 1 << 7;
+
+/// `mov dst, src` or `mov dst, ~src` (§3.4.8: opcode 101, destination 7:5,
+/// operation 4:3 with 01 = invert, source 2:0).
+pub const fn mov(dst: MovDst, invert: bool, src: MovSrc) -> u16 {
+    0b101 << 13 | (dst as u16) << 5 | (invert as u16) << 3 | src as u16
+}
+
+/// `irq nowait n rel` (§3.4.9: opcode 110, Clr 0, Wait 0, index 4:0 with
+/// bit 4 = relative: the state machine's number is added modulo 4).
+pub const fn irq_rel(n: u8) -> u16 {
+    0b110 << 13 | 0x10 | (n as u16 & 0x7)
+}
+
+/// `set pindirs, v` (§3.4.10: opcode 111, destination 7:5 = 100).
+pub const fn set_pindirs(v: u8) -> u16 {
+    0b111 << 13 | 0b100 << 5 | (v as u16 & 0x1f)
+}
+
+/// `jmp addr`: an unconditional jump (condition 000), for the entry point.
+pub const fn jmp_always(addr: u8) -> u16 {
+    addr as u16 & 0x1f
+}
+
+/// Where each program lies in PIO0's instruction memory.
+pub const CLOCK_AT: u8 = 0;
+/// The edge program's first instruction (its rising-edge capture).
+pub const EDGES_AT: u8 = 4;
+/// The stimulus program's first instruction (its idle loop).
+pub const STIMULUS_AT: u8 = 16;
+
+/// SM0, the clock: `in x, 32; push noblock` and two decrements, looping
+/// (wrap 0..3). The CPU empties its RX FIFO and waits for the next word:
+/// X then is no older than the CPU's read, and newer than anything read
+/// before it.
+pub const CLOCK: [u16; 4] = [IN_X_32, PUSH_NOBLOCK, jmp(Cond::XDec, 3), jmp(Cond::XDec, 0)];
+/// Clock wrap: (bottom, top).
+pub const CLOCK_WRAP: (u8, u8) = (0, 3);
+
+/// SM1 and SM2, the edges of one pin (EXECCTRL_JMP_PIN): X pushed at a rise
+/// (4, wait-for-low loop 8..9) and at a fall (10, wait-for-high loop
+/// 14..15, the wrap). The CPU knows which by alternation, starting from the
+/// entry it chose for the pin's level.
+pub const EDGES: [u16; 12] = [
+    IN_X_32,             // 4  rise: X at the sample
+    PUSH_NOBLOCK,        // 5
+    jmp(Cond::XDec, 7),  // 6  the two ticks the capture took
+    jmp(Cond::XDec, 8),  // 7
+    jmp(Cond::XDec, 9),  // 8  high: wait for low
+    jmp(Cond::Pin, 8),   // 9  still high
+    IN_X_32,             // 10 fall
+    PUSH_NOBLOCK,        // 11
+    jmp(Cond::XDec, 13), // 12
+    jmp(Cond::XDec, 14), // 13
+    jmp(Cond::XDec, 15), // 14 low: wait for high (wrap bottom)
+    jmp(Cond::Pin, 4),   // 15 high: a rise (wrap top)
+];
+/// Edge program wrap.
+pub const EDGES_WRAP: (u8, u8) = (14, 15);
+/// Entry with the pin low: wait for a rise.
+pub const EDGES_ENTRY_LOW: u8 = 14;
+/// Entry with the pin high: wait for a fall.
+pub const EDGES_ENTRY_HIGH: u8 = 8;
+
+/// SM3, the stimulus (OUT pin = the stimulus pin, STATUS_SEL = TX,
+/// STATUS_N = 1):
+///
+/// ```text
+///   16..19  idle: count, and look for a target (mov y, ~status: 0 while the TX FIFO is empty)
+///   20..23  take it: Y = target, two ticks
+///   24..25  compare: until X == Y
+///   26..31  fire: toggle our level (kept in ISR), drive it, IRQ flag 3, three ticks
+/// ```
+///
+/// The pin toggles; the CPU decides the pad's level around it with the
+/// pin's output override (invert, or forced high or low), so the stimulus
+/// SM never needs to be told a level.
+pub const STIMULUS: [u16; 16] = [
+    jmp(Cond::XDec, 17),                   // 16
+    mov(MovDst::Y, true, MovSrc::Status),  // 17 y = 0 if no target waits
+    jmp(Cond::XDec, 19),                   // 18
+    jmp(Cond::YZero, 16),                  // 19
+    PULL_NOBLOCK,                          // 20 the target
+    mov(MovDst::Y, false, MovSrc::Osr),    // 21
+    jmp(Cond::XDec, 23),                   // 22
+    jmp(Cond::XDec, 24),                   // 23
+    jmp(Cond::XDec, 25),                   // 24
+    jmp(Cond::XNeY, 24),                   // 25
+    mov(MovDst::Isr, true, MovSrc::Isr),   // 26 our level, toggled
+    mov(MovDst::Pins, false, MovSrc::Isr), // 27 the edge
+    irq_rel(0),                            // 28 flag 0 + SM 3 = 3
+    jmp(Cond::XDec, 30),                   // 29
+    jmp(Cond::XDec, 31),                   // 30
+    jmp(Cond::XDec, 16),                   // 31 (wrap top: to 16 either way)
+];
+/// Stimulus wrap.
+pub const STIMULUS_WRAP: (u8, u8) = (16, 31);
+
+/// The PIO IRQ flag the stimulus raises (`irq 0 rel` on SM3).
+pub const STIMULUS_FLAG: u8 = 3;
+
+/// The target word for a stimulus edge in tick `tick`: in the compare loop
+/// X runs one tick ahead of the count (23 decrements on an odd clock), and
+/// the edge is driven two clocks after the match, in the next tick: so
+/// X must match `!(tick + 1)`.
+pub const fn stimulus_target(tick: u32) -> u32 {
+    !tick.wrapping_add(1)
+}
+
+/// A capture word as a tick: X was read one tick after the sample that saw
+/// the edge (the `in` follows the `jmp pin`), so the edge's tick is one
+/// less. (The GPIO input synchroniser's two clocks come on top on silicon:
+/// §3.5.6.3, INPUT_SYNC_BYPASS; `latprobe calibrate` measures them.)
+pub const fn capture_tick(word: u32) -> u32 {
+    (!word).wrapping_sub(1)
+}
+
+/// A clock word as a tick: the `in` ran in that tick.
+pub const fn clock_tick(word: u32) -> u32 {
+    !word
+}
+
+/// Every instruction word the Pico's PIO0 holds, by address.
+pub const fn image() -> [u16; 32] {
+    let mut m = [0u16; 32];
+    let mut i = 0;
+    while i < 4 {
+        m[CLOCK_AT as usize + i] = CLOCK[i];
+        i += 1;
+    }
+    i = 0;
+    while i < 12 {
+        m[EDGES_AT as usize + i] = EDGES[i];
+        i += 1;
+    }
+    i = 0;
+    while i < 16 {
+        m[STIMULUS_AT as usize + i] = STIMULUS[i];
+        i += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pio_core::{
+        InstructionOperands as Op, JmpCondition, MovDestination, MovOperation, MovSource, SideSet,
+    };
+    use std::format;
+
+    fn decode(w: u16) -> Op {
+        let i = pio_core::Instruction::decode(w, SideSet::default()).unwrap_or_else(|| panic!("{w:#06x}"));
+        assert_eq!(i.delay, 0, "{w:#06x}: no delay (it would stall the count)");
+        assert_eq!(i.side_set, None, "{w:#06x}");
+        i.operands
+    }
+
+    /// `w` decodes (by pio-core) as `want`, and pio-core encodes `want` as `w`.
+    fn expect(w: u16, want: Op) {
+        assert_eq!(format!("{:?}", decode(w)), format!("{want:?}"), "{w:#06x}");
+        assert_eq!(want.encode(), w, "{want:?}");
+    }
+
+    fn is_dec(op: &Op) -> bool {
+        matches!(op, Op::JMP { condition: JmpCondition::XDecNonZero, .. })
+    }
+
+    #[test]
+    fn every_word_is_the_instruction_named() {
+        let jx = |address| Op::JMP { condition: JmpCondition::XDecNonZero, address };
+        let inx = Op::IN { source: pio_core::InSource::X, bit_count: 32 };
+        let push = Op::PUSH { if_full: false, block: false };
+        expect(CLOCK[0], inx);
+        expect(CLOCK[1], push);
+        expect(CLOCK[2], jx(3));
+        expect(CLOCK[3], jx(0));
+        let edges =
+            [inx, push, jx(7), jx(8), jx(9), Op::JMP { condition: JmpCondition::PinHigh, address: 8 }];
+        for (i, op) in edges.into_iter().enumerate() {
+            expect(EDGES[i], op);
+        }
+        let falls =
+            [inx, push, jx(13), jx(14), jx(15), Op::JMP { condition: JmpCondition::PinHigh, address: 4 }];
+        for (i, op) in falls.into_iter().enumerate() {
+            expect(EDGES[6 + i], op);
+        }
+        let mv = |destination, op, source| Op::MOV { destination, op, source };
+        let stim = [
+            jx(17),
+            mv(MovDestination::Y, MovOperation::Invert, MovSource::STATUS),
+            jx(19),
+            Op::JMP { condition: JmpCondition::YIsZero, address: 16 },
+            Op::PULL { if_empty: false, block: false },
+            mv(MovDestination::Y, MovOperation::None, MovSource::OSR),
+            jx(23),
+            jx(24),
+            jx(25),
+            Op::JMP { condition: JmpCondition::XNotEqualY, address: 24 },
+            mv(MovDestination::ISR, MovOperation::Invert, MovSource::ISR),
+            mv(MovDestination::PINS, MovOperation::None, MovSource::ISR),
+            Op::IRQ { clear: false, wait: false, index: 0, index_mode: pio_core::IrqIndexMode::REL },
+            jx(30),
+            jx(31),
+            jx(16),
+        ];
+        for (i, op) in stim.into_iter().enumerate() {
+            expect(STIMULUS[i], op);
+        }
+        expect(set_pindirs(1), Op::SET { destination: pio_core::SetDestination::PINDIRS, data: 1 });
+        expect(
+            mov(MovDst::X, true, MovSrc::Null),
+            mv(MovDestination::X, MovOperation::Invert, MovSource::NULL),
+        );
+        expect(
+            mov(MovDst::Isr, false, MovSrc::Null),
+            mv(MovDestination::ISR, MovOperation::None, MovSource::NULL),
+        );
+        expect(jmp_always(14), Op::JMP { condition: JmpCondition::Always, address: 14 });
+    }
+
+    /// Run a program for 400 clocks with its inputs changing (the pin every
+    /// `pin_every` clocks, a target waiting every other idle turn, a match
+    /// after a few compares) and check at every return to a loop head that
+    /// it took two clocks a decrement: a path that did not would let that
+    /// state machine's X drift from the others'.
+    fn check_balance(image: &[u16; 32], start: u8, wrap: (u8, u8), heads: &[u8], pin_every: usize) -> usize {
+        let (mut pc, mut clocks, mut decs, mut arrivals) = (start, 0usize, 0usize, 0usize);
+        let (mut idle_turns, mut compares) = (0usize, 0usize);
+        while clocks < 400 {
+            let op = decode(image[pc as usize]);
+            let level = (clocks / pin_every) % 2 == 1;
+            clocks += 1;
+            if is_dec(&op) {
+                decs += 1;
+            }
+            let taken = match op {
+                Op::JMP { condition: JmpCondition::XDecNonZero | JmpCondition::Always, .. } => true,
+                Op::JMP { condition: JmpCondition::PinHigh, .. } => level,
+                Op::JMP { condition: JmpCondition::YIsZero, .. } => {
+                    idle_turns += 1;
+                    idle_turns % 2 == 1
+                }
+                Op::JMP { condition: JmpCondition::XNotEqualY, .. } => {
+                    compares += 1;
+                    compares % 5 != 0
+                }
+                Op::JMP { condition, .. } => panic!("unused condition {condition:?}"),
+                _ => false,
+            };
+            pc = match op {
+                Op::JMP { address, .. } if taken => address,
+                _ if pc == wrap.1 => wrap.0,
+                _ => pc + 1,
+            };
+            if heads.contains(&pc) {
+                arrivals += 1;
+                assert_eq!(clocks, 2 * decs, "arriving at {pc} after {clocks} clocks");
+            }
+        }
+        arrivals
+    }
+
+    #[test]
+    fn every_path_takes_two_clocks_a_decrement() {
+        let m = image();
+        assert!(check_balance(&m, CLOCK_AT, CLOCK_WRAP, &[CLOCK_AT], 1) > 50);
+        for entry in [EDGES_ENTRY_LOW, EDGES_ENTRY_HIGH] {
+            for every in [3, 7, 20] {
+                assert!(
+                    check_balance(&m, entry, EDGES_WRAP, &[EDGES_ENTRY_LOW, EDGES_ENTRY_HIGH], every) > 20
+                );
+            }
+        }
+        assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
+    }
+
+    #[test]
+    fn every_x_decrement_falls_through_where_it_jumps() {
+        // At X = 0 `jmp x--` does not jump: the next instruction must be
+        // its target (or, at a wrap top, the wrap bottom must be).
+        let m = image();
+        for (pc, &w) in m.iter().enumerate() {
+            if let Op::JMP { condition: JmpCondition::XDecNonZero, address } = decode(w) {
+                let fall = match pc as u8 {
+                    p if p == CLOCK_WRAP.1 => CLOCK_WRAP.0,
+                    p if p == EDGES_WRAP.1 => EDGES_WRAP.0,
+                    p if p == STIMULUS_WRAP.1 => STIMULUS_WRAP.0,
+                    p => p + 1,
+                };
+                assert_eq!(address, fall, "jmp x-- at {pc}");
+            }
+        }
+    }
+
+    #[test]
+    fn ticks_round_trip() {
+        for t in [0u32, 1, 12345, u32::MAX] {
+            assert_eq!(clock_tick(!t), t);
+            assert_eq!(capture_tick(!(t.wrapping_add(1))), t);
+            assert_eq!(!stimulus_target(t), t.wrapping_add(1));
+        }
+    }
+}

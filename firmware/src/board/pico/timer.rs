@@ -1,0 +1,311 @@
+//! PIO0 as the capture loop's timer ([`TimerHw`]): the clock state machine
+//! is the counter, the edge state machines are the capture channels, the
+//! stimulus state machine is the compare, and the RP2040's microsecond
+//! TIMER's ALARM0 is the wake-up (which needs no tick precision).
+//!
+//! ```text
+//!   Channel    Pico                                   Nucleo equivalent
+//!   counter    SM0 (X every 4 clocks; raw = !X)       TIM2 CNT
+//!   wrap       a counter read smaller than the last   UIF
+//!   Response   SM1 edges of GP3, or GP5 in UART runs  CH2 capture
+//!   TxStart    SM2 edges of GP4 (our UART TX pin)     CH3 capture (a wire PA9-PB10)
+//!   Stimulus   SM3 toggles GP2 at the target; flag 3  CH1 compare, OC1M
+//!   Wake       TIMER ALARM0 (1 µs, rounded up)        CH4 compare
+//! ```
+//!
+//! Output modes become the pad's override (OUTOVER): forced high or low,
+//! frozen at the pad's level, or following PIO (inverted where needed) so
+//! that the state machine's toggle is the wanted edge.
+
+use super::edges::{wanted, EdgeFifo};
+use super::program::{clock_tick, stimulus_target, STIMULUS_FLAG};
+use super::{OutOver, PioBus, Sm};
+use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
+
+/// The counter's rate: one tick is two system clocks at 125 MHz.
+pub const TICK_HZ: u32 = 62_500_000;
+/// A target is taken only if it is at least this far ahead of `now`: the
+/// stimulus state machine looks at its FIFO every 4 clocks and compares
+/// from 4 clocks later, with X one tick ahead (`program::STIMULUS`).
+pub const TARGET_LEAD_TICKS: u32 = 32;
+/// Words one capture read takes at most: the joined RX FIFO's 8 and as
+/// many more as can come while they are read.
+const MAX_WORDS: usize = 16;
+/// Polls of the clock's FIFO before giving up on a fresh word (one comes
+/// every 4 clocks; a poll is a few).
+const CLOCK_POLLS: u32 = 1000;
+/// Reads of the program counter to find an edge state machine outside a
+/// capture (each capture lasts two clocks).
+const RESYNC_TRIES: u32 = 16;
+/// With no deadline, the alarm still wakes the loop this often (µs), so
+/// the counter is read far more often than it wraps (68.7 s).
+const KEEP_ALIVE_US: u32 = 100_000;
+
+/// One edge state machine as a capture channel.
+#[derive(Debug, Clone, Copy)]
+struct EdgeChannel {
+    sm: Sm,
+    fifo: EdgeFifo,
+    polarity: Option<Polarity>,
+}
+
+/// PIO0, the alarm and the target UART's transmitter: the Pico's [`TimerHw`].
+#[derive(Debug)]
+pub struct PioTimer<B> {
+    bus: B,
+    /// The last counter value read, to see a wrap.
+    last: u32,
+    /// A wrap was seen and not yet acknowledged: the seam's overflow flag.
+    wrapped: bool,
+    response: EdgeChannel,
+    tx_start: EdgeChannel,
+    /// The stimulus compare's value (CCR1's equivalent).
+    stim_at: u32,
+    stim_mode: OutputMode,
+    /// Reads of the clock that found no fresh word (the state machines are
+    /// not running): a board fault, logged by the binary.
+    pub clock_faults: u32,
+    /// Words the edge state machines lost to a full FIFO.
+    pub lost_edges: u32,
+}
+
+impl<B: PioBus> PioTimer<B> {
+    /// The timer over `bus`, with PIO0 already started (the edge state
+    /// machines from the entries their pins' levels gave: `response_high`,
+    /// `tx_high`).
+    pub fn new(bus: B, response_high: bool, tx_high: bool) -> Self {
+        let mut t = Self {
+            bus,
+            last: 0,
+            wrapped: false,
+            response: EdgeChannel { sm: Sm::Response, fifo: EdgeFifo::new(response_high), polarity: None },
+            tx_start: EdgeChannel { sm: Sm::TxStart, fifo: EdgeFifo::new(tx_high), polarity: None },
+            stim_at: 0,
+            stim_mode: OutputMode::Frozen,
+            clock_faults: 0,
+            lost_edges: 0,
+        };
+        t.set_output(OutputMode::ForceLow);
+        t.keep_alive();
+        t.bus.alarm_irq(true);
+        t
+    }
+
+    /// The bus, for the binary's own accesses (logs).
+    pub fn bus(&mut self) -> &mut B {
+        &mut self.bus
+    }
+
+    fn channel(&mut self, ch: Channel) -> Option<&mut EdgeChannel> {
+        match ch {
+            Channel::Response => Some(&mut self.response),
+            Channel::TxStart => Some(&mut self.tx_start),
+            _ => None,
+        }
+    }
+
+    /// Every word of an edge channel's FIFO, as what a capture register
+    /// would hold: the latest wanted edge, overcaptured if there were
+    /// several (or words were lost).
+    fn drain(&mut self, ch: Channel) -> Option<Capture> {
+        let bus = &mut self.bus;
+        let c = match ch {
+            Channel::Response => &mut self.response,
+            Channel::TxStart => &mut self.tx_start,
+            _ => return None,
+        };
+        let stalled = bus.take_rx_stall(c.sm);
+        let (mut latest, mut any, mut n) = (None, None, 0u32);
+        for _ in 0..MAX_WORDS {
+            let Some(w) = bus.rx(c.sm) else { break };
+            let (tick, rise) = c.fifo.word(w);
+            any = Some(tick);
+            if wanted(c.polarity, rise) {
+                latest = Some(tick);
+                n += 1;
+            }
+        }
+        if stalled {
+            // The words read were all pushed before the loss (the FIFO was
+            // full and nothing read it): their alternation holds. What
+            // comes next is told by where the state machine is.
+            self.lost_edges = self.lost_edges.wrapping_add(1);
+            for _ in 0..RESYNC_TRIES {
+                let pc = bus.addr(c.sm);
+                if bus.rx(c.sm).is_none() && c.fifo.resync(pc) {
+                    break;
+                }
+            }
+            // The latest edge is a true edge whatever its direction; the
+            // loop uses an overcaptured capture only where that is all it
+            // needs (periodic, both edges).
+            return c.polarity.and(latest.or(any)).map(|raw| Capture { raw, overcaptured: true });
+        }
+        latest.map(|raw| Capture { raw, overcaptured: n > 1 })
+    }
+
+    /// The alarm, `ahead` ticks from now (rounded up to the next µs, at
+    /// least 2 µs: an alarm already passed would wait for the 32-bit µs
+    /// wrap, §4.6.4).
+    fn alarm_in(&mut self, ahead: u32) {
+        let us = (u64::from(ahead) * 1_000_000).div_ceil(u64::from(TICK_HZ));
+        let us = us.clamp(2, u64::from(KEEP_ALIVE_US)) as u32;
+        let now = self.bus.micros();
+        self.bus.set_alarm(now.wrapping_add(us));
+    }
+
+    fn keep_alive(&mut self) {
+        let now = self.bus.micros();
+        self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
+    }
+}
+
+impl<B: PioBus> TimerHw for PioTimer<B> {
+    /// A fresh word of the clock state machine: the words already in its
+    /// FIFO (FLEVEL's count, all pushed before that read) are dropped, and
+    /// the next one is pushed after it, so it is newer than every capture
+    /// read before.
+    fn counter(&mut self) -> u32 {
+        for _ in 0..self.bus.rx_level(Sm::Clock) {
+            let _ = self.bus.rx(Sm::Clock);
+        }
+        for _ in 0..CLOCK_POLLS {
+            if let Some(w) = self.bus.rx(Sm::Clock) {
+                let raw = clock_tick(w);
+                if raw < self.last {
+                    self.wrapped = true;
+                }
+                self.last = raw;
+                return raw;
+            }
+        }
+        self.clock_faults = self.clock_faults.wrapping_add(1);
+        self.last
+    }
+
+    fn overflow_pending(&mut self) -> bool {
+        self.wrapped
+    }
+
+    fn clear_overflow(&mut self) {
+        self.wrapped = false;
+    }
+
+    fn take_capture(&mut self, ch: Channel) -> Option<Capture> {
+        self.drain(ch)
+    }
+
+    fn set_capture(&mut self, ch: Channel, polarity: Option<Polarity>) {
+        let _ = self.drain(ch);
+        if let Some(c) = self.channel(ch) {
+            c.polarity = polarity;
+        }
+    }
+
+    fn take_compare(&mut self, ch: Channel) -> bool {
+        match ch {
+            Channel::Stimulus => self.bus.take_flag(STIMULUS_FLAG),
+            Channel::Wake => {
+                let fired = self.bus.take_alarm();
+                if fired {
+                    self.keep_alive();
+                }
+                fired
+            }
+            _ => false,
+        }
+    }
+
+    fn compare_pending(&mut self, ch: Channel) -> bool {
+        match ch {
+            Channel::Stimulus => self.bus.flag(STIMULUS_FLAG),
+            Channel::Wake => self.bus.alarm_fired(),
+            _ => false,
+        }
+    }
+
+    fn set_compare(&mut self, ch: Channel, raw: u32) {
+        match ch {
+            Channel::Stimulus => self.stim_at = raw,
+            Channel::Wake => {
+                let ahead = raw.wrapping_sub(self.counter());
+                // Passed (more than half a period "ahead"): at once.
+                self.alarm_in(if ahead > u32::MAX / 2 { 0 } else { ahead });
+            }
+            _ => {}
+        }
+    }
+
+    /// Enabling the stimulus compare hands its value to the state machine
+    /// (the value and mode are set by then, `hwloop::arm`). A target
+    /// closer than [`TARGET_LEAD_TICKS`] is not handed over: the loop waits
+    /// until it has passed, so the loop's check after arming sees a passed
+    /// target and makes the edge in software (it never waits for a match
+    /// that cannot come).
+    fn set_compare_irq(&mut self, ch: Channel, on: bool) {
+        match ch {
+            Channel::Stimulus => {
+                if on {
+                    let now = self.counter();
+                    let ahead = self.stim_at.wrapping_sub(now);
+                    if (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&ahead) && self.bus.tx_empty(Sm::Stimulus) {
+                        self.bus.tx(Sm::Stimulus, stimulus_target(self.stim_at));
+                    } else if ahead < TARGET_LEAD_TICKS {
+                        while self.stim_at.wrapping_sub(self.counter()) < TARGET_LEAD_TICKS {}
+                    }
+                }
+                self.bus.flag_irq(STIMULUS_FLAG, on);
+            }
+            Channel::Wake => {
+                if !on {
+                    self.keep_alive();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn set_output(&mut self, mode: OutputMode) {
+        self.stim_mode = mode;
+        let pad = self.bus.stimulus_at_pad();
+        let pio = self.bus.stimulus_from_pio();
+        // Follow PIO with the inversion that keeps the pad where it is: the
+        // state machine's toggle is then the edge.
+        let follow = if pad == pio { OutOver::Normal } else { OutOver::Invert };
+        let hold = if pad { OutOver::High } else { OutOver::Low };
+        self.bus.set_outover(match mode {
+            OutputMode::Frozen => hold,
+            OutputMode::ForceHigh => OutOver::High,
+            OutputMode::ForceLow => OutOver::Low,
+            OutputMode::ToggleOnMatch => follow,
+            // Already at the level the match would make: stay (the toggle
+            // would undo it).
+            OutputMode::HighOnMatch if pad => hold,
+            OutputMode::LowOnMatch if !pad => hold,
+            OutputMode::HighOnMatch | OutputMode::LowOnMatch => follow,
+        });
+    }
+
+    fn output_level(&mut self) -> bool {
+        self.bus.stimulus_at_pad()
+    }
+
+    fn send_byte(&mut self, byte: u8) -> bool {
+        self.bus.uart_write(byte)
+    }
+
+    /// The TX-start state machine reads the TX pin itself: no wire.
+    fn tx_wire_present(&mut self) -> Option<bool> {
+        Some(true)
+    }
+
+    fn response_source(&mut self, uart: bool) {
+        self.bus.response_pin(uart);
+        // The state machine may see the new pin at the other level than it
+        // waited for, and push one edge at once: let it, and drop it.
+        for _ in 0..8 {
+            let _ = self.bus.addr(Sm::Response);
+        }
+        let _ = self.drain(Channel::Response);
+    }
+}
