@@ -201,6 +201,7 @@ export class Emulator {
     this.patchPads();
     this.patchGpioInputs();
     this.patchExceptionEntry();
+    this.patchNvicPending();
     this.pio = mcu.pio.map((block, index) => new LockstepPio(this, block, index));
     this.pioActive = false;
   }
@@ -377,6 +378,46 @@ export class Emulator {
   patchGpioInputs() {
     patchGpioPrototype();
     for (const pin of this.mcu.gpio) pin.updateInput();
+  }
+
+  /**
+   * Gap: rp2040js treats IRQs 0..24 as level-sensitive lines and keeps their
+   * NVIC pending bit set while active, and NVIC_ICPR cannot clear them. So an
+   * interrupt pended by software (NVIC_ISPR; RTIC dispatches its software
+   * tasks that way, on SPI0_IRQ here) stays pending forever: its handler runs
+   * again and again and every lower priority starves. ARMv6-M clears the
+   * pending bit on exception entry and on ICPR; a line still asserted pends
+   * again. Here the peripherals' line levels are tracked and an IRQ's pending
+   * bit is cleared at its entry and by ICPR unless its line is asserted.
+   */
+  patchNvicPending() {
+    const core = this.core;
+    const setInterrupt = core.setInterrupt.bind(core);
+    let lines = 0;
+    core.setInterrupt = (irq, value) => {
+      if (value) lines |= 1 << irq;
+      else lines &= ~(1 << irq);
+      setInterrupt(irq, value);
+    };
+    this.nvicLines = () => lines;
+    const entry = core.exceptionEntry;
+    core.exceptionEntry = (exceptionNumber) => {
+      if (exceptionNumber >= 16) {
+        const bit = 1 << (exceptionNumber - 16);
+        if (!(lines & bit)) core.pendingInterrupts &= ~bit;
+      }
+      entry(exceptionNumber);
+    };
+    const ppb = this.mcu.ppb;
+    const write = ppb.writeUint32.bind(ppb);
+    const NVIC_ICPR = 0x280;
+    ppb.writeUint32 = (offset, value) => {
+      if (offset === NVIC_ICPR) {
+        core.pendingInterrupts &= ~(value & ~lines);
+        return;
+      }
+      write(offset, value);
+    };
   }
 
   /** Gap: rp2040js enters an exception in zero cycles; silicon takes 15. */

@@ -21,7 +21,7 @@ export class UsbBridge {
     this.toDevice = [];
     this.toDeviceBytes = 0;
     this.toHost = [];
-    this.pendingRead = null;
+    this.pendingReads = new Map();
     this.client = null;
     this.clientSeen = false;
     this.configured = false;
@@ -29,18 +29,25 @@ export class UsbBridge {
     this.bytesOut = 0;
     this.cdc.onDeviceConnected = () => {
       this.configured = true;
+      this.serve();
       log(`USB CDC configured at ${(emulator.nowNs / 1e6).toFixed(3)} ms simulated`);
     };
     this.cdc.onSerialData = (buffer) => {
+      this.trace?.(`IN ${buffer.length} B at ${emulator.nowNs} ns`);
       this.bytesOut += buffer.length;
       const copy = Buffer.from(buffer);
       if (this.client) this.client.write(copy);
       else this.toHost.push(copy);
     };
     const helperRead = usb.onEndpointRead;
+    const trace = process.env.RP2040_HARNESS_TRACE ? log : null;
+    this.trace = trace;
     usb.onEndpointRead = (endpoint, size) => {
-      if (endpoint === this.cdc.outEndpoint && endpoint > 0) {
-        this.pendingRead = { endpoint, size };
+      trace?.(`OUT ep${endpoint} armed (${size} B) at ${emulator.nowNs} ns, ${this.toDeviceBytes} B waiting`);
+      // The device may arm its data OUT endpoint before the helper has read the descriptors
+      // (outEndpoint is still -1 then): any non-zero OUT endpoint's arm is kept until served.
+      if (endpoint > 0) {
+        this.pendingReads.set(endpoint, size);
         this.serve();
       } else {
         helperRead(endpoint, size);
@@ -61,6 +68,7 @@ export class UsbBridge {
       for (const chunk of this.toHost) socket.write(chunk);
       this.toHost = [];
       socket.on('data', (data) => {
+        this.trace?.(`client sent ${data.length} B at ${this.emulator.nowNs} ns`);
         this.bytesIn += data.length;
         this.toDevice.push(data);
         this.toDeviceBytes += data.length;
@@ -79,11 +87,12 @@ export class UsbBridge {
     this.socketPath = socketPath;
   }
 
-  /** Completes the held OUT buffer if bytes wait. */
+  /** Completes the held OUT buffer of the CDC data endpoint if bytes wait. */
   serve() {
-    if (!this.pendingRead || !this.toDeviceBytes) return;
-    const { endpoint, size } = this.pendingRead;
-    this.pendingRead = null;
+    const endpoint = this.cdc.outEndpoint;
+    if (!this.toDeviceBytes || endpoint <= 0 || !this.pendingReads.has(endpoint)) return;
+    const size = this.pendingReads.get(endpoint);
+    this.pendingReads.delete(endpoint);
     const out = new Uint8Array(Math.min(size, this.toDeviceBytes));
     let filled = 0;
     while (filled < out.length) {
@@ -95,6 +104,7 @@ export class UsbBridge {
       else this.toDevice[0] = head.subarray(take);
     }
     this.toDeviceBytes -= out.length;
+    this.trace?.(`OUT ep${endpoint} completed with ${out.length} B at ${this.emulator.nowNs} ns`);
     this.emulator.syncClock();
     this.usb.endpointReadDone(endpoint, out);
   }
