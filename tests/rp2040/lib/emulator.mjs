@@ -246,9 +246,12 @@ export class Emulator {
     throw error;
   }
 
+  /** Brings rp2040js's clock to `nowNs`, firing its alarms that are due. */
   syncClock() {
-    const delta = this.nowNs - this.clock.nanos;
-    if (delta > 0) this.clock.tick(delta);
+    const clock = this.clock;
+    const next = clock.nextAlarm;
+    if (next !== null && next.nanos <= this.nowNs) clock.tick(this.nowNs - clock.nanosCounter);
+    else if (this.nowNs > clock.nanosCounter) clock.nanosCounter = this.nowNs;
   }
 
   // ---- booting ----------------------------------------------------------
@@ -316,8 +319,9 @@ export class Emulator {
       }
       if (this.pioActive) {
         const wasIdle = idle && !this.coreHalted;
+        const heap = events.heap;
         for (let i = 0; i < n; i++) {
-          if (events.nextNs <= this.nowNs) this.runDueEvents();
+          if (heap.length !== 0 && heap[0].ns <= this.nowNs) this.runDueEvents();
           pio0.step();
           if (pio1.active) pio1.step();
           this.nowNs += this.cycleNs;

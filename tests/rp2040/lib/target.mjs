@@ -53,13 +53,18 @@ function level(state) {
   return null; // not driven
 }
 
-/** Calls `onEdge(level, ns)` for each change of a driven output between low and high. */
+/**
+ * Calls `onEdge(level, ns)` for each change of a driven output between low
+ * and high. `ns` is when the new level is on the pad: the end of the cycle
+ * whose PIO step (or CPU write) drove it, which is when another input can
+ * first see it (an input set at time t is sampled by the step at t).
+ */
 export function watchOutput(emulator, pinIndex, onEdge) {
   const pin = emulator.mcu.gpio[pinIndex];
   let last = level(pin.value);
   pin.addListener((state) => {
     const now = level(state);
-    if (now !== null && last !== null && now !== last) onEdge(now, emulator.nowNs);
+    if (now !== null && last !== null && now !== last) onEdge(now, emulator.nowNs + emulator.cycleNs);
     last = now;
   });
 }

@@ -61,7 +61,7 @@ test('stimulus: each edge comes out exactly at cycle 2 (X0 - Y) + 2 after the en
   em.runCycles(3000);
   assert.deepEqual(
     edges,
-    offsets.map((d, i) => [i % 2 ? 0 : 1, (t0 + 2 * d + 2) * 8]),
+    offsets.map((d, i) => [i % 2 ? 0 : 1, (t0 + 2 * d + 3) * 8]), // on the pad after the step at 2 (X0 - Y) + 2
   );
 });
 
@@ -270,8 +270,8 @@ test('GPIO OUTOVER = 1 inverts a PIO-driven pin: the pad, its listeners and its 
   em.runCycles(300);
   assert.equal(gp2.outputValue, false, 'PIO drove 1, the pad shows 0');
   assert.deepEqual(levels, [
-    [1, 0],
-    [0, (2 * 100 + 2) * 8],
+    [1, 8],
+    [0, (2 * 100 + 3) * 8],
   ]);
 });
 
