@@ -183,6 +183,7 @@ export class Emulator {
    */
   constructor({ log = (line) => process.stderr.write(line + '\n'), verbose = false } = {}) {
     this.log = log;
+    this.trace = process.env.RP2040_HARNESS_TRACE ? log : null;
     const mcu = new RP2040();
     this.mcu = mcu;
     mcu.logger = quietLogger(verbose, log);

@@ -199,6 +199,7 @@ export class UartLine {
 
   transmit(byte) {
     const em = this.emulator;
+    em.trace?.(`UART1 TX 0x${byte.toString(16)} written at ${em.nowNs} ns`);
     const capacity = this.uart.lineCtrlRegister & UARTLCR_H_FEN ? 32 : 1;
     if (this.pendingTx() >= capacity) {
       this.dropped++;
@@ -231,8 +232,10 @@ export class UartLine {
       const ready = uart.ctrlRegister & UARTCR_UARTEN && uart.ctrlRegister & UARTCR_RXE;
       if (!ready || uart.rxFIFO.full) {
         this.rxDropped++;
+        this.emulator.trace?.(`UART1 RX 0x${byte.toString(16)} dropped (receiver off or full)`);
         return;
       }
+      this.emulator.trace?.(`UART1 RX 0x${byte.toString(16)} delivered at ${this.emulator.nowNs} ns`);
       uart.feedByte(byte);
     });
     return start + 10 * bit;
