@@ -234,10 +234,12 @@ fn run(bin: &Path, args: &[&str], dir: &Path, limit: Duration) -> (ExitStatus, S
     (status, std::fs::read_to_string(&err).unwrap_or_default())
 }
 
-/// One row of `latprobe report --samples`: latency None for a timeout.
+/// One row of `latprobe report --samples`: the stimulus's time on the
+/// probe's clock, the latency (None for a timeout).
 #[derive(Debug, Clone, PartialEq)]
 struct Sample {
     seq: u64,
+    time_ns: i64,
     latency_ns: Option<i64>,
 }
 
@@ -247,11 +249,15 @@ fn parse_samples(csv: &str) -> Vec<Sample> {
     let col = |name: &str| {
         header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"))
     };
-    let (seq, latency) = (col("seq"), col("latency_ns"));
+    let (seq, time, latency) = (col("seq"), col("time_ns"), col("latency_ns"));
     lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            Sample { seq: f[seq].parse().expect("seq"), latency_ns: f[latency].parse().ok() }
+            Sample {
+                seq: f[seq].parse().expect("seq"),
+                time_ns: f[time].parse().expect("time_ns"),
+                latency_ns: f[latency].parse().ok(),
+            }
         })
         .collect()
 }
@@ -343,19 +349,48 @@ fn periodic_ppm_is_recovered_to_a_tenth_of_a_ppm() {
     assert!((ppm + 20.0).abs() < 0.1, "fitted {ppm} ppm, the harness ran -20 ppm\n{p:#}");
 }
 
+/// One 8N1 frame on the target line: UART1 at 125 MHz / (16 × 67.8125),
+/// 8680 ns a bit.
+const FRAME_NS: i64 = 86_800;
+
 #[test]
-#[ignore = "the harness times both start bits exactly (TX on GP4 by SM2, RX on GP5 by SM1, the byte read by \
-            UART1_IRQ), yet the firmware reports every sample as a timeout: to be found in the firmware's UART matching"]
 fn uart_echo_identity_bytes_every_sample_is_the_scheduled_latency() {
     let Some(a) = artifacts() else { return };
-    let schedule: Vec<Option<u64>> = vec![Some(20_000), Some(30_016), None, Some(50_000), Some(16_000)];
+    // The UART loopback: the TX and RX start bits go through the same edge
+    // program, so the offset is its own.
+    let (r, samples) = Pico::start(a, "loopback", None, &[])
+        .measure(a, &["--mode", "loopback", "--line", "uart", "--count", "10", "--interval", "200us"]);
+    assert_complete(&r, 10);
+    let offsets: Vec<i64> = samples.iter().map(|s| s.latency_ns.expect("a loopback byte")).collect();
+    assert!(offsets.iter().all(|&o| o == offsets[0]), "UART loopback varies: {offsets:?}");
+    let offset = offsets[0];
+    eprintln!("UART loopback offset {offset} ns");
+    // Latencies from our start bit to the echo's (no target echoes before
+    // it has the byte: at least 9.5 bit times). 600 us is longer than the
+    // interval: that answer is late, matched by its identity byte, and the
+    // next one queues behind its frame.
+    let schedule: Vec<Option<u64>> =
+        vec![Some(100_000), Some(120_016), None, Some(600_000), Some(95_008), Some(90_000), Some(250_000)];
     let n = 2 * schedule.len() as u64;
     let (r, samples) = Pico::start(a, "uart-echo", Some(&schedule), &[])
-        .measure(a, &["--mode", "uart-echo", "--count", &n.to_string(), "--interval", "200us"]);
+        .measure(a, &["--mode", "uart-echo", "--count", &n.to_string(), "--interval", "400us"]);
     assert_complete(&r, n);
     let scheduled_x = (0..n as usize).filter(|i| schedule[i % schedule.len()].is_none()).count() as u64;
-    assert_eq!(count(&r, "timeouts"), scheduled_x);
+    assert_eq!(count(&r, "timeouts"), scheduled_x, "timeouts: exactly the x lines");
+    assert_eq!(count(&r, "wrong_bytes"), 0);
+    assert_eq!(count(&r, "unmatched"), 0);
+    // The target answers in order: an echo starts at max(its stimulus's
+    // start bit + latency, the end of the previous echo's frame).
+    let mut line_free = i64::MIN;
     for (i, s) in samples.iter().enumerate() {
-        assert_eq!(s.latency_ns.is_none(), schedule[i % schedule.len()].is_none(), "sample {i}: {s:?}");
+        match schedule[i % schedule.len()] {
+            None => assert_eq!(s.latency_ns, None, "sample {i}: scheduled x, {s:?}"),
+            Some(l) => {
+                let start = (s.time_ns + l as i64).max(line_free);
+                line_free = start + FRAME_NS;
+                let want = start - s.time_ns + offset;
+                assert_eq!(s.latency_ns, Some(want), "sample {i}: scheduled {l} ns (queued to {want})");
+            }
+        }
     }
 }

@@ -247,7 +247,8 @@ export class UartLine {
  * its start bit the next latency after the sent byte's start bit (the
  * latency the firmware measures, TX start bit on GP4 to RX start bit on
  * GP5); an `x` sends nothing. `bitNs` is the target's bit time (default: the
- * firmware's).
+ * firmware's). A latency shorter than the 9.5 bit times it takes to receive
+ * the byte is refused: no target can echo a byte before it has it.
  */
 export class UartEcho {
   constructor(emulator, latencies, { bitNs = null } = {}) {
@@ -260,6 +261,13 @@ export class UartEcho {
       this.sent++;
       const latency = latencies.next();
       if (latency === null) return;
+      if (latency < 9.5 * firmwareBit) {
+        emulator.refuse(
+          `uart-echo latency ${latency} ns is shorter than the 9.5 bit times (${9.5 * firmwareBit} ns) a target ` +
+            'needs to receive the byte it echoes: no real target can answer it (the firmware counts such an ' +
+            'echo as a late answer to an earlier stimulus)',
+        );
+      }
       this.answers++;
       const bit = bitNs ?? firmwareBit;
       const at = Math.max(start + latency, this.rxFreeNs);

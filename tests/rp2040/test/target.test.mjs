@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { IO_BANK0_BASE, PIO } from '../lib/emulator.mjs';
+import { IO_BANK0_BASE, PIO, Refusal } from '../lib/emulator.mjs';
 import { GpioEcho, Latencies, Loopback, Periodic, UartEcho } from '../lib/target.mjs';
 import * as H from './helpers.mjs';
 
@@ -145,7 +145,7 @@ test('uart-echo: the transmitter on GP4 (10 bit times a byte, back to back), ech
   const gp4 = record(em, 4);
   const gp5 = record(em, 5);
   uart1Setup(em);
-  new UartEcho(em, new Latencies([5000, null, 100000, 1000]));
+  new UartEcho(em, new Latencies([90000, null, 100000, 83000]));
   assert.deepEqual(gp4, [[0, 1]], 'the TX line idles high');
   gp4.length = 0;
   gp5.length = 0;
@@ -156,10 +156,10 @@ test('uart-echo: the transmitter on GP4 (10 bit times a byte, back to back), ech
   for (const b of bytes) em.write32(UART1, b);
   assert.equal(em.read32(FR) & 0xa8, 0x08, 'BUSY, three waiting: neither TXFE nor TXFF');
   const starts = bytes.map((_, i) => 1000 + i * 10 * BIT);
-  // Answers: 0x55 after 5000 ns; 0xa3 x; 0x0f after 100 us; 0x81 (1000 ns) queued behind it.
-  const answerStarts = [starts[0] + 5000, starts[2] + 100000, starts[2] + 100000 + 10 * BIT];
-  assert.ok(starts[3] + 1000 < answerStarts[1] + 10 * BIT);
-  // Delivery at the stop bit's middle (88 460 ns: the cycle starting at 88 464), not before.
+  // Answers: 0x55 after 90 us; 0xa3 x; 0x0f after 100 us; 0x81 (83 us) queued behind it.
+  const answerStarts = [starts[0] + 90000, starts[2] + 100000, starts[2] + 100000 + 10 * BIT];
+  assert.ok(starts[3] + 83000 < answerStarts[1] + 10 * BIT);
+  // Delivery at the stop bit's middle (91 000 + 82 460 ns: the cycle starting at 173 464), not before.
   const fifo = em.mcu.uart[1].rxFIFO;
   em.runUntil(answerStarts[0] + 9.5 * BIT);
   assert.equal(fifo.itemCount, 0);
@@ -180,6 +180,7 @@ test('uart-echo: SM2 (the edge program on GP4) takes the start bit on its tick',
   uart1Setup(em);
   new UartEcho(em, new Latencies([null]));
   H.enableAll(em);
+  em.runUntil(1000);
   em.runUntil(2000);
   em.write32(UART1, 0x01);
   const start = Math.ceil(em.nowNs / 8) * 8;
@@ -190,6 +191,14 @@ test('uart-echo: SM2 (the edge program on GP4) takes the start bit on its tick',
   const edges = [start, start + BIT, start + 2 * BIT, start + 9 * BIT].map((ns) => ns / 8);
   assert.equal(c, edges[0]);
   assert.deepEqual(captured, edges.map((e) => e + (e % 2 === 0 ? 2 : 1)));
+});
+
+test('uart-echo refuses a latency shorter than the 9.5 bit times a target needs to receive the byte', () => {
+  const em = H.newEmulator();
+  uart1Setup(em);
+  new UartEcho(em, new Latencies([82000]));
+  em.write32(UART1, 0x01);
+  assert.throws(() => em.runUntil(10_000), (e) => e instanceof Refusal && /9.5 bit times \(82460 ns\)/.test(e.message));
 });
 
 test('periodic: the response toggles at k x period x (1 + ppm/1e6) ns, applied on the first cycle at or after it', () => {
