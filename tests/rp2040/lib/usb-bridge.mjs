@@ -80,9 +80,16 @@ export class UsbBridge {
         onClientClosed();
       });
     });
+    // Listen on a temporary name and rename it into place: whoever sees
+    // `socketPath` appear can connect (a socket file exists from bind(),
+    // before listen(), and refuses connections in between).
+    const temporary = `${socketPath}.${process.pid}.tmp`;
     this.listening = new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(socketPath, () => resolve());
+      this.server.listen(temporary, () => {
+        fs.renameSync(temporary, socketPath);
+        resolve();
+      });
     });
     this.socketPath = socketPath;
   }
