@@ -11,7 +11,20 @@
 //        [--max-seconds S] [--verbose]
 //
 // It serves one client on PATH and runs until that client closes the
-// socket, then exits 0 and prints the emulator's speed to stderr.
+// socket, then exits 0 and prints the emulator's speed to stderr. A
+// negative value takes the `=` form: --ppm=-35.
+//
+// Modes (lib/target.mjs): gpio-echo answers each stimulus edge on GP2 by
+// driving GP3 after the next latency (RETURN_DELAY_NS, 1000 ns, or
+// --return-ns after max(the stimulus's return, the answer) back to idle);
+// uart-echo echoes each byte UART1 sends (its frame modelled on GP4) on GP5
+// and into UART1's RX FIFO, its start bit the latency after the sent one's;
+// periodic toggles GP3 (or, --line uart, sends a byte on GP5) every
+// --period ns (default 1 ms) on a clock skewed by --ppm; loopback wires GP2
+// to GP3 and GP4 to GP5 with zero delay. Latency files: one ns integer a
+// line, `x` for no answer, `#` comments; used in order and cycled. Answers
+// queue in order behind a late one. RP2040_HARNESS_TRACE=1 logs the USB and
+// UART traffic.
 // Exit status: 0 done, 1 error, 2 usage, 3 refused (an emulator gap the
 // harness will not paper over), 4 --max-seconds (wall clock) reached.
 
