@@ -8,7 +8,7 @@
 //        --mode gpio-echo|uart-echo|periodic|loopback
 //        [--latencies FILE] [--edge rising|falling|toggle] [--return-ns N]
 //        [--ppm N] [--period NS] [--line gpio|uart] [--baud N]
-//        [--max-seconds S] [--verbose]
+//        [--max-seconds S] [--profile FILE] [--verbose]
 //
 // It serves one client on PATH and runs until that client closes the
 // socket, then exits 0 and prints the emulator's speed to stderr. A
@@ -40,7 +40,7 @@ const log = (line) => process.stderr.write(`rp2040 harness: ${line}\n`);
 function usage(message) {
   log(`${message}\nusage: node tests/rp2040/run.mjs --elf ELF --socket PATH --mode gpio-echo|uart-echo|periodic|loopback ` +
     '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
-    '[--baud N] [--max-seconds S] [--verbose]');
+    '[--baud N] [--max-seconds S] [--profile FILE] [--verbose]');
   process.exit(2);
 }
 
@@ -66,6 +66,7 @@ try {
       line: { type: 'string', default: 'gpio' },
       baud: { type: 'string' },
       'max-seconds': { type: 'string' },
+      profile: { type: 'string' },
       verbose: { type: 'boolean', default: false },
     },
     strict: true,
@@ -102,6 +103,7 @@ try {
 }
 
 const emulator = new Emulator({ log, verbose: args.verbose });
+if (args.profile) emulator.profile = new Map();
 let target;
 let bridge;
 try {
@@ -148,6 +150,14 @@ function report() {
   if (line?.dropped) log(`UART1: ${line.dropped} byte(s) written to a full TX FIFO were dropped`);
   if (line?.rxDropped) log(`UART1: ${line.rxDropped} byte(s) from the target found the receiver off or full`);
   log(`USB: ${bridge.bytesIn} B host to device, ${bridge.bytesOut} B device to host`);
+  if (emulator.profile) {
+    // "address cycles", most cycles first; exception entries apart (llvm-addr2line -f -e ELF names them).
+    const rows = [...emulator.profile].sort((a, b) => b[1] - a[1]);
+    const lines = rows.map(([pc, n]) => `0x${pc.toString(16)} ${n}`);
+    lines.unshift(`# core cycles by instruction address; exception entries: ${emulator.exceptions} x 15 cycles`);
+    fs.writeFileSync(args.profile, lines.join('\n') + '\n');
+    log(`profile: ${rows.length} addresses written to ${args.profile}`);
+  }
 }
 
 async function main() {

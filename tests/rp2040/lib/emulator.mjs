@@ -196,6 +196,8 @@ export class Emulator {
     this.stallCycles = 0;
     this.exceptions = 0;
     this.coreHalted = false;
+    /** Core cycles by instruction address (a Map), when profiling (run.mjs --profile). */
+    this.profile = null;
     this.timedPhase = false;
     this.failure = null;
     mcu.addClockListener((hz) => this.clockChanged(hz));
@@ -316,6 +318,7 @@ export class Emulator {
             this.refuse(`the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): there is no boot ROM image`);
           }
           n = core.executeInstruction();
+          if (this.profile) this.profile.set(pc, (this.profile.get(pc) || 0) + n);
         }
       }
       if (this.pioActive) {
