@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Build both board ELFs (release: --profile firmware) and print their flash
+# Build every board ELF (release: --profile firmware) and print their flash
 # and static RAM use, failing if one exceeds the budget (64 KiB flash,
 # 16 KiB RAM) or holds a floating-point instruction (the firmware has none:
-# every VFP mnemonic starts with "v"). Flash = .vector_table + .text + .rodata + .data (its load
-# image); RAM = .data + .bss + .uninit (RTIC's resources). The stack takes
+# every VFP mnemonic starts with "v"). Flash = .boot2 (the Pico's second-stage
+# boot loader) + .vector_table + .text + .rodata + .data (its load image); RAM = .data + .bss + .uninit (RTIC's resources). The stack takes
 # the rest of RAM and is not in these figures.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,14 +20,16 @@ llvm_objdump="$(dirname "$llvm_size")/llvm-objdump"
 
 cargo fw-qemu -q
 cargo fw-nucleo -q
+cargo fw-pico -q
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 
 status=0
 printf '%-15s %10s %10s\n' board "flash (B)" "RAM (B)"
-for board in nucleo-f411re qemu; do
-    elf="$target_dir/thumbv7em-none-eabihf/firmware/$board"
+for spec in thumbv7em-none-eabihf/nucleo-f411re thumbv7em-none-eabihf/qemu thumbv6m-none-eabi/rp2040-pico; do
+    board=${spec#*/}
+    elf="$target_dir/${spec%%/*}/firmware/$board"
     read -r flash ram < <("$llvm_size" -A "$elf" | awk '
-        $1 == ".vector_table" || $1 == ".text" || $1 == ".rodata" { flash += $2 }
+        $1 == ".boot2" || $1 == ".vector_table" || $1 == ".text" || $1 == ".rodata" { flash += $2 }
         $1 == ".data" { flash += $2; ram += $2 }
         $1 == ".bss" || $1 == ".uninit" { ram += $2 }
         END { print flash + 0, ram + 0 }')

@@ -15,13 +15,25 @@
 //!   GP5  (pin 7)  UART1 RX ◀─ target TX; PIO0 SM1 times its start bits in UART runs
 //!   USB           CDC ACM: the host link (`latprobe run --port /dev/ttyACM0`)
 //!   GP25          LED: on while a measurement runs
-//!   RTT (SWD)     up 0 "defmt" log
+//!   RTT (SWD)     up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!
 //!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), TIMER_IRQ_0 (wake-up),
 //!               UART1_IRQ (target bytes) ── Front: words, flags, then `now` ──┐ pend
-//!   priority 2: SPI0_IRQ (engine task: HwLoop::run)                       ◀──┘
-//!   priority 1: USBCTRL_IRQ (USB: host bytes in, frames out)
+//!   priority 2: SW0_IRQ (engine task: HwLoop::run)                       ◀──┘
+//!               USBCTRL_IRQ (USB: host bytes in, frames out to USB and RTT up 1)
+//!   priority 1: SysTick 100 Hz (RTT down channel: host bytes over SWD)
 //! ```
+//!
+//! USB shares the engine's priority, and wins a tie (the NVIC takes the
+//! lower IRQ number, 5 before 26): an engine task busy at a short interval
+//! can delay the frames by one of its runs, never starve them.
+//!
+//! Both links carry the same frames and neither waits for the other: each
+//! chunk goes to RTT up channel 1 whole or not at all (`NoBlockSkip`), and
+//! to USB only while a host has the CDC port open (DTR set: Linux's
+//! cdc_acm sets it on open; or the host has written to the port since it
+//! was configured: a host that talks reads), so a probe read over RTT
+//! never stalls on a USB port nobody reads.
 #![no_std]
 #![no_main]
 
@@ -39,6 +51,14 @@ pub static BOOT2: [u8; 256] = rp2040_boot2::BOOT_LOADER_GENERIC_03H;
 
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;
+/// RTT up channel 1 ("latprobe", the frames): 45 ms of a full 921600 Bd
+/// stream, as on the Nucleo, for a host polling over SWD every 10 ms.
+const RTT_FRAMES: usize = 4096;
+/// RTT down channel 0 ("latprobe", host bytes): a few Configure frames.
+const RTT_HOST: usize = 256;
+/// SysTick reload for the 100 Hz poll of the RTT down channel (SysTick
+/// counts clk_sys, 125 MHz).
+const RTT_POLL_RELOAD: u32 = 125_000_000 / 100 - 1;
 
 /// What this ELF is, for `latprobe flash` to read before it touches a probe
 /// (`latprobe_firmware::buildinfo`'s layout).
@@ -64,12 +84,13 @@ mod app {
         uart::{DataBits, StopBits, UartConfig, UartPeripheral},
         usb::UsbBus,
     };
+    use rtt_target::{ChannelMode, DownChannel, UpChannel};
     use usb_device::{class_prelude::UsbBusAllocator, prelude::*};
     use usbd_serial::SerialPort;
 
     use super::common;
     use super::regs::{self, Regs, TargetRx};
-    use super::{LedExt, TX_QUEUE};
+    use super::{LedExt, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
 
     /// Bytes taken from the target UART per interrupt at most.
     const RX_BURST: usize = 32;
@@ -96,12 +117,27 @@ mod app {
         out: [u8; 64],
         out_at: usize,
         out_len: usize,
+        /// The host wrote to the CDC port since it was configured.
+        usb_heard: bool,
+        rtt_frames: UpChannel,
+        rtt_host: DownChannel,
     }
 
     #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
     fn init(cx: init::Context) -> (Shared, Local) {
-        rtt_target::rtt_init_defmt!();
+        // RTT first, so that a panic during the set-up is logged.
+        let rtt = rtt_target::rtt_init! {
+            up: {
+                0: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "defmt" }
+                1: { size: RTT_FRAMES, mode: ChannelMode::NoBlockSkip, name: "latprobe" }
+            }
+            down: {
+                0: { size: RTT_HOST, mode: ChannelMode::NoBlockSkip, name: "latprobe" }
+            }
+        };
+        rtt_target::set_defmt_channel(rtt.up.0);
         let mut dp = cx.device;
+        let mut core = cx.core;
         // Keep LATPROBE_BUILD in the image: nothing else reads it.
         // SAFETY: a read of an initialised static.
         let build_protocol = unsafe {
@@ -193,7 +229,12 @@ mod app {
             FIRMWARE_VERSION,
             TIMER_HZ
         );
-        rtic::pend(Interrupt::SPI0_IRQ);
+        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
+        core.SYST.set_reload(RTT_POLL_RELOAD);
+        core.SYST.clear_current();
+        core.SYST.enable_interrupt();
+        core.SYST.enable_counter();
+        rtic::pend(Interrupt::SW0_IRQ);
         (
             Shared { engine, timer },
             Local {
@@ -206,6 +247,9 @@ mod app {
                 out: [0; 64],
                 out_at: 0,
                 out_len: 0,
+                usb_heard: false,
+                rtt_frames: rtt.up.1,
+                rtt_host: rtt.down.0,
             },
         )
     }
@@ -221,14 +265,14 @@ mod app {
     #[task(binds = PIO0_IRQ_0, priority = 3, shared = [timer])]
     fn pio0(mut cx: pio0::Context) {
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
     /// The wake-up alarm.
     #[task(binds = TIMER_IRQ_0, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
     /// Target line receive: each byte logged after the edge words before it.
@@ -236,11 +280,11 @@ mod app {
     fn target_rx(mut cx: target_rx::Context) {
         let rx = cx.local.target_rx;
         cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
-        rtic::pend(Interrupt::SPI0_IRQ);
+        rtic::pend(Interrupt::SW0_IRQ);
     }
 
-    /// The engine task (SPI0's vector, unused by the board).
-    #[task(binds = SPI0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
+    /// The engine task (a spare IRQ, §2.3.2: IRQs 26 to 31 have no peripheral).
+    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
     fn engine_task(cx: engine_task::Context) {
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
@@ -270,8 +314,9 @@ mod app {
         }
     }
 
-    /// USB: enumeration, host bytes into the engine, the engine's frames out.
-    #[task(binds = USBCTRL_IRQ, priority = 1, shared = [engine, timer], local = [usb_dev, serial, out, out_at, out_len])]
+    /// USB: enumeration, host bytes into the engine, the engine's frames out
+    /// (to USB and RTT both, see the module docs).
+    #[task(binds = USBCTRL_IRQ, priority = 2, shared = [engine, timer], local = [usb_dev, serial, out, out_at, out_len, usb_heard, rtt_frames])]
     fn usb(cx: usb::Context) {
         let (usb_dev, serial) = (cx.local.usb_dev, cx.local.serial);
         let mut timer = cx.shared.timer;
@@ -282,31 +327,52 @@ mod app {
                 if n == 0 {
                     break;
                 }
+                *cx.local.usb_heard = true;
                 common::host_bytes(&mut timer, &mut engine, &buf[..n]);
-                rtic::pend(Interrupt::SPI0_IRQ);
+                rtic::pend(Interrupt::SW0_IRQ);
             }
         }
-        if usb_dev.state() != UsbDeviceState::Configured {
-            return;
+        let configured = usb_dev.state() == UsbDeviceState::Configured;
+        if !configured {
+            *cx.local.usb_heard = false;
         }
-        // Frames out: what USB took is gone from the carry buffer; the
-        // engine is asked for more only when it is empty, so no byte is
-        // taken from the engine that USB cannot take later.
+        let usb_open = configured && (serial.dtr() || *cx.local.usb_heard);
+        // Frames out: a chunk is taken from the engine when the last one is
+        // all sent, and goes to RTT at once; USB takes it as it can (the
+        // IN endpoint's completion brings us back), or, with the port
+        // closed, not at all.
+        let (out, at, len) = (cx.local.out, cx.local.out_at, cx.local.out_len);
         loop {
-            if *cx.local.out_at == *cx.local.out_len {
-                let n = engine.lock(|e| e.read_tx(&mut cx.local.out[..]));
+            if *at == *len {
+                let n = engine.lock(|e| e.read_tx(&mut out[..]));
                 if n == 0 {
                     break;
                 }
-                *cx.local.out_at = 0;
-                *cx.local.out_len = n;
+                // Never waits: NoBlockSkip writes all n bytes or none.
+                cx.local.rtt_frames.write(&out[..n]);
+                *at = 0;
+                *len = if usb_open { n } else { 0 };
+                continue;
             }
-            match serial.write(&cx.local.out[*cx.local.out_at..*cx.local.out_len]) {
-                Ok(n) if n > 0 => *cx.local.out_at += n,
-                // Busy: the IN endpoint's completion brings us back.
+            match serial.write(&out[*at..*len]) {
+                Ok(n) if n > 0 => *at += n,
                 _ => break,
             }
         }
+    }
+
+    /// The RTT down channel (host bytes over SWD), polled at 100 Hz.
+    #[task(binds = SysTick, priority = 1, shared = [engine, timer], local = [rtt_host])]
+    fn rtt_rx(cx: rtt_rx::Context) {
+        let mut buf = [0u8; 64];
+        let n = cx.local.rtt_host.read(&mut buf);
+        if n == 0 {
+            return;
+        }
+        let (mut timer, mut engine) = (cx.shared.timer, cx.shared.engine);
+        common::host_bytes(&mut timer, &mut engine, &buf[..n]);
+        rtic::pend(Interrupt::SW0_IRQ);
+        rtic::pend(Interrupt::USBCTRL_IRQ);
     }
 }
 

@@ -194,7 +194,9 @@ pub fn start(resets: &pac::RESETS) -> (bool, bool) {
     }
     let level = |pin: u8| io().gpio(pin as usize).gpio_status().read().infrompad().bit_is_set();
     let (resp_high, tx_high) = (level(RESPONSE_PIN), level(TX_PIN));
-    let setups: [(Sm, (u8, u8), u8, bool, u8); 4] = [
+    // (state machine, wrap, JMP_PIN, join RX, entry)
+    type Setup = (Sm, (u8, u8), u8, bool, u8);
+    let setups: [Setup; 4] = [
         (Sm::Clock, CLOCK_WRAP, 0, false, program::CLOCK_AT),
         (Sm::Response, EDGES_WRAP, RESPONSE_PIN, true, EdgeFifo::entry_for(resp_high)),
         (Sm::TxStart, EDGES_WRAP, TX_PIN, true, EdgeFifo::entry_for(tx_high)),

@@ -41,6 +41,14 @@ const RESYNC_TRIES: u32 = 16;
 /// the counter is read far more often than it wraps (68.7 s).
 const KEEP_ALIVE_US: u32 = 100_000;
 
+/// Ticks to whole µs, rounded up, without a division (the M0+ has none in
+/// its instruction set): a tick is 16 ns, so µs = ticks × 2 / 125, and
+/// 2 / 125 × 2^32 = 68 719 476.736; the multiplier rounded up never gives
+/// less than the exact quotient, and is at most one above it.
+pub const fn ticks_to_us_ceil(ticks: u32) -> u32 {
+    ((ticks as u64 * 68_719_477 + 0xffff_ffff) >> 32) as u32
+}
+
 /// One edge state machine as a capture channel.
 #[derive(Debug, Clone, Copy)]
 struct EdgeChannel {
@@ -148,8 +156,7 @@ impl<B: PioBus> PioTimer<B> {
     /// least 2 µs: an alarm already passed would wait for the 32-bit µs
     /// wrap, §4.6.4).
     fn alarm_in(&mut self, ahead: u32) {
-        let us = (u64::from(ahead) * 1_000_000).div_ceil(u64::from(TICK_HZ));
-        let us = us.clamp(2, u64::from(KEEP_ALIVE_US)) as u32;
+        let us = ticks_to_us_ceil(ahead).clamp(2, KEEP_ALIVE_US);
         let now = self.bus.micros();
         self.bus.set_alarm(now.wrapping_add(us));
     }
@@ -256,11 +263,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 }
                 self.bus.flag_irq(STIMULUS_FLAG, on);
             }
-            Channel::Wake => {
-                if !on {
-                    self.keep_alive();
-                }
-            }
+            Channel::Wake if !on => self.keep_alive(),
             _ => {}
         }
     }
@@ -307,5 +310,20 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
             let _ = self.bus.addr(Sm::Response);
         }
         let _ = self.drain(Channel::Response);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_to_us_rounds_up_and_is_never_short() {
+        for t in [0u32, 1, 62, 63, 125, 62_500, 62_500_000, 6_250_000, 123_457, u32::MAX / 2] {
+            let exact = (u64::from(t) * 2).div_ceil(125);
+            let got = u64::from(ticks_to_us_ceil(t));
+            assert!(got >= exact && got <= exact + 1, "{t}: {got} vs {exact}");
+        }
+        assert!((1000..=1001).contains(&ticks_to_us_ceil(62_500)));
     }
 }
