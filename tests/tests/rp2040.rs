@@ -276,6 +276,15 @@ fn assert_complete(r: &Value, n: u64) {
     for key in ["lost", "duplicates", "out_of_order", "dropped_by_probe", "overruns", "bad_frames"] {
         assert_eq!(count(r, key), 0, "counts.{key} in\n{:#}", r["counts"]);
     }
+    // A stimulus armed too late is made by the CPU, timed by a counter read
+    // beside the write, not by PIO: its latency is not the scheduled one.
+    assert_eq!(
+        count(r, "soft_stimuli"),
+        0,
+        "stimuli made in software (armed too late for PIO) in\n{:#}\nworst {:#}",
+        r["counts"],
+        r["worst"]
+    );
 }
 
 /// The constant offset of a GPIO loopback run (every sample the same), once
