@@ -389,8 +389,8 @@ export class Emulator {
   }
 
   /**
-   * Gap: rp2040js treats IRQs 0..24 as level-sensitive lines and keeps their
-   * NVIC pending bit set while active, and NVIC_ICPR cannot clear them. So an
+   * Gap: rp2040js treats IRQs 0..25 as level-sensitive lines and keeps their
+   * NVIC pending bit set while active, and NVIC_ICPR cannot clear 0..24. So an
    * interrupt pended by software (NVIC_ISPR; RTIC dispatches its software
    * tasks that way, on SPI0_IRQ here) stays pending forever: its handler runs
    * again and again and every lower priority starves. ARMv6-M clears the
