@@ -71,7 +71,7 @@ fn artifacts() -> Option<&'static Artifacts> {
                     std::env::var_os("CI").is_none(),
                     "CI is set and the rp2040js harness cannot run: {why}"
                 );
-                eprintln!("skipped: the rp2040js end-to-end tests need {why}");
+                eprintln!("skipped: the rp2040js end-to-end tests cannot run: {why}");
                 return None;
             }
             firmware::cargo_build(&["-q", "-p", "latprobe"]);
