@@ -1,0 +1,639 @@
+// rp2040js 1.4.1 with the core and PIO in lockstep, simulated time in exact
+// nanoseconds, and the patches GAPS.md lists. Everything that reaches the
+// emulated chip from outside (a target's edges, USB bytes) is an event at an
+// exact simulated nanosecond, applied between two PIO steps.
+//
+// Time: cycle c of the core spans [c * 8 ns, (c + 1) * 8 ns) once clk_sys is
+// 125 MHz. For each core cycle the loop (1) applies the events due at or
+// before the cycle's start, (2) steps every enabled state machine once,
+// (3) lets the GPIO see what PIO drove (listeners fire here, at the cycle's
+// start time), then advances time by one cycle. A core instruction of n
+// cycles takes effect before the first of its n PIO steps.
+
+import { GPIOPin, RP2040 } from 'rp2040js';
+import { describe } from './pio-asm.mjs';
+
+export class Refusal extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'Refusal';
+  }
+}
+
+export const REQUIRED_CLK_SYS_HZ = 125_000_000;
+export const CYCLE_NS = 8;
+/** One tick of the firmware's PIO time base: two system clocks. */
+export const PIO_TICK_NS = 16;
+/**
+ * Cortex-M0+ exception entry with zero-wait-state memory (ARM DDI 0484C,
+ * "interrupt latency"): 15 cycles. rp2040js stacks in zero cycles.
+ */
+export const EXCEPTION_ENTRY_CYCLES = 15;
+
+export const PIO0_BASE = 0x50200000;
+export const PIO1_BASE = 0x50300000;
+export const IO_BANK0_BASE = 0x40014000;
+export const PADS_BANK0_BASE = 0x4001c000;
+/** pads_bank0 GPIOn reset value on silicon: IE | DRIVE 4 mA | PDE | SCHMITT. */
+export const PAD_RESET_SILICON = 0x56;
+
+// PIO register offsets (datasheet 3.7).
+export const PIO = {
+  CTRL: 0x000,
+  FSTAT: 0x004,
+  FDEBUG: 0x008,
+  FLEVEL: 0x00c,
+  TXF0: 0x010,
+  RXF0: 0x020,
+  IRQ: 0x030,
+  IRQ_FORCE: 0x034,
+  INSTR_MEM0: 0x048,
+  SM0_CLKDIV: 0x0c8,
+  SM0_EXECCTRL: 0x0cc,
+  SM0_SHIFTCTRL: 0x0d0,
+  SM0_ADDR: 0x0d4,
+  SM0_INSTR: 0x0d8,
+  SM0_PINCTRL: 0x0dc,
+  SM_STRIDE: 0x18,
+  INTR: 0x128,
+  IRQ0_INTE: 0x12c,
+  IRQ0_INTS: 0x134,
+};
+
+const FDEBUG_TXSTALL = 1 << 24;
+const FDEBUG_RXSTALL = 1 << 0;
+const SHIFTCTRL_FJOIN_TX = 1 << 30;
+const SHIFTCTRL_FJOIN_RX = 1 << 31;
+const EXECCTRL_SIDE_EN = 1 << 30;
+// rp2040js's WaitType values (not exported by the package).
+const WAIT_RX_FIFO = 2;
+const WAIT_TX_FIFO = 3;
+const WAIT_OUT = 5;
+
+/** A min-heap of events keyed by simulated time, first-scheduled first among equals. */
+class EventQueue {
+  constructor() {
+    this.heap = [];
+    this.seq = 0;
+  }
+  get nextNs() {
+    return this.heap.length ? this.heap[0].ns : Infinity;
+  }
+  push(ns, fn) {
+    const item = { ns, seq: this.seq++, fn };
+    const h = this.heap;
+    h.push(item);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (less(h[p], h[i])) break;
+      [h[p], h[i]] = [h[i], h[p]];
+      i = p;
+    }
+  }
+  pop() {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && less(h[l], h[m])) m = l;
+        if (r < h.length && less(h[r], h[m])) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i], h[m]];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+function less(a, b) {
+  return a.ns < b.ns || (a.ns === b.ns && a.seq < b.seq);
+}
+
+function applyOverride(value, type) {
+  switch (type) {
+    case 1:
+      return !value;
+    case 2:
+      return false;
+    case 3:
+      return true;
+    default:
+      return value;
+  }
+}
+
+function quietLogger(verbose, write) {
+  const out = (level) => (component, message) => write(`rp2040js ${level} ${component}: ${message}`);
+  return {
+    debug: verbose ? out('debug') : () => {},
+    info: verbose ? out('info') : () => {},
+    warn: out('warn'),
+    error: out('error'),
+  };
+}
+
+/**
+ * Gap: in rp2040js a pin's input is only what `setInputValue` gave it; on
+ * silicon the input buffer reads the pad, which an enabled output drives.
+ * Here an output-enabled pin reads back its driven level (after OUTOVER),
+ * through input enable and INOVER as before. The value is kept in `_input`,
+ * recomputed whenever rp2040js re-evaluates a pin (checkForUpdates: on
+ * IO_BANK0 CTRL, pad, SIO, PIO and PWM changes) or its input is set.
+ */
+let gpioPatched = false;
+function patchGpioPrototype() {
+  if (gpioPatched) return;
+  gpioPatched = true;
+  const proto = GPIOPin.prototype;
+  const checkForUpdates = proto.checkForUpdates;
+  const setInputValue = proto.setInputValue;
+  proto.updateInput = function updateInput() {
+    const level = this.outputEnable ? this.outputValue : this.rawInputValue;
+    this._input = applyOverride(level && this.inputEnable, this.inputOverride);
+  };
+  Object.defineProperty(proto, 'inputValue', {
+    configurable: true,
+    get() {
+      return this._input;
+    },
+  });
+  proto.checkForUpdates = function patchedCheckForUpdates() {
+    this.updateInput();
+    checkForUpdates.call(this);
+  };
+  proto.setInputValue = function patchedSetInputValue(value) {
+    this.rawInputValue = value;
+    this.updateInput();
+    setInputValue.call(this, value);
+  };
+}
+
+export class Emulator {
+  /**
+   * @param {object} options
+   * @param {(line: string) => void} [options.log] where diagnostics go (stderr)
+   * @param {boolean} [options.verbose] rp2040js's debug and info messages too
+   */
+  constructor({ log = (line) => process.stderr.write(line + '\n'), verbose = false } = {}) {
+    this.log = log;
+    this.trace = process.env.RP2040_HARNESS_TRACE ? log : null;
+    const mcu = new RP2040();
+    this.mcu = mcu;
+    mcu.logger = quietLogger(verbose, log);
+    this.core = mcu.core;
+    this.clock = mcu.clock;
+    this.events = new EventQueue();
+    this.nowNs = 0;
+    this.cycles = 0;
+    this.cycleNs = 1e9 / mcu.clkSys;
+    this.stallCycles = 0;
+    this.exceptions = 0;
+    this.coreHalted = false;
+    /** Core cycles by instruction address (a Map), when profiling (run.mjs --profile). */
+    this.profile = null;
+    this.timedPhase = false;
+    this.failure = null;
+    mcu.addClockListener((hz) => this.clockChanged(hz));
+    this.patchPads();
+    this.patchGpioInputs();
+    this.patchExceptionEntry();
+    this.patchNvicPending();
+    this.pio = mcu.pio.map((block, index) => new LockstepPio(this, block, index));
+    this.pioActive = false;
+  }
+
+  // ---- time and events --------------------------------------------------
+
+  /** Runs `fn(ns)` at simulated time `ns` (at the first cycle starting at or after it). */
+  at(ns, fn) {
+    if (!(ns >= this.nowNs)) ns = this.nowNs;
+    this.events.push(ns, fn);
+  }
+
+  clockChanged(hz) {
+    const ns = 1e9 / hz;
+    if (this.timedPhase && hz !== REQUIRED_CLK_SYS_HZ) {
+      this.refuse(
+        `clk_sys changed to ${hz} Hz while PIO runs: the harness times PIO at ${REQUIRED_CLK_SYS_HZ} Hz (8 ns a cycle) only`,
+      );
+    }
+    this.cycleNs = ns;
+  }
+
+  /** Called when the first state machine is enabled: from now on a cycle is exactly 8 ns. */
+  enterTimedPhase() {
+    if (this.timedPhase) return;
+    if (this.mcu.clkSys !== REQUIRED_CLK_SYS_HZ) {
+      this.refuse(
+        `a PIO state machine was enabled with clk_sys at ${this.mcu.clkSys} Hz (as rp2040js computes it from the ` +
+          `clock registers): the harness runs PIO only at ${REQUIRED_CLK_SYS_HZ} Hz, 8 ns a cycle`,
+      );
+    }
+    // Align simulated time to the 8 ns grid from here on.
+    this.nowNs = Math.ceil(this.nowNs / CYCLE_NS) * CYCLE_NS;
+    this.syncClock();
+    this.timedPhase = true;
+    this.cycleNs = CYCLE_NS;
+  }
+
+  refuse(message) {
+    const error = new Refusal(message);
+    if (!this.failure) this.failure = error;
+    throw error;
+  }
+
+  /** Brings rp2040js's clock to `nowNs`, firing its alarms that are due. */
+  syncClock() {
+    const clock = this.clock;
+    const next = clock.nextAlarm;
+    if (next !== null && next.nanos <= this.nowNs) clock.tick(this.nowNs - clock.nanosCounter);
+    else if (this.nowNs > clock.nanosCounter) clock.nanosCounter = this.nowNs;
+  }
+
+  // ---- booting ----------------------------------------------------------
+
+  /** Starts the core at the application's vector table (no boot ROM, no boot2). */
+  boot(vectorTable = 0x10000100) {
+    const { core, mcu } = this;
+    core.VTOR = vectorTable;
+    core.SP = mcu.readUint32(vectorTable);
+    core.PC = mcu.readUint32(vectorTable + 4) & ~1;
+  }
+
+  /** For register-level tests: the core never executes; cycles still pass. */
+  haltCore() {
+    this.coreHalted = true;
+  }
+
+  // ---- bus access from JS (tests) ---------------------------------------
+
+  read32(address) {
+    return this.mcu.readUint32(address) >>> 0;
+  }
+  write32(address, value) {
+    this.mcu.writeUint32(address, value >>> 0);
+  }
+
+  // ---- the loop ---------------------------------------------------------
+
+  /** Runs `cycles` core cycles (or until `stop()`); returns the cycles run. */
+  runCycles(cycles) {
+    const { core, events } = this;
+    const pio0 = this.pio[0];
+    const pio1 = this.pio[1];
+    let done = 0;
+    this.stopped = false;
+    while (done < cycles && !this.stopped) {
+      let n;
+      let idle = false;
+      if (this.stallCycles) {
+        n = this.stallCycles;
+        this.stallCycles = 0;
+      } else if (this.coreHalted || core.waiting) {
+        idle = true;
+        n = cycles - done;
+        const toAlarm = this.clock.nanosToNextAlarm;
+        if (toAlarm > 0) n = Math.min(n, Math.max(1, Math.ceil(toAlarm / this.cycleNs)));
+        if (!this.pioActive) {
+          const toEvent = events.nextNs - this.nowNs;
+          if (toEvent < Infinity) n = Math.min(n, Math.max(1, Math.ceil(toEvent / this.cycleNs)));
+        }
+      } else {
+        // Take a pending interrupt before the instruction (as executeInstruction would), so that
+        // the exception entry's cycles pass before the handler's first instruction.
+        if (core.interruptsUpdated && core.checkForInterrupts()) core.waiting = false;
+        if (this.stallCycles) {
+          n = this.stallCycles;
+          this.stallCycles = 0;
+        } else {
+          const pc = core.PC;
+          if (pc < 0x10000000) {
+            this.refuse(`the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): there is no boot ROM image`);
+          }
+          n = core.executeInstruction();
+          if (this.profile) this.profile.set(pc, (this.profile.get(pc) || 0) + n);
+        }
+      }
+      if (this.pioActive) {
+        const wasIdle = idle && !this.coreHalted;
+        const heap = events.heap;
+        for (let i = 0; i < n; i++) {
+          if (heap.length !== 0 && heap[0].ns <= this.nowNs) this.runDueEvents();
+          pio0.step();
+          if (pio1.active) pio1.step();
+          this.nowNs += this.cycleNs;
+          if (wasIdle && !core.waiting) {
+            n = i + 1;
+            break;
+          }
+        }
+      } else {
+        if (events.nextNs <= this.nowNs) this.runDueEvents();
+        this.nowNs += n * this.cycleNs;
+      }
+      done += n;
+      this.cycles += n;
+      this.syncClock();
+    }
+    // Events due exactly at the end belong to the next cycle's start.
+    return done;
+  }
+
+  /** Runs until simulated time reaches `ns`. */
+  runUntil(ns) {
+    while (this.nowNs < ns && !this.stopped) {
+      this.runCycles(Math.max(1, Math.ceil((ns - this.nowNs) / this.cycleNs)));
+    }
+  }
+
+  stop() {
+    this.stopped = true;
+  }
+
+  runDueEvents() {
+    const { events } = this;
+    while (events.nextNs <= this.nowNs) {
+      const { ns, fn } = events.pop();
+      fn(ns);
+    }
+  }
+
+  updatePioActive() {
+    this.pioActive = this.pio.some((p) => p.active);
+    if (this.pioActive) this.enterTimedPhase();
+  }
+
+  // ---- patches ----------------------------------------------------------
+
+  /** Gap: rp2040js resets pads to 0x36 (input disabled); silicon to 0x56. */
+  patchPads() {
+    for (const pin of this.mcu.gpio) pin.padValue = PAD_RESET_SILICON;
+  }
+
+  /**
+   * Gap: in rp2040js a pin's input is only what `setInputValue` gave it; on
+   * silicon the input buffer reads the pad, which an enabled output drives.
+   * Here an output-enabled pin reads back its driven level (after OUTOVER),
+   * through input enable and INOVER as before.
+   */
+  patchGpioInputs() {
+    patchGpioPrototype();
+    for (const pin of this.mcu.gpio) pin.updateInput();
+  }
+
+  /**
+   * Gap: rp2040js treats IRQs 0..25 as level-sensitive lines and keeps their
+   * NVIC pending bit set while active, and NVIC_ICPR cannot clear 0..24. So an
+   * interrupt pended by software (NVIC_ISPR; RTIC dispatches its software
+   * tasks that way, on SPI0_IRQ here) stays pending forever: its handler runs
+   * again and again and every lower priority starves. ARMv6-M clears the
+   * pending bit on exception entry and on ICPR; a line still asserted pends
+   * again. Here the peripherals' line levels are tracked and an IRQ's pending
+   * bit is cleared at its entry and by ICPR unless its line is asserted.
+   */
+  patchNvicPending() {
+    const core = this.core;
+    const setInterrupt = core.setInterrupt.bind(core);
+    let lines = 0;
+    core.setInterrupt = (irq, value) => {
+      if (value) lines |= 1 << irq;
+      else lines &= ~(1 << irq);
+      setInterrupt(irq, value);
+    };
+    this.nvicLines = () => lines;
+    const entry = core.exceptionEntry;
+    core.exceptionEntry = (exceptionNumber) => {
+      if (exceptionNumber >= 16) {
+        const bit = 1 << (exceptionNumber - 16);
+        if (!(lines & bit)) core.pendingInterrupts &= ~bit;
+      }
+      entry(exceptionNumber);
+    };
+    const ppb = this.mcu.ppb;
+    const write = ppb.writeUint32.bind(ppb);
+    const NVIC_ICPR = 0x280;
+    ppb.writeUint32 = (offset, value) => {
+      if (offset === NVIC_ICPR) {
+        core.pendingInterrupts &= ~(value & ~lines);
+        return;
+      }
+      write(offset, value);
+    };
+  }
+
+  /** Gap: rp2040js enters an exception in zero cycles; silicon takes 15. */
+  patchExceptionEntry() {
+    const core = this.core;
+    const entry = core.exceptionEntry.bind(core);
+    core.exceptionEntry = (exceptionNumber) => {
+      entry(exceptionNumber);
+      this.exceptions++;
+      this.stallCycles += EXCEPTION_ENTRY_CYCLES;
+    };
+  }
+}
+
+/** Instructions the harness refuses to execute, and why. */
+export function refusedInstruction(opcode) {
+  const kind = opcode >>> 13;
+  const dest = (opcode >>> 5) & 7;
+  if (opcode & 0x1f00) {
+    return `[delay]/side-set bits ${(opcode >>> 8) & 0x1f}: rp2040js 1.4.1 does not stall on delays (it only counts them)`;
+  }
+  if (kind === 1) return 'WAIT: rp2040js ends a WAIT from setInputValue, outside the state machine step, a cycle early';
+  if ((kind === 3 && dest === 7) || (kind === 5 && dest === 4)) {
+    return 'an EXEC destination: the executed instruction would escape these checks';
+  }
+  return null;
+}
+
+/**
+ * One PIO block, stepped by the Emulator once per core cycle instead of by
+ * rp2040js's setTimeout loop, with the refusals and fixes of GAPS.md.
+ */
+class LockstepPio {
+  constructor(emulator, block, index) {
+    this.emulator = emulator;
+    this.block = block;
+    this.index = index;
+    this.enabled = [];
+    this.active = false;
+    this.refusedMask = 0;
+    // Gap: RPPIO.run() steps 1000 times per setTimeout, apart from the core.
+    block.run = () => {};
+    const write = block.writeUint32.bind(block);
+    block.writeUint32 = (offset, value) => this.write(write, offset, value);
+    for (const sm of block.machines) {
+      // CLKDIV_RESTART: with the divider at 1.0 (the only one accepted) it has no effect.
+      sm.clkDivRestart = () => {};
+    }
+  }
+
+  /**
+   * One system clock: every enabled state machine steps once (gap: rp2040js's
+   * RPPIO.step() also steps disabled ones), then the GPIO see the pins.
+   */
+  step() {
+    const { enabled, block } = this;
+    const before = block.fdebug;
+    for (let i = 0; i < enabled.length; i++) {
+      const sm = enabled[i];
+      if (this.refusedMask & (1 << sm.pc)) this.refuseAt(sm, block.instructions[sm.pc]);
+      sm.step();
+    }
+    if (block.fdebug !== before) this.fixFdebug(before);
+    block.checkChangedPins();
+  }
+
+  /**
+   * Gaps in FDEBUG. rp2040js latches stall flags in rxStall/txStall and ORs
+   * all of them into FDEBUG on every stall (and on every FDEBUG write): here
+   * they are events, set by rp2040js in the cycle they happen. And rp2040js
+   * sets TXSTALL on a nonblocking PULL from an empty FIFO, which the datasheet
+   * does not (TXSTALL: "stalled on empty TX FIFO during a blocking PULL, or
+   * an OUT with autopull enabled"; a nonblocking PULL on empty is MOV OSR, X):
+   * a TXSTALL bit newly set for a state machine that is not blocked is undone.
+   */
+  fixFdebug(before) {
+    const { block } = this;
+    block.rxStall = 0;
+    block.txStall = 0;
+    const newTx = block.fdebug & ~before & (0xf * FDEBUG_TXSTALL);
+    if (!newTx) return;
+    for (const sm of block.machines) {
+      const bit = FDEBUG_TXSTALL << sm.index;
+      if (newTx & bit && !sm.waiting) block.fdebug &= ~bit;
+    }
+  }
+
+  /** FDEBUG bits of state machines blocked right now (they stay set while blocked). */
+  stalledNow() {
+    let bits = 0;
+    for (const sm of this.block.machines) {
+      if (!sm.waiting) continue;
+      const t = sm.waitType;
+      if (t === WAIT_RX_FIFO) bits |= FDEBUG_RXSTALL << sm.index;
+      else if (t === WAIT_TX_FIFO || t === WAIT_OUT) bits |= FDEBUG_TXSTALL << sm.index;
+    }
+    return bits;
+  }
+
+  smName(sm) {
+    return `PIO${this.index} SM${sm.index}`;
+  }
+
+  refuseAt(sm, opcode) {
+    this.emulator.refuse(
+      `${this.smName(sm)} executes ${describe(opcode)} at ${sm.pc}: ${refusedInstruction(opcode)}; ` +
+        'the harness refuses it so that an emulator gap cannot pass for a correct timestamp',
+    );
+  }
+
+  checkMachine(sm) {
+    if (!sm.enabled) return;
+    if (sm.clockDivInt !== 1 || sm.clockDivFrac !== 0) {
+      const div = (sm.clockDivInt || 65536) + sm.clockDivFrac / 256;
+      this.emulator.refuse(
+        `${this.smName(sm)} is enabled with clock divider ${div}: rp2040js ignores CLKDIV; the harness steps ` +
+          'every state machine once per system clock and accepts 1.0 only',
+      );
+    }
+    this.checkSideSet(sm);
+  }
+
+  checkSideSet(sm) {
+    const count = sm.pinCtrl >>> 29;
+    if (count || sm.execCtrl & EXECCTRL_SIDE_EN) {
+      this.emulator.refuse(
+        `${this.smName(sm)} uses side-set (PINCTRL.SIDESET_COUNT ${count}, EXECCTRL.SIDE_EN ` +
+          `${(sm.execCtrl >>> 30) & 1}): the harness refuses side-set (unverified in rp2040js 1.4.1, and its ` +
+          'delay bits would not stall)',
+      );
+    }
+  }
+
+  write(write, offset, value) {
+    const P = PIO;
+    const { block } = this;
+    if (offset >= P.INSTR_MEM0 && offset < P.INSTR_MEM0 + 32 * 4) {
+      write(offset, value);
+      const index = (offset - P.INSTR_MEM0) >> 2;
+      const bit = 1 << index;
+      this.refusedMask = refusedInstruction(value & 0xffff) ? this.refusedMask | bit : this.refusedMask & ~bit;
+      return;
+    }
+    if (offset >= P.SM0_CLKDIV && offset < P.SM0_CLKDIV + 4 * P.SM_STRIDE) {
+      const sm = block.machines[Math.floor((offset - P.SM0_CLKDIV) / P.SM_STRIDE)];
+      const reg = P.SM0_CLKDIV + ((offset - P.SM0_CLKDIV) % P.SM_STRIDE);
+      switch (reg) {
+        case P.SM0_SHIFTCTRL: {
+          const joins = SHIFTCTRL_FJOIN_RX | SHIFTCTRL_FJOIN_TX;
+          const changed = ((sm.shiftCtrl ^ value) & joins) !== 0;
+          write(offset, value);
+          if (changed) this.applyJoins(sm);
+          return;
+        }
+        case P.SM0_INSTR: {
+          const opcode = value & 0xffff;
+          if (refusedInstruction(opcode)) this.refuseAt(sm, opcode);
+          if (sm.pinCtrl >>> 29 || sm.execCtrl & EXECCTRL_SIDE_EN) this.checkSideSet(sm);
+          const before = block.fdebug;
+          write(offset, value);
+          if (block.fdebug !== before) this.fixFdebug(before);
+          // Gap: a pin written by SMx_INSTR reaches the GPIO only at rp2040js's next PIO step.
+          block.checkChangedPins();
+          return;
+        }
+        default:
+          write(offset, value);
+          this.checkMachine(sm);
+          return;
+      }
+    }
+    switch (offset) {
+      case P.CTRL: {
+        write(offset, value);
+        this.enabled = block.machines.filter((sm) => sm.enabled);
+        this.active = this.enabled.length > 0;
+        for (const sm of this.enabled) this.checkMachine(sm);
+        this.emulator.updatePioActive();
+        return;
+      }
+      case P.FDEBUG: {
+        // Write 1 to clear (rp2040js ORs its latched stall flags back in); a state machine
+        // still blocked keeps its stall flag.
+        const kept = block.fdebug & ~block.rawWriteValue;
+        write(offset, value);
+        block.rxStall = 0;
+        block.txStall = 0;
+        block.fdebug = kept | this.stalledNow();
+        return;
+      }
+      default:
+        write(offset, value);
+    }
+  }
+
+  /**
+   * Gap: rp2040js ignores SHIFTCTRL.FJOIN_RX/FJOIN_TX (its FIFOs stay 4 deep).
+   * Datasheet: the joined FIFO is 8 deep, the other always reads full and
+   * empty, and both are flushed when a join bit changes.
+   */
+  applyJoins(sm) {
+    const FifoClass = sm.rxFIFO.constructor;
+    const rxJoin = (sm.shiftCtrl & SHIFTCTRL_FJOIN_RX) !== 0;
+    const txJoin = (sm.shiftCtrl & SHIFTCTRL_FJOIN_TX) !== 0;
+    sm.rxFIFO = new FifoClass(rxJoin ? 8 : txJoin ? 0 : 4);
+    sm.txFIFO = new FifoClass(txJoin ? 8 : rxJoin ? 0 : 4);
+    sm.updateDMARx();
+    sm.updateDMATx();
+    this.block.checkInterrupts();
+  }
+}

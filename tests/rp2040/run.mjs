@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// Runs latprobe's Pico firmware ELF in rp2040js 1.4.1, with PIO in lockstep
+// with the core, a target played at exact simulated nanoseconds and the USB
+// CDC bridged to a unix socket. See GAPS.md for what rp2040js lacks and
+// what the harness does about it.
+//
+//   node tests/rp2040/run.mjs --elf ELF --socket PATH
+//        --mode gpio-echo|uart-echo|periodic|loopback
+//        [--latencies FILE] [--edge rising|falling|toggle] [--return-ns N]
+//        [--ppm N] [--period NS] [--line gpio|uart] [--baud N]
+//        [--max-seconds S] [--profile FILE] [--verbose]
+//
+// It serves one client on PATH and runs until that client closes the
+// socket, then exits 0 and prints the emulator's speed to stderr. A
+// negative value takes the `=` form: --ppm=-35.
+//
+// Modes (lib/target.mjs): gpio-echo answers each stimulus edge on GP2 by
+// driving GP3 after the next latency (RETURN_DELAY_NS, 1000 ns, or
+// --return-ns after max(the stimulus's return, the answer) back to idle);
+// uart-echo echoes each byte UART1 sends (its frame modelled on GP4) on GP5
+// and into UART1's RX FIFO, its start bit the latency after the sent one's;
+// periodic toggles GP3 (or, --line uart, sends a byte on GP5) every
+// --period ns (default 1 ms) on a clock skewed by --ppm; loopback wires GP2
+// to GP3 and GP4 to GP5 with zero delay. Latency files: one ns integer a
+// line, `x` for no answer, `#` comments; used in order and cycled. Answers
+// queue in order behind a late one. RP2040_HARNESS_TRACE=1 logs the USB and
+// UART traffic.
+// Exit status: 0 done, 1 error, 2 usage, 3 refused (an emulator gap the
+// harness will not paper over), 4 --max-seconds (wall clock) reached.
+
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadInto } from './lib/elf.mjs';
+import { Emulator, Refusal } from './lib/emulator.mjs';
+import { GpioEcho, Latencies, Loopback, Periodic, RETURN_DELAY_NS, UartEcho } from './lib/target.mjs';
+import { UsbBridge } from './lib/usb-bridge.mjs';
+
+const log = (line) => process.stderr.write(`rp2040 harness: ${line}\n`);
+
+function usage(message) {
+  log(`${message}\nusage: node tests/rp2040/run.mjs --elf ELF --socket PATH --mode gpio-echo|uart-echo|periodic|loopback ` +
+    '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
+    '[--baud N] [--max-seconds S] [--profile FILE] [--verbose]');
+  process.exit(2);
+}
+
+function number(value, name, { integer = false, min = -Infinity } = {}) {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min) usage(`--${name} ${value}: not a valid number`);
+  return n;
+}
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      elf: { type: 'string' },
+      socket: { type: 'string' },
+      mode: { type: 'string' },
+      latencies: { type: 'string' },
+      edge: { type: 'string', default: 'rising' },
+      'return-ns': { type: 'string' },
+      ppm: { type: 'string' },
+      period: { type: 'string' },
+      line: { type: 'string', default: 'gpio' },
+      baud: { type: 'string' },
+      'max-seconds': { type: 'string' },
+      profile: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
+    },
+    strict: true,
+  }).values;
+} catch (e) {
+  usage(e.message);
+}
+
+const modes = ['gpio-echo', 'uart-echo', 'periodic', 'loopback'];
+if (!args.elf) usage('--elf is required');
+if (!args.socket) usage('--socket is required');
+if (!modes.includes(args.mode)) usage(`--mode must be one of ${modes.join(', ')}`);
+const ppm = number(args.ppm, 'ppm') ?? 0;
+const periodNs = number(args.period, 'period', { min: 1 }) ?? 1_000_000;
+const baud = number(args.baud, 'baud', { min: 1 });
+const maxSeconds = number(args['max-seconds'], 'max-seconds', { min: 0 });
+const returnNs = number(args['return-ns'], 'return-ns', { integer: true, min: 16 }) ?? RETURN_DELAY_NS;
+
+let latencies = null;
+if (args.mode === 'gpio-echo' || args.mode === 'uart-echo') {
+  if (!args.latencies) usage(`--mode ${args.mode} needs --latencies FILE`);
+  try {
+    latencies = Latencies.parse(fs.readFileSync(args.latencies, 'utf8'), args.latencies);
+  } catch (e) {
+    usage(e.message);
+  }
+}
+
+let elf;
+try {
+  elf = fs.readFileSync(args.elf);
+} catch (e) {
+  usage(`--elf ${args.elf}: ${e.message}`);
+}
+
+const emulator = new Emulator({ log, verbose: args.verbose });
+if (args.profile) emulator.profile = new Map();
+let target;
+let bridge;
+try {
+  loadInto(emulator.mcu, new Uint8Array(elf.buffer, elf.byteOffset, elf.byteLength));
+  emulator.boot(0x10000100);
+  const bitNs = baud ? 1e9 / baud : null;
+  switch (args.mode) {
+    case 'gpio-echo':
+      target = new GpioEcho(emulator, latencies, { edge: args.edge, returnDelayNs: returnNs });
+      break;
+    case 'uart-echo':
+      target = new UartEcho(emulator, latencies, { bitNs });
+      break;
+    case 'periodic':
+      target = new Periodic(emulator, { periodNs, ppm, line: args.line, bitNs });
+      break;
+    case 'loopback':
+      target = new Loopback(emulator);
+      break;
+  }
+} catch (e) {
+  log(e.message);
+  process.exit(1);
+}
+
+let clientClosed = false;
+bridge = new UsbBridge(emulator, args.socket, {
+  log,
+  onClientClosed: () => {
+    clientClosed = true;
+  },
+});
+
+const wallStart = performance.now();
+
+function report() {
+  const wall = (performance.now() - wallStart) / 1000;
+  const sim = emulator.nowNs / 1e9;
+  log(
+    `speed: ${sim.toFixed(4)} s simulated in ${wall.toFixed(2)} s wall = ${(sim / wall).toFixed(4)} simulated s per wall s ` +
+      `(${(emulator.cycles / wall / 1e6).toFixed(1)} M cycles/s, ${emulator.cycles} cycles, ${emulator.exceptions} exceptions)`,
+  );
+  const line = target?.line;
+  if (line?.dropped) log(`UART1: ${line.dropped} byte(s) written to a full TX FIFO were dropped`);
+  if (line?.rxDropped) log(`UART1: ${line.rxDropped} byte(s) from the target found the receiver off or full`);
+  log(`USB: ${bridge.bytesIn} B host to device, ${bridge.bytesOut} B device to host`);
+  if (emulator.profile) {
+    // "address cycles", most cycles first; exception entries apart (llvm-addr2line -f -e ELF names them).
+    const rows = [...emulator.profile].sort((a, b) => b[1] - a[1]);
+    const lines = rows.map(([pc, n]) => `0x${pc.toString(16)} ${n}`);
+    lines.unshift(`# core cycles by instruction address; exception entries: ${emulator.exceptions} x 15 cycles`);
+    fs.writeFileSync(args.profile, lines.join('\n') + '\n');
+    log(`profile: ${rows.length} addresses written to ${args.profile}`);
+  }
+}
+
+async function main() {
+  await bridge.listening;
+  log(`mode ${args.mode}; listening on ${args.socket}`);
+  let chunk = 100_000;
+  for (;;) {
+    const t0 = performance.now();
+    try {
+      emulator.runCycles(chunk);
+    } catch (e) {
+      if (e instanceof Refusal) {
+        log(`refused: ${e.message}`);
+        report();
+        bridge.close();
+        process.exit(3);
+      }
+      throw e;
+    }
+    const dt = performance.now() - t0;
+    if (dt < 5 && chunk < 10_000_000) chunk *= 2;
+    else if (dt > 20 && chunk > 1000) chunk = Math.floor(chunk / 2);
+    if (clientClosed) {
+      report();
+      bridge.close();
+      process.exit(0);
+    }
+    if (maxSeconds !== undefined && (performance.now() - wallStart) / 1000 > maxSeconds) {
+      log(`--max-seconds ${maxSeconds}: stopped (wall clock) before the client closed the socket`);
+      report();
+      bridge.close();
+      process.exit(4);
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+main().catch((e) => {
+  log(`error: ${e.stack || e}`);
+  process.exit(1);
+});
