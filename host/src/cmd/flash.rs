@@ -209,3 +209,41 @@ pub fn cdc_port(
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::list::SerialPort;
+    use super::*;
+
+    fn port(path: &str, ids: (u16, u16), product: &str) -> SerialPort {
+        SerialPort {
+            path: path.into(),
+            vid: Some(ids.0),
+            pid: Some(ids.1),
+            serial: None,
+            manufacturer: None,
+            product: Some(product.into()),
+            interface: Some(0),
+            by_id: None,
+            latprobe: None,
+        }
+    }
+
+    #[test]
+    fn the_picos_port_is_told_by_its_ids_and_product() {
+        let pico = probe::board("rp2040-pico").unwrap();
+        let ours = port("/dev/ttyACM3", (0x16c0, 0x27dd), "latprobe probe (rp2040-pico)");
+        let other = port("/dev/ttyACM0", (0x16c0, 0x27dd), "USBasp serial");
+        let stlink = port("/dev/ttyACM1", (0x0483, 0x374b), "STM32 STLink");
+        let found = cdc_port(&[other.clone(), stlink.clone(), ours.clone()], pico, false).unwrap();
+        assert_eq!(found.as_deref(), Some("/dev/ttyACM3"));
+        // Not there yet: wait; at the deadline: say what to do.
+        assert_eq!(cdc_port(std::slice::from_ref(&other), pico, false).unwrap(), None);
+        let e = cdc_port(&[other], pico, true).unwrap_err().to_string();
+        assert!(e.contains("did not appear within 5 s") && e.contains("--port"), "{e}");
+        let two = [ours.clone(), port("/dev/ttyACM4", (0x16c0, 0x27dd), "latprobe probe (rp2040-pico)")];
+        let e = cdc_port(&two, pico, false).unwrap_err().to_string();
+        assert!(e.contains("2 rp2040-pico ports") && e.contains("/dev/ttyACM3, /dev/ttyACM4"), "{e}");
+        assert!(e.contains("--port"), "{e}");
+    }
+}

@@ -82,10 +82,10 @@ pub struct RunProbeArgs {
     /// The debug probe, as `latprobe list` shows it, when several are attached
     #[arg(long = "probe", value_name = "VID:PID[:SERIAL]", value_parser = parse_selector)]
     pub probe: Option<Selector>,
-    /// The probe board's chip, as probe-rs names it
+    /// The probe board's chip, as probe-rs names it (RP2040 for the Raspberry Pi Pico)
     #[arg(long, value_name = "CHIP", default_value = "STM32F411RETx")]
     pub chip: String,
-    /// The firmware ELF: flashed with --flash, and the RTT control block and defmt table are read from it [default: the workspace's `cargo fw-nucleo` output]
+    /// The firmware ELF: flashed with --flash, and the RTT control block and defmt table are read from it [default: the workspace's `cargo fw-nucleo` (or, for --chip RP2040, `cargo fw-pico`) output]
     #[arg(long, value_name = "PATH")]
     pub elf: Option<PathBuf>,
     /// Show the probe's defmt log (with --link rtt) as it comes
@@ -216,6 +216,17 @@ pub fn open_run_link(
         if let Some(p) = port {
             return Err(Error::Config(format!(
                 "--port {p} and --link rtt: RTT goes through the debug probe; drop --port, or use --link serial"
+            )));
+        }
+    }
+    if let (LinkArg::Rtt, Some(b)) =
+        (args.link, BOARDS.iter().find(|b| b.chip.eq_ignore_ascii_case(&args.chip)))
+    {
+        if let HostLink::UsbCdc { .. } = b.host_link {
+            return Err(Error::Config(format!(
+                "--link rtt with --chip {}: the {} firmware carries only its defmt log over RTT; its host \
+                 link is its own USB port: --link serial --port /dev/ttyACM0 (`latprobe list` marks it)",
+                args.chip, b.name
             )));
         }
     }
@@ -372,5 +383,8 @@ mod tests {
         let rtt = RunProbeArgs { link: LinkArg::Rtt, ..args };
         let e = open_run_link(&rtt, Some("/dev/ttyACM0"), 921_600).err().unwrap().to_string();
         assert!(e.contains("drop --port"), "{e}");
+        let pico = RunProbeArgs { chip: "rp2040".into(), ..rtt };
+        let e = open_run_link(&pico, None, 921_600).err().unwrap().to_string();
+        assert!(e.contains("only its defmt log") && e.contains("--port /dev/ttyACM0"), "{e}");
     }
 }
