@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::probe::{self, parse_selector, Board, HostLink, Selector};
+use crate::probe::{self, parse_selector, Board, Selector};
 use crate::Error;
 
 /// `latprobe flash` options.
@@ -122,7 +122,7 @@ fn write_uf2(board: &Board, elf: Option<&Path>, out: &Path) -> Result<(), Error>
 
 #[cfg(feature = "probe-rs")]
 fn flash(args: &FlashArgs, board: &Board, path: &Path) -> Result<(), Error> {
-    use crate::probe::{debug, elf::FirmwareElf};
+    use crate::probe::{debug, elf::FirmwareElf, HostLink};
     use crate::source::ByteSource;
 
     // Refuse a wrong ELF here, before any probe is touched.

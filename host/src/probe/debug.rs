@@ -166,14 +166,22 @@ pub fn attach(probe: Probe, name: &str, chip: &str, board: Option<&Board>) -> Re
     Ok(session)
 }
 
-/// Whether the chip's flash already holds `elf`'s image, byte for byte.
+/// Whether the chip's flash already holds `elf`'s image, byte for byte. A
+/// flash that cannot be read is taken as not holding it: an RP2040 whose
+/// flash has no valid boot2 (a new Pico, or one in BOOTSEL mode) has no
+/// XIP set up, and a read there faults; flashing sets it up.
 pub fn holds(session: &mut Session, elf: &FirmwareElf) -> Result<bool, Error> {
     let mut core =
-        session.core(0).map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
+        session.core(0).map_err(|e| Error::DebugProbe(format!("cannot reach the probe's core: {e}")))?;
     for (addr, data) in &elf.image {
         let mut have = vec![0u8; data.len()];
-        core.read(*addr, &mut have)
-            .map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
+        if let Err(e) = core.read(*addr, &mut have) {
+            crate::stderr_line!(
+                "latprobe: cannot read the chip's flash at {addr:#010x} to compare ({e}): taken as not holding {}",
+                elf.path.display()
+            );
+            return Ok(false);
+        }
         if &have != data {
             return Ok(false);
         }
