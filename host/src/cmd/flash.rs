@@ -53,13 +53,16 @@ pub fn run(args: FlashArgs) -> Result<(), Error> {
         return write_uf2(board, args.elf.as_deref(), out);
     }
     let path = probe::find_elf(board, args.elf.as_deref())?;
+    // Refuse a wrong ELF here, before any probe is touched (and before a
+    // latprobe without probe-rs says it cannot flash).
+    let elf = probe::elf::FirmwareElf::load(&path, board)?;
     #[cfg(feature = "probe-rs")]
     {
-        flash(&args, board, &path)
+        flash(&args, board, &elf)
     }
     #[cfg(not(feature = "probe-rs"))]
     {
-        let _ = path;
+        let _ = elf;
         Err(probe::without_probe_rs("latprobe flash"))
     }
 }
@@ -121,16 +124,14 @@ fn write_uf2(board: &Board, elf: Option<&Path>, out: &Path) -> Result<(), Error>
 }
 
 #[cfg(feature = "probe-rs")]
-fn flash(args: &FlashArgs, board: &Board, path: &Path) -> Result<(), Error> {
-    use crate::probe::{debug, elf::FirmwareElf, HostLink};
+fn flash(args: &FlashArgs, board: &Board, elf: &probe::elf::FirmwareElf) -> Result<(), Error> {
+    use crate::probe::{debug, HostLink};
     use crate::source::ByteSource;
 
-    // Refuse a wrong ELF here, before any probe is touched.
-    let elf = FirmwareElf::load(path, board)?;
     let (dbg, name) = debug::open_probe(args.probe.as_ref(), Some(board))?;
     crate::stderr_line!("latprobe: debug probe {name}");
     let mut session = debug::attach(dbg, &name, board.chip, Some(board))?;
-    debug::flash_if_needed(&mut session, &elf, args.force)?;
+    debug::flash_if_needed(&mut session, elf, args.force)?;
     let mut link: Box<dyn ByteSource> = match (&args.port, board.host_link) {
         (Some(port), _) => {
             drop(session);
@@ -139,7 +140,7 @@ fn flash(args: &FlashArgs, board: &Board, path: &Path) -> Result<(), Error> {
         // The log channel is left for `run --link rtt -v`: the boot lines
         // wait there.
         (None, HostLink::Rtt) => {
-            Box::new(debug::open_rtt(session, &name, Some(&elf), board.ram, false, false)?)
+            Box::new(debug::open_rtt(session, &name, Some(elf), board.ram, false, false)?)
         }
         (None, HostLink::UsbCdc { .. }) => {
             drop(session);
