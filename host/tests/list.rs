@@ -159,7 +159,7 @@ fn a_pico_its_debug_probe_and_bootsel_are_flagged_with_what_to_do() {
     let why = |path: &str| ports.iter().find(|p| p["path"] == path).unwrap()["latprobe"].clone();
     let pico = why("/dev/ttyACM0");
     assert!(
-        pico.as_str().unwrap().contains("latprobe firmware on a rp2040-pico")
+        pico.as_str().unwrap().contains("latprobe firmware (rp2040-pico)")
             && pico.as_str().unwrap().contains("--port /dev/ttyACM0"),
         "{pico}"
     );

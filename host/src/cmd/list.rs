@@ -171,7 +171,7 @@ fn port_kind(vid: u16, pid: u16, product: Option<&str>, path: &str) -> Option<St
         return Some(format!("{kind} virtual COM port: a Nucleo's host link"));
     }
     if let Some(b) = latprobe_cdc_board(vid, pid, product) {
-        return Some(format!("latprobe firmware on a {}: its host link (USB CDC), --port {path}", b.name));
+        return Some(format!("latprobe firmware ({}): its host link (USB CDC), --port {path}", b.name));
     }
     (pico_kind(vid, pid) == Some(PicoKind::DebugProbe)).then(|| {
         "CMSIS-DAP debug probe's UART bridge: a Pico's UART0 host link when wired to GP0/GP1 \
