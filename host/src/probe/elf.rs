@@ -197,3 +197,30 @@ fn read_symbol<'d>(elf: &ElfFile32<'d, object::Endianness>, name: &str) -> Optio
     let start = (addr - section.address()) as usize;
     data.get(start..start + size as usize)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boot2_is_checked_as_the_boot_rom_checks_it() {
+        // CRC-32/MPEG-2's catalogue check value.
+        assert_eq!(boot2_crc(b"123456789"), 0x0376_e6e7);
+        let mut boot2: Vec<u8> = (0..252u32).map(|i| (i * 13 + 1) as u8).collect();
+        boot2.extend_from_slice(&boot2_crc(&boot2).to_le_bytes());
+        let rest = vec![0x5A; 64];
+        let origin = 0x1000_0000;
+        check_boot2(&[(origin, boot2.clone()), (origin + 256, rest.clone())], origin).unwrap();
+        // boot2 inside a larger first segment.
+        let whole: Vec<u8> = boot2.iter().chain(&rest).copied().collect();
+        check_boot2(&[(origin, whole)], origin).unwrap();
+        let e = check_boot2(&[(origin + 256, rest.clone())], origin).unwrap_err();
+        assert!(e.contains("no boot2") && e.contains("0x10000000"), "{e}");
+        let e = check_boot2(&[(origin, boot2[..200].to_vec())], origin).unwrap_err();
+        assert!(e.contains("no boot2"), "a short boot2 is none: {e}");
+        let mut bad = boot2.clone();
+        bad[7] ^= 0x80;
+        let e = check_boot2(&[(origin, bad)], origin).unwrap_err();
+        assert!(e.contains("not the CRC-32 of its first 252 bytes"), "{e}");
+    }
+}
