@@ -61,7 +61,7 @@ pub enum Command {
     Calibrate(cmd::calibrate::CalibrateArgs),
     /// List serial ports and debug probes, marking the ones that look like a latprobe board
     List(cmd::list::ListArgs),
-    /// Flash the probe firmware through the board's debug probe, then check its Hello
+    /// Flash the probe firmware through the board's debug probe, then check its Hello (or write a UF2 file for the Pico's BOOTSEL drive: --uf2)
     Flash(cmd::flash::FlashArgs),
     /// Print a shell completion script: `latprobe completions bash > /etc/bash_completion.d/latprobe`
     Completions(cmd::docs::CompletionsArgs),

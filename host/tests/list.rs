@@ -107,3 +107,95 @@ fn an_empty_machine_lists_nothing_and_says_so() {
     let text = list(d.path(), false);
     assert!(text.starts_with("serial ports\n  (none)\n"), "{text}");
 }
+
+/// A Pico running latprobe firmware (its own CDC port), a Raspberry Pi
+/// Debug Probe (CMSIS-DAP and its UART bridge), a Pico in BOOTSEL mode (no
+/// tty: a USB device only), and another V-USB CDC device on the shared
+/// 16c0:27dd that is no latprobe board.
+fn pico_tree() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let (sys, dev) = (d.path().join("sys"), d.path().join("dev"));
+    usb_tty(
+        &sys,
+        "1-5",
+        ("16c0", "27dd"),
+        "rp2040-pico",
+        "latprobe probe (rp2040-pico)",
+        "1-5:1.0",
+        "ttyACM0",
+    );
+    usb_tty(
+        &sys,
+        "1-6",
+        ("2e8a", "000c"),
+        "E6614C311B7A5F2E",
+        "Debugprobe on Pico (CMSIS-DAP)",
+        "1-6:1.1",
+        "ttyACM1",
+    );
+    usb_tty(&sys, "1-7", ("16c0", "27dd"), "0001", "USBasp serial", "1-7:1.0", "ttyACM2");
+    let boot = sys.join("devices/pci0000:00/0000:00:14.0/usb1/1-4");
+    write(&boot.join("idVendor"), "2e8a");
+    write(&boot.join("idProduct"), "0003");
+    write(&boot.join("product"), "RP2 Boot");
+    std::fs::create_dir_all(boot.join("1-4:1.0")).unwrap();
+    let bus = sys.join("bus/usb/devices");
+    std::fs::create_dir_all(&bus).unwrap();
+    symlink(&boot, bus.join("1-4")).unwrap();
+    symlink(boot.join("1-4:1.0"), bus.join("1-4:1.0")).unwrap();
+    symlink(sys.join("devices/pci0000:00/0000:00:14.0/usb1/1-6"), bus.join("1-6")).unwrap();
+    let by_id = dev.join("serial/by-id");
+    std::fs::create_dir_all(&by_id).unwrap();
+    symlink("../../ttyACM0", by_id.join("usb-latprobe_latprobe_probe__rp2040-pico__rp2040-pico-if00"))
+        .unwrap();
+    d
+}
+
+#[test]
+fn a_pico_its_debug_probe_and_bootsel_are_flagged_with_what_to_do() {
+    let d = pico_tree();
+    let v: Value = serde_json::from_str(&list(d.path(), true)).unwrap();
+    let ports = v["serial_ports"].as_array().unwrap();
+    let why = |path: &str| ports.iter().find(|p| p["path"] == path).unwrap()["latprobe"].clone();
+    let pico = why("/dev/ttyACM0");
+    assert!(
+        pico.as_str().unwrap().contains("latprobe firmware (rp2040-pico)")
+            && pico.as_str().unwrap().contains("--port /dev/ttyACM0"),
+        "{pico}"
+    );
+    let bridge = why("/dev/ttyACM1");
+    assert!(
+        bridge.as_str().unwrap().contains("UART0") && bridge.as_str().unwrap().contains("GP0/GP1"),
+        "{bridge}"
+    );
+    assert!(why("/dev/ttyACM2").is_null(), "16c0:27dd with another product string is not latprobe's");
+    let boot = v["boot_loaders"].as_array().unwrap();
+    assert_eq!(boot.len(), 1, "one BOOTSEL Pico; the interface and the debug probe are none: {boot:?}");
+    assert_eq!(
+        (boot[0]["usb"].as_str(), boot[0]["vid"].as_u64(), boot[0]["pid"].as_u64()),
+        (Some("1-4"), Some(0x2e8a), Some(3))
+    );
+    let hint = boot[0]["latprobe"].as_str().unwrap();
+    assert!(hint.contains("--uf2") && hint.contains("picotool load"), "{hint}");
+
+    let text = list(d.path(), false);
+    let line = |needle: &str| {
+        text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    assert!(line("/dev/ttyACM0").starts_with('*') && line("/dev/ttyACM0").contains("16c0:27dd"), "{text}");
+    assert!(line("/dev/ttyACM1").starts_with('*'), "{text}");
+    assert!(line("/dev/ttyACM2").starts_with(' '), "{text}");
+    assert!(text.contains("boot loaders\n* usb 1-4 "), "{text}");
+    assert!(line("usb 1-4").contains("2e8a:0003") && line("usb 1-4").contains("RP2 Boot"), "{text}");
+    assert!(text.contains("RP2040 in BOOTSEL mode"), "{text}");
+    assert!(text.lines().last().unwrap().starts_with("* looks like a latprobe board"), "{text}");
+}
+
+#[test]
+fn no_boot_loader_section_without_one() {
+    let d = fake_tree();
+    let text = list(d.path(), false);
+    assert!(!text.contains("boot loaders"), "{text}");
+    let v: Value = serde_json::from_str(&list(d.path(), true)).unwrap();
+    assert_eq!(v["boot_loaders"], serde_json::json!([]));
+}

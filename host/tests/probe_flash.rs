@@ -87,7 +87,7 @@ fn probe_attached() -> bool {
 }
 
 mod messages {
-    use latprobe::probe::debug::{check_dev_id, choose, classify, open_error, OpenFailure};
+    use latprobe::probe::debug::{choose, classify, open_error, OpenFailure};
     use latprobe::probe::{board, parse_selector};
     use probe_rs::probe::{DebugProbeError, ProbeCreationError};
 
@@ -99,7 +99,7 @@ mod messages {
     #[test]
     fn several_probes_and_none_chosen_lists_them() {
         let two: Vec<Item> = vec![(0x0483, 0x374b, Some("AAA")), (0x0483, 0x374b, Some("BBB"))];
-        let e = choose(&two, None, ids).unwrap_err().to_string();
+        let e = choose(&two, None, "plug it in", ids).unwrap_err().to_string();
         assert!(e.contains("2 debug probes are attached and none is chosen"), "{e}");
         assert!(
             e.contains("--probe VID:PID:SERIAL")
@@ -108,12 +108,13 @@ mod messages {
             "{e}"
         );
         let sel = parse_selector("0483:374b").unwrap();
-        let e = choose(&two, Some(&sel), ids).unwrap_err().to_string();
+        let e = choose(&two, Some(&sel), "plug it in", ids).unwrap_err().to_string();
         assert!(e.contains("--probe 0483:374b matches them all"), "{e}");
         let sel = parse_selector("0483:374b:BBB").unwrap();
-        assert_eq!(choose(&two, Some(&sel), ids).unwrap().2, Some("BBB"));
+        assert_eq!(choose(&two, Some(&sel), "plug it in", ids).unwrap().2, Some("BBB"));
         let none: Vec<Item> = Vec::new();
-        assert!(choose(&none, None, ids).unwrap_err().to_string().contains("no debug probe found"));
+        let e = choose(&none, None, "plug it in", ids).unwrap_err().to_string();
+        assert!(e.contains("no debug probe found: plug it in;"), "{e}");
     }
 
     #[test]
@@ -133,9 +134,13 @@ mod messages {
     #[test]
     fn a_wrong_chip_is_named_with_its_id() {
         let b = board("nucleo-f411re").unwrap();
-        check_dev_id(b, 0x1000_6431).unwrap();
-        let e = check_dev_id(b, 0x1000_7413).unwrap_err().to_string();
+        b.chip_id.check(b, 0x1000_6431).unwrap();
+        let e = b.chip_id.check(b, 0x1000_7413).unwrap_err().to_string();
         assert!(e.contains("wrong chip") && e.contains("0x413") && e.contains("--probe"), "{e}");
+        let p = board("rp2040-pico").unwrap();
+        p.chip_id.check(p, 0x1000_2927).unwrap();
+        let e = p.chip_id.check(p, 0x1000_6431).unwrap_err().to_string();
+        assert!(e.contains("wrong chip") && e.contains("SYSINFO CHIP_ID is 0x10006431"), "{e}");
     }
 }
 

@@ -2,14 +2,18 @@
 //! libudev is needed) with their USB ids, serial number, product and
 //! `/dev/serial/by-id` name, and the debug probes probe-rs finds. An
 //! ST-LINK's virtual COM port and its debug probe share a USB serial number,
-//! which pairs a port with its probe: that pair is a latprobe board.
+//! which pairs a port with its probe: that pair is a latprobe board. A
+//! Pico running latprobe firmware is its own USB CDC port (16c0:27dd with
+//! its product string); a CMSIS-DAP debug probe (2e8a:000c) flashes one,
+//! and a Pico in BOOTSEL mode (2e8a:0003, read from the USB devices in
+//! sysfs: it has no port) takes the UF2 file.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
 
-use crate::probe::stlink_kind;
+use crate::probe::{latprobe_cdc_board, pico_kind, stlink_kind, PicoKind};
 use crate::Error;
 
 /// `latprobe list` options.
@@ -71,11 +75,29 @@ pub struct DebugProbe {
     pub latprobe: Option<String>,
 }
 
+/// A boot ROM's USB device (a Pico in BOOTSEL mode): no port, no debug
+/// probe, but it takes a UF2 file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BootLoader {
+    /// Its sysfs name (`1-4`: bus 1, port 4).
+    pub usb: String,
+    /// USB vendor id.
+    pub vid: u16,
+    /// USB product id.
+    pub pid: u16,
+    /// USB product string.
+    pub product: Option<String>,
+    /// What to do with it.
+    pub latprobe: String,
+}
+
 /// What `list` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Listing {
     /// Serial ports.
     pub serial_ports: Vec<SerialPort>,
+    /// Boot loaders waiting for a UF2 file (a Pico in BOOTSEL mode).
+    pub boot_loaders: Vec<BootLoader>,
     /// Debug probes (empty when not listed).
     pub debug_probes: Vec<DebugProbe>,
     /// Why debug probes were not listed, if they were not.
@@ -135,14 +157,70 @@ pub fn serial_ports(sys: &Path, dev: &Path) -> Vec<SerialPort> {
             port.product = read_trim(&usb.join("product"));
         }
         if let (Some(vid), Some(pid)) = (port.vid, port.pid) {
-            if let Some(kind) = stlink_kind(vid, pid) {
-                port.latprobe = Some(format!("{kind} virtual COM port: a Nucleo's host link"));
-            }
+            port.latprobe = port_kind(vid, pid, port.product.as_deref(), &port.path);
         }
         ports.push(port);
     }
     ports.sort_by(|a, b| a.path.cmp(&b.path));
     ports
+}
+
+/// Why a serial port with these USB ids looks like a latprobe board's link.
+fn port_kind(vid: u16, pid: u16, product: Option<&str>, path: &str) -> Option<String> {
+    if let Some(kind) = stlink_kind(vid, pid) {
+        return Some(format!("{kind} virtual COM port: a Nucleo's host link"));
+    }
+    if let Some(b) = latprobe_cdc_board(vid, pid, product) {
+        return Some(format!("latprobe firmware ({}): its host link (USB CDC), --port {path}", b.name));
+    }
+    (pico_kind(vid, pid) == Some(PicoKind::DebugProbe)).then(|| {
+        "CMSIS-DAP debug probe's UART bridge: a Pico's UART0 host link when wired to GP0/GP1 \
+         (--baud 921600); the Pico's own USB port needs no bridge"
+            .to_string()
+    })
+}
+
+/// What a debug probe with these USB ids is for, if latprobe uses it.
+pub fn debug_probe_kind(vid: u16, pid: u16, selector: &str) -> Option<String> {
+    if let Some(k) = stlink_kind(vid, pid) {
+        return Some(format!("{k}: flashes a Nucleo (`latprobe flash --probe {selector}`)"));
+    }
+    (pico_kind(vid, pid) == Some(PicoKind::DebugProbe)).then(|| {
+        format!(
+            "CMSIS-DAP debug probe: flashes a Pico wired to its SWD pins \
+             (`latprobe flash --board rp2040-pico --probe {selector}`)"
+        )
+    })
+}
+
+/// The USB devices under `sys/bus/usb/devices` that are a boot ROM waiting
+/// for a UF2 file (interfaces, `1-4:1.0`, have no idVendor and are passed).
+pub fn boot_loaders(sys: &Path) -> Vec<BootLoader> {
+    let Ok(entries) = std::fs::read_dir(sys.join("bus").join("usb").join("devices")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let d = e.path();
+        let (Some(vid), Some(pid)) = (hex_file(&d.join("idVendor")), hex_file(&d.join("idProduct"))) else {
+            continue;
+        };
+        if pico_kind(vid, pid) == Some(PicoKind::Bootsel) {
+            out.push(BootLoader {
+                usb: e.file_name().to_string_lossy().into_owned(),
+                vid,
+                pid,
+                product: read_trim(&d.join("product")),
+                latprobe: "RP2040 in BOOTSEL mode: copy the firmware onto its RPI-RP2 drive with \
+                           `latprobe flash --board rp2040-pico --uf2 /media/$USER/RPI-RP2`, or write \
+                           `latprobe flash --board rp2040-pico --uf2 latprobe.uf2` and `picotool load -x \
+                           latprobe.uf2`"
+                    .to_string(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.usb.cmp(&b.usb));
+    out
 }
 
 /// `(by-id path, tty name)` for every link in `dir`.
@@ -179,8 +257,7 @@ pub fn debug_probes() -> Vec<DebugProbe> {
                 serial: i.info.serial_number.clone(),
                 selector: sel.to_string(),
                 accessible: i.accessibility == Accessibility::Accessible,
-                latprobe: stlink_kind(i.info.vendor_id, i.info.product_id)
-                    .map(|k| format!("{k}: flashes a Nucleo (`latprobe flash --probe {sel}`)")),
+                latprobe: debug_probe_kind(i.info.vendor_id, i.info.product_id, &sel.to_string()),
             }
         })
         .collect()
@@ -191,7 +268,9 @@ fn pair(l: &mut Listing) {
     for p in &mut l.debug_probes {
         let Some(serial) = &p.serial else { continue };
         if let Some(port) = l.serial_ports.iter_mut().find(|s| s.serial.as_ref() == Some(serial)) {
-            if p.latprobe.is_some() {
+            // A CMSIS-DAP probe's UART bridge is a host link only when
+            // wired to the Pico's UART0: not paired.
+            if p.latprobe.is_some() && stlink_kind(p.vid, p.pid).is_some() {
                 port.latprobe = Some(format!(
                     "{}; its debug probe is --probe {}",
                     port.latprobe.as_deref().unwrap_or("a probe's port"),
@@ -218,7 +297,7 @@ pub fn listing(sys: &Path, dev: &Path, probes: bool) -> Listing {
         let _ = probes;
         (Vec::new(), Some("not listed: this latprobe was built without probe-rs".to_string()))
     };
-    let mut l = Listing { serial_ports, debug_probes, debug_probes_note };
+    let mut l = Listing { serial_ports, boot_loaders: boot_loaders(sys), debug_probes, debug_probes_note };
     pair(&mut l);
     l
 }
@@ -259,6 +338,20 @@ pub fn render(l: &Listing) -> String {
             out.push_str(&format!("    {why}\n"));
         }
     }
+    // Only when there is one: a machine without a Pico in BOOTSEL mode
+    // lists as it always did.
+    if !l.boot_loaders.is_empty() {
+        out.push_str("boot loaders\n");
+    }
+    for b in &l.boot_loaders {
+        out.push_str(&format!(
+            "* {:<14} {:<10} {}\n    {}\n",
+            format!("usb {}", b.usb),
+            format!("{:04x}:{:04x}", b.vid, b.pid),
+            opt(&b.product),
+            b.latprobe
+        ));
+    }
     out.push_str("debug probes\n");
     if let Some(note) = &l.debug_probes_note {
         out.push_str(&format!("  ({note})\n"));
@@ -280,9 +373,13 @@ pub fn render(l: &Listing) -> String {
     }
     // The legend explains a mark: without one it would only puzzle.
     let marked = l.serial_ports.iter().any(|p| p.latprobe.is_some())
-        || l.debug_probes.iter().any(|p| p.latprobe.is_some());
+        || l.debug_probes.iter().any(|p| p.latprobe.is_some())
+        || !l.boot_loaders.is_empty();
     if marked {
-        out.push_str("* looks like a latprobe board (an ST-LINK: Nucleo-F411RE)\n");
+        out.push_str(
+            "* looks like a latprobe board or its probe (an ST-LINK: Nucleo-F411RE; latprobe's USB port, \
+             a CMSIS-DAP probe or BOOTSEL: Raspberry Pi Pico)\n",
+        );
     }
     out
 }

@@ -19,9 +19,6 @@ use crate::source::rtt::{ControlBlock, RttSource, TargetMemory};
 use crate::source::ByteSource;
 use crate::Error;
 
-/// STM32 DBGMCU_IDCODE (RM0383 §23.6.1): DEV_ID in bits 11:0.
-const DBGMCU_IDCODE: u64 = 0xE004_2000;
-
 /// What went wrong opening a probe, as far as the user can act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenFailure {
@@ -77,11 +74,13 @@ pub fn describe(info: &DebugProbeInfo) -> String {
     format!("{} ({sel})", info.identifier)
 }
 
-/// Pick the probe `sel` names among `found`, or say why none can be.
+/// Pick the probe `sel` names among `found`, or say why none can be
+/// (`wiring`: how the board's probe is connected, for "none found").
 /// Pure, so that every message is tested without hardware.
 pub fn choose<'a, T>(
     found: &'a [T],
     sel: Option<&Selector>,
+    wiring: &str,
     ids: impl Fn(&T) -> (u16, u16, Option<&str>, String),
 ) -> Result<&'a T, Error> {
     let list = |items: &[&T]| items.iter().map(|t| format!("  {}", ids(t).3)).collect::<Vec<_>>().join("\n");
@@ -96,11 +95,9 @@ pub fn choose<'a, T>(
         .collect();
     match (matching.as_slice(), sel) {
         ([one], _) => Ok(one),
-        ([], None) => Err(Error::DebugProbe(
-            "no debug probe found: plug the Nucleo in by its ST-LINK USB connector (CN1) with a data \
-             cable; `latprobe list` shows what is attached"
-                .into(),
-        )),
+        ([], None) => Err(Error::DebugProbe(format!(
+            "no debug probe found: {wiring}; `latprobe list` shows what is attached"
+        ))),
         ([], Some(s)) => Err(Error::DebugProbe(format!(
             "no debug probe matches --probe {s}; attached:\n{}",
             if found.is_empty() { "  (none)".to_string() } else { list(&found.iter().collect::<Vec<_>>()) }
@@ -114,11 +111,24 @@ pub fn choose<'a, T>(
     }
 }
 
-/// Find and open the probe `sel` names (or the only one).
-pub fn open_probe(sel: Option<&Selector>) -> Result<(Probe, String), Error> {
+/// How to connect the debug probe of `board`, or of any board latprobe
+/// knows.
+pub fn wiring(board: Option<&Board>) -> String {
+    match board {
+        Some(b) => b.wiring.to_string(),
+        None => super::BOARDS
+            .iter()
+            .map(|b| format!("for the {}: {}", b.name, b.wiring))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// Find and open the probe `sel` names (or the only one) for `board`.
+pub fn open_probe(sel: Option<&Selector>, board: Option<&Board>) -> Result<(Probe, String), Error> {
     let lister = Lister::new();
     let items = lister.list_all_with_access();
-    let item = choose(&items, sel, |i| {
+    let item = choose(&items, sel, &wiring(board), |i| {
         (i.info.vendor_id, i.info.product_id, i.info.serial_number.as_deref(), describe(&i.info))
     })?;
     let name = describe(&item.info);
@@ -137,45 +147,41 @@ pub fn open_probe(sel: Option<&Selector>) -> Result<(Probe, String), Error> {
 pub fn attach(probe: Probe, name: &str, chip: &str, board: Option<&Board>) -> Result<Session, Error> {
     let mut session = probe.attach(chip, Permissions::default()).map_err(|e| match e {
         probe_rs::Error::ChipNotFound(_) => Error::DebugProbe(format!(
-            "--chip {chip}: probe-rs does not know this chip (the Nucleo-F411RE's is STM32F411RETx)"
+            "--chip {chip}: probe-rs does not know this chip (latprobe's boards: {})",
+            super::BOARDS.iter().map(|b| format!("{} is {}", b.name, b.chip)).collect::<Vec<_>>().join(", ")
         )),
         e if classify(&e) != OpenFailure::Other => open_error(name, &e),
         e => Error::DebugProbe(format!(
-            "the debug probe {name} cannot reach the {chip}: {e}; check that the board is powered \
-             and the ST-LINK jumpers (CN2) are on"
+            "the debug probe {name} cannot reach the {chip}: {e}; check that the board is powered: {}",
+            wiring(board)
         )),
     })?;
     if let Some(b) = board.filter(|b| b.chip.eq_ignore_ascii_case(chip)) {
         let id = session
             .core(0)
-            .and_then(|mut c| c.read_word_32(DBGMCU_IDCODE))
+            .and_then(|mut c| c.read_word_32(b.chip_id.address()))
             .map_err(|e| Error::DebugProbe(format!("cannot read the chip id through {name}: {e}")))?;
-        check_dev_id(b, id)?;
+        b.chip_id.check(b, id)?;
     }
     Ok(session)
 }
 
-/// The DEV_ID check of [`attach`].
-pub fn check_dev_id(board: &Board, idcode: u32) -> Result<(), Error> {
-    let dev = (idcode & 0xFFF) as u16;
-    if dev != board.dev_id {
-        return Err(Error::DebugProbe(format!(
-            "wrong chip: the debug probe reaches an STM32 with DEV_ID {dev:#05x}, and a {} has a \
-             {} (DEV_ID {:#05x}): choose the probe of the {} board with --probe (`latprobe list`)",
-            board.name, board.family, board.dev_id, board.name
-        )));
-    }
-    Ok(())
-}
-
-/// Whether the chip's flash already holds `elf`'s image, byte for byte.
+/// Whether the chip's flash already holds `elf`'s image, byte for byte. A
+/// flash that cannot be read is taken as not holding it: an RP2040 whose
+/// flash has no valid boot2 (a new Pico, or one in BOOTSEL mode) has no
+/// XIP set up, and a read there faults; flashing sets it up.
 pub fn holds(session: &mut Session, elf: &FirmwareElf) -> Result<bool, Error> {
     let mut core =
-        session.core(0).map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
+        session.core(0).map_err(|e| Error::DebugProbe(format!("cannot reach the probe's core: {e}")))?;
     for (addr, data) in &elf.image {
         let mut have = vec![0u8; data.len()];
-        core.read(*addr, &mut have)
-            .map_err(|e| Error::DebugProbe(format!("cannot read the probe's flash: {e}")))?;
+        if let Err(e) = core.read(*addr, &mut have) {
+            crate::stderr_line!(
+                "latprobe: cannot read the chip's flash at {addr:#010x} to compare ({e}): taken as not holding {}",
+                elf.path.display()
+            );
+            return Ok(false);
+        }
         if &have != data {
             return Ok(false);
         }
@@ -419,7 +425,7 @@ pub fn open_run_link(
         }
         (None, false) => None,
     };
-    let (probe, name) = open_probe(args.probe.as_ref())?;
+    let (probe, name) = open_probe(args.probe.as_ref(), board)?;
     let mut session = attach(probe, &name, &args.chip, board)?;
     let mut elf_runs = false;
     if let (true, Some(e)) = (args.flash, &elf) {
@@ -440,7 +446,7 @@ pub fn open_run_link(
     let mut src: Box<dyn ByteSource> = match args.link {
         LinkArg::Serial => {
             drop(session);
-            crate::source::open(port.unwrap_or_default(), baud)?
+            super::open_after_reset(port.unwrap_or_default(), baud, board)?
         }
         LinkArg::Rtt => {
             let ram = board.map_or((0x2000_0000, 128 * 1024), |b| b.ram);

@@ -1,14 +1,16 @@
-//! The bench side of the probe board: which boards latprobe can flash,
-//! where their firmware comes from, how a debug probe is named on the
-//! command line, and the errors a user meets on a bench, each naming the
-//! fix. The debug probe itself (probe-rs: flash, attach, RTT) is in
-//! `debug` and the firmware ELF's checks in `elf`, both behind the
-//! default `probe-rs` feature; without it these commands say how to get it.
+//! The bench side of the probe board: which boards latprobe can flash
+//! (`board`: the table, chip ids, USB ids, udev rules), where their
+//! firmware comes from, how a debug probe is named on the command line,
+//! and the errors a user meets on a bench, each naming the fix. The debug
+//! probe itself (probe-rs: flash, attach, RTT) is in `debug`, behind the
+//! default `probe-rs` feature (without it these commands say how to get
+//! it); the firmware ELF's checks are in `elf` and the UF2 file for a boot
+//! ROM's USB drive in `uf2`, which need no probe.
 //!
 //! ```text
-//!  latprobe flash ─┐                       ┌─▶ probe-rs: erase, program, verify, reset
-//!  run --flash ────┼─▶ elf: board? protocol? ┤
-//!  run --link rtt ─┘   (before any probe)   └─▶ RTT: source::rtt over the probe's memory
+//!  latprobe flash ─┐                                ┌─▶ probe-rs: erase, program, verify, reset
+//!  run --flash ────┼─▶ elf: board? protocol? flash? ┼─▶ RTT: source::rtt over the probe's memory
+//!  run --link rtt ─┘   boot2? (before any probe)    └─▶ uf2: blocks for BOOTSEL (flash --uf2)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -17,84 +19,13 @@ use clap::{Args, ValueEnum};
 
 use crate::error::{Error, LinkError};
 
+mod board;
 #[cfg(feature = "probe-rs")]
 pub mod debug;
-#[cfg(feature = "probe-rs")]
 pub mod elf;
+pub mod uf2;
 
-/// A board latprobe can flash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Board {
-    /// The name in the firmware's Hello and `--board`.
-    pub name: &'static str,
-    /// probe-rs's name for its chip.
-    pub chip: &'static str,
-    /// DBGMCU_IDCODE's DEV_ID of that chip (RM0383 §23.6.1), to tell a
-    /// wrong chip before erasing it.
-    pub dev_id: u16,
-    /// What the DEV_ID is called, for the wrong-chip message.
-    pub family: &'static str,
-    /// The firmware binary's name under `target/thumbv7em-none-eabihf/firmware/`.
-    pub elf_name: &'static str,
-    /// The command that builds it.
-    pub build: &'static str,
-    /// The chip's RAM, where an RTT control block may be.
-    pub ram: (u64, u64),
-}
-
-/// Every board `latprobe flash` knows (the QEMU board is not flashed).
-pub const BOARDS: &[Board] = &[Board {
-    name: "nucleo-f411re",
-    chip: latprobe_firmware::boards::nucleo_f411re::CHIP,
-    dev_id: latprobe_firmware::boards::nucleo_f411re::DEV_ID,
-    family: "STM32F411xC/E",
-    elf_name: "nucleo-f411re",
-    build: "cargo fw-nucleo",
-    ram: latprobe_firmware::boards::nucleo_f411re::RAM,
-}];
-
-/// The board named `name`.
-pub fn board(name: &str) -> Result<&'static Board, Error> {
-    BOARDS.iter().find(|b| b.name == name).ok_or_else(|| {
-        let known: Vec<&str> = BOARDS.iter().map(|b| b.name).collect();
-        Error::Config(format!("--board {name}: latprobe flashes {} only", known.join(", ")))
-    })
-}
-
-/// The udev rule that lets a user (not root) open ST-LINK probes, as the
-/// README gives it.
-pub const UDEV_RULE: &str = r#"# /etc/udev/rules.d/70-latprobe-stlink.rules: ST-LINK/V2, V2-1, V3 for users at the seat
-ATTRS{idVendor}=="0483", ATTRS{idProduct}=="3748|374b|374d|374e|374f|3752|3753|3754|3757", MODE="660", GROUP="plugdev", TAG+="uaccess""#;
-
-/// The fix for "permission denied" on a USB probe.
-pub fn permission_hint() -> String {
-    "install the udev rule for ST-LINK probes and replug the board (the README's \"USB \
-     permissions\" gives the rule: /etc/udev/rules.d/70-latprobe-stlink.rules, then \
-     `sudo udevadm control --reload && sudo udevadm trigger`), or run as root"
-        .to_string()
-}
-
-/// USB ids of ST-LINK probes: the ones on Nucleo and Discovery boards look
-/// like a latprobe board in `latprobe list`.
-pub const STLINK_PIDS: &[(u16, &str)] = &[
-    (0x3748, "ST-LINK/V2"),
-    (0x374b, "ST-LINK/V2-1"),
-    (0x374d, "STLINK-V3 loader"),
-    (0x374e, "STLINK-V3"),
-    (0x374f, "STLINK-V3"),
-    (0x3752, "ST-LINK/V2-1"),
-    (0x3753, "STLINK-V3"),
-    (0x3754, "STLINK-V3"),
-    (0x3757, "STLINK-V3PWR"),
-];
-
-/// ST's USB vendor id.
-pub const ST_VID: u16 = 0x0483;
-
-/// What an ST-LINK with this VID:PID is, if it is one.
-pub fn stlink_kind(vid: u16, pid: u16) -> Option<&'static str> {
-    (vid == ST_VID).then(|| STLINK_PIDS.iter().find(|(p, _)| *p == pid).map(|(_, n)| *n)).flatten()
-}
+pub use board::*;
 
 /// `--probe VID:PID[:SERIAL]`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,10 +82,10 @@ pub struct RunProbeArgs {
     /// The debug probe, as `latprobe list` shows it, when several are attached
     #[arg(long = "probe", value_name = "VID:PID[:SERIAL]", value_parser = parse_selector)]
     pub probe: Option<Selector>,
-    /// The probe board's chip, as probe-rs names it
+    /// The probe board's chip, as probe-rs names it (RP2040 for the Raspberry Pi Pico)
     #[arg(long, value_name = "CHIP", default_value = "STM32F411RETx")]
     pub chip: String,
-    /// The firmware ELF: flashed with --flash, and the RTT control block and defmt table are read from it [default: the workspace's `cargo fw-nucleo` output]
+    /// The firmware ELF: flashed with --flash, and the RTT control block and defmt table are read from it [default: the workspace's `cargo fw-nucleo` (or, for --chip RP2040, `cargo fw-pico`) output]
     #[arg(long, value_name = "PATH")]
     pub elf: Option<PathBuf>,
     /// Show the probe's defmt log (with --link rtt) as it comes
@@ -178,7 +109,7 @@ pub fn elf_candidates(board: &Board) -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("LATPROBE_FIRMWARE_DIR") {
         out.push(PathBuf::from(dir).join(board.elf_name));
     }
-    let tail = Path::new("thumbv7em-none-eabihf").join("firmware").join(board.elf_name);
+    let tail = Path::new(board.target).join("firmware").join(board.elf_name);
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
     let mut roots = Vec::new();
     if let Ok(cwd) = std::env::current_dir() {
@@ -226,6 +157,37 @@ pub fn find_elf(board: &Board, explicit: Option<&Path>) -> Result<PathBuf, Error
     )))
 }
 
+/// Open `port` after `board` was reset. A board whose host link is its own
+/// USB device (the Pico) leaves the bus at the reset and enumerates again,
+/// so its port is opened after a moment and retried for up to 5 s; any
+/// other port is opened at once.
+pub fn open_after_reset(
+    port: &str,
+    baud: u32,
+    board: Option<&Board>,
+) -> Result<Box<dyn crate::source::ByteSource>, Error> {
+    use std::time::{Duration, Instant};
+    let Some(b) = board.filter(|b| matches!(b.host_link, HostLink::UsbCdc { .. })) else {
+        return crate::source::open(port, baud);
+    };
+    // The node of the firmware that ran before the reset may linger a moment.
+    std::thread::sleep(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match crate::source::open(port, baud) {
+            Ok(src) => return Ok(src),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                return Err(Error::DebugProbe(format!(
+                    "{port} did not come back within 5 s of the {}'s reset ({e}): connect the {}'s own USB \
+                     connector to this machine, and check the port with `latprobe list`",
+                    b.name, b.name
+                )))
+            }
+        }
+    }
+}
+
 /// What `flash` and `run --flash` say when this latprobe has no probe-rs.
 pub fn without_probe_rs(what: &str) -> Error {
     Error::Config(format!(
@@ -254,6 +216,17 @@ pub fn open_run_link(
         if let Some(p) = port {
             return Err(Error::Config(format!(
                 "--port {p} and --link rtt: RTT goes through the debug probe; drop --port, or use --link serial"
+            )));
+        }
+    }
+    if let (LinkArg::Rtt, Some(b)) =
+        (args.link, BOARDS.iter().find(|b| b.chip.eq_ignore_ascii_case(&args.chip)))
+    {
+        if let HostLink::UsbCdc { .. } = b.host_link {
+            return Err(Error::Config(format!(
+                "--link rtt with --chip {}: the {} firmware carries only its defmt log over RTT; its host \
+                 link is its own USB port: --link serial --port /dev/ttyACM0 (`latprobe list` marks it)",
+                args.chip, b.name
             )));
         }
     }
@@ -388,14 +361,6 @@ mod tests {
     }
 
     #[test]
-    fn stlinks_are_recognised() {
-        assert_eq!(stlink_kind(0x0483, 0x374b), Some("ST-LINK/V2-1"));
-        assert_eq!(stlink_kind(0x0483, 0x5740), None);
-        assert_eq!(stlink_kind(0x1366, 0x374b), None);
-        assert!(UDEV_RULE.contains("374b") && UDEV_RULE.contains("uaccess"));
-    }
-
-    #[test]
     fn a_missing_elf_names_the_build_command() {
         let b = board("nucleo-f411re").unwrap();
         let e = find_elf(b, Some(Path::new("/nonexistent/fw.elf"))).unwrap_err().to_string();
@@ -418,5 +383,8 @@ mod tests {
         let rtt = RunProbeArgs { link: LinkArg::Rtt, ..args };
         let e = open_run_link(&rtt, Some("/dev/ttyACM0"), 921_600).err().unwrap().to_string();
         assert!(e.contains("drop --port"), "{e}");
+        let pico = RunProbeArgs { chip: "rp2040".into(), ..rtt };
+        let e = open_run_link(&pico, None, 921_600).err().unwrap().to_string();
+        assert!(e.contains("only its defmt log") && e.contains("--port /dev/ttyACM0"), "{e}");
     }
 }
