@@ -74,8 +74,9 @@ pub enum HostLink {
     /// An RTT channel "latprobe" through the debug probe (and the
     /// ST-LINK's virtual COM port, with `--port`).
     Rtt,
-    /// Its own USB CDC ACM device, which enumerates anew after every reset;
-    /// RTT carries only the defmt log.
+    /// Its own USB CDC ACM device, which enumerates anew after every reset
+    /// (its RTT carries the frames too, on up channel 1, for `run --link
+    /// rtt`; `flash` reads the Hello on the USB port).
     UsbCdc {
         /// USB vendor id.
         vid: u16,

@@ -219,17 +219,6 @@ pub fn open_run_link(
             )));
         }
     }
-    if let (LinkArg::Rtt, Some(b)) =
-        (args.link, BOARDS.iter().find(|b| b.chip.eq_ignore_ascii_case(&args.chip)))
-    {
-        if let HostLink::UsbCdc { .. } = b.host_link {
-            return Err(Error::Config(format!(
-                "--link rtt with --chip {}: the {} firmware carries only its defmt log over RTT; its host \
-                 link is its own USB port: --link serial --port /dev/ttyACM0 (`latprobe list` marks it)",
-                args.chip, b.name
-            )));
-        }
-    }
     if !args.needs_probe() {
         return Ok((crate::source::open(port.unwrap_or_default(), baud)?, Vec::new()));
     }
@@ -383,8 +372,5 @@ mod tests {
         let rtt = RunProbeArgs { link: LinkArg::Rtt, ..args };
         let e = open_run_link(&rtt, Some("/dev/ttyACM0"), 921_600).err().unwrap().to_string();
         assert!(e.contains("drop --port"), "{e}");
-        let pico = RunProbeArgs { chip: "rp2040".into(), ..rtt };
-        let e = open_run_link(&pico, None, 921_600).err().unwrap().to_string();
-        assert!(e.contains("only its defmt log") && e.contains("--port /dev/ttyACM0"), "{e}");
     }
 }
