@@ -167,7 +167,8 @@ fn the_uf2_is_the_one_microsofts_uf2conv_makes() {
         .find(|t| Command::new(t).arg("--version").output().is_ok_and(|o| o.status.success()));
     let has_uf2conv = Command::new(&uf2conv).arg("--help").output().is_ok_and(|o| o.status.success());
     let (Some(objcopy), true) = (objcopy, has_uf2conv) else {
-        let why = "the reference needs uf2conv (`pip install adafruit-uf2==1.0.0`, or LATPROBE_UF2CONV=PATH) \
+        let why =
+            "the reference needs uf2conv (`pip install adafruit-uf2==1.0.0`, or LATPROBE_UF2CONV=PATH) \
                    and llvm-objcopy (`rustup component add llvm-tools`; LATPROBE_OBJCOPY=PATH or on PATH)";
         assert!(std::env::var_os("CI").is_none(), "CI must run this check: {why}");
         eprintln!("SKIPPED: {why}");

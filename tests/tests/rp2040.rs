@@ -361,6 +361,26 @@ fn gpio_echo_every_sample_is_the_scheduled_latency_to_the_tick() {
     assert_gpio_echo(a, "rising", &schedule, 2 * schedule.len() as u64, "100us");
 }
 
+/// The cross-check with the Nucleo's fake-timer loop: the same latency file
+/// (`tests/fixtures/crosscheck-gpio.txt`, every value a whole number of
+/// ticks on both boards) comes back exactly, after the loopback's constant,
+/// with a timeout for each `x`, as it does through the fake timer
+/// (`firmware/src/hwloop/tests.rs`,
+/// `the_crosscheck_schedule_comes_back_exactly_through_the_fake_timer`).
+#[test]
+fn the_crosscheck_schedule_comes_back_exactly_as_through_the_fake_timer() {
+    let Some(a) = artifacts() else { return };
+    let text = include_str!("../fixtures/crosscheck-gpio.txt");
+    let schedule: Vec<Option<u64>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| if l == "x" { None } else { Some(l.parse().expect("a latency in ns")) })
+        .collect();
+    assert!(schedule.iter().flatten().all(|&ns| ns % 80 == 0), "whole ticks on both boards");
+    assert_gpio_echo(a, "rising", &schedule, 2 * schedule.len() as u64, "200us");
+}
+
 #[test]
 fn gpio_echo_falling_and_toggle_edges() {
     let Some(a) = artifacts() else { return };

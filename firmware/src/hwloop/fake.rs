@@ -101,6 +101,10 @@ pub struct Fake {
     pub tx_delay: u64,
     pub wires: Wires,
     pub target: Target,
+    /// With a `GpioEcho` target: each answering stimulus takes the next
+    /// latency of this list instead (cycled; `None`: no answer).
+    pub script: Option<&'static [Option<u64>]>,
+    script_at: usize,
     uif: bool,
     cap: [Cap; 2],
     cmp: [Cmp; 2],
@@ -157,6 +161,8 @@ impl Fake {
             tx_delay: 16,
             wires: Wires::default(),
             target: Target::None,
+            script: None,
+            script_at: 0,
             uif: false,
             cap: [Cap::default(); 2],
             cmp: [Cmp::default(); 2],
@@ -284,7 +290,15 @@ impl Fake {
                 Edge::Falling => !level,
                 Edge::Toggle => true,
             };
-            if answers {
+            let latency = match self.script {
+                Some(list) if answers && !list.is_empty() => {
+                    let l = list[self.script_at % list.len()];
+                    self.script_at += 1;
+                    l
+                }
+                _ => Some(latency),
+            };
+            if let (true, Some(latency)) = (answers, latency) {
                 let to = match edge {
                     Edge::Toggle => !self.response_level,
                     _ => level,

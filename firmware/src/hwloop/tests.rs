@@ -584,6 +584,46 @@ fn a_stimulus_planned_late_rests_the_line_and_still_makes_its_edge() {
     }
 }
 
+/// The cross-check file (`tests/fixtures/crosscheck-gpio.txt`) as ns,
+/// `None` for `x`.
+fn crosscheck_schedule() -> &'static [Option<u64>] {
+    let text = include_str!("../../../tests/fixtures/crosscheck-gpio.txt");
+    let list: std::vec::Vec<Option<u64>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| if l == "x" { None } else { Some(l.parse().expect("a latency in ns")) })
+        .collect();
+    std::boxed::Box::leak(list.into_boxed_slice())
+}
+
+/// The cross-check with the Pico in rp2040js: the same latency file, here
+/// through the Nucleo's fake-timer loop (10 ns ticks), gives every latency
+/// back exactly and a timeout for each `x`; `tests/tests/rp2040.rs` asserts
+/// the same of the real Pico firmware in someone else's model of its chip.
+#[test]
+fn the_crosscheck_schedule_comes_back_exactly_through_the_fake_timer() {
+    let schedule = crosscheck_schedule();
+    assert!(schedule.len() >= 10 && schedule.contains(&None));
+    let mut s = Sim::nucleo(1_000_000);
+    s.hw.target = Target::GpioEcho { edge: Edge::Rising, latency: 0, pulse: Some(20 * US) };
+    let ticks: std::vec::Vec<Option<u64>> = schedule.iter().map(|l| l.map(|ns| ns / 10)).collect();
+    s.hw.script = Some(std::boxed::Box::leak(ticks.into_boxed_slice()));
+    let n = 2 * schedule.len() as u64;
+    let mut config = echo(Mode::GpioEcho, Stimulus::Edge(Edge::Rising), n);
+    config.interval_ticks = (200 * US) as u32;
+    config.timeout_ticks = (180 * US) as u32;
+    let st = s.measure(config, 100 * MS);
+    let x = (0..n as usize).filter(|i| schedule[i % schedule.len()].is_none()).count() as u64;
+    assert_eq!((st.taken, st.timeouts), (n, x), "{st:?}");
+    assert!(quiet(&st.anomalies), "{:?}", st.anomalies);
+    let got = s.latencies();
+    for (i, l) in got.iter().enumerate() {
+        let want = schedule[i % schedule.len()].map(|ns| (ns / 10) as u32);
+        assert_eq!(*l, want, "sample {i}");
+    }
+}
+
 // The input filter's delay is tested through the Nucleo's register layer
 // (`board::nucleo::tests::an_edge_at_a_known_tick_gives_exactly_its_latency`):
 // there the model derives it from the ICxF the driver wrote (decoded by the
