@@ -156,11 +156,12 @@ impl HwLoop {
         edge: Edge,
     ) {
         let (id, mut now) = (req.id, cx.now);
-        // Planned late (its tick has passed): the line may still be at the
-        // active level the last stimulus left it at, and an edge forced now
-        // would then be no edge at all. So it rests now, and the edge comes
-        // a short rest later, by the compare like any stimulus.
-        let at = if req.at <= now {
+        // Planned late (its tick has passed, or is too close to arm the
+        // compare for: less than half the rest ahead): the line may still
+        // be at the active level the last stimulus left it at, and an edge
+        // forced now would then be no edge at all. So it rests now, and the
+        // edge comes a short rest later, by the compare like any stimulus.
+        let at = if req.at <= now + self.cfg.late_rest_ticks() / 2 {
             cx.hw.set_output(rest(edge));
             now = cx.front.now(cx.hw);
             now + self.cfg.late_rest_ticks()
