@@ -9,11 +9,7 @@
 //! LATPROBE_BENCH_PORT=/dev/ttyACM0 LATPROBE_BENCH_WIRING=uart bash scripts/test
 //! ```
 //!
-//! The Raspberry Pi Pico's case (`pico_flash_then_hello`) needs only a
-//! CMSIS-DAP debug probe on its SWD pins and the Pico's own USB to this
-//! machine, named by `LATPROBE_BENCH_PICO_PROBE=VID:PID[:SERIAL]` (and
-//! optionally `LATPROBE_BENCH_PICO_PORT`, its CDC port); without it that
-//! test says it was skipped and why.
+//! The Raspberry Pi Pico's bench is `tests/tests/hardware_pico.rs`.
 //!
 //! One loopback is wired at a time, never both: PA0 (TIM2 CH1, push-pull,
 //! resting low) and PA9 (USART1 TX, idle high) must never share a node, or
@@ -311,56 +307,5 @@ fn step0_flash_then_loopback_over_the_serial_link_and_rtt() {
             assert!(said.contains("not flashed"), "run --flash after flash must find it in place:\n{said}");
         }
         eprintln!("{name}: {:#}", r["latency_ns"]);
-    }
-}
-
-/// The Pico: `latprobe flash --board rp2040-pico` through a CMSIS-DAP debug
-/// probe (the Raspberry Pi Debug Probe, or a Pico running debugprobe)
-/// wired to its SWD pins, the Pico's own USB plugged into this machine.
-/// flash finds the Pico's USB CDC port by its ids once it has enumerated
-/// after the reset and prints the Hello: board rp2040-pico, the PIO tick
-/// of 62.5 MHz. With LATPROBE_BENCH_PICO_PORT (its port, as `latprobe
-/// list` shows it) a second flash waits on that port and finds the image
-/// in place.
-#[test]
-#[ignore = "needs the bench: set LATPROBE_BENCH_PICO_PROBE (VID:PID[:SERIAL] of the Pico's CMSIS-DAP probe)"]
-fn pico_flash_then_hello() {
-    let Ok(probe) = std::env::var("LATPROBE_BENCH_PICO_PROBE") else {
-        eprintln!(
-            "SKIPPED: flashing the Pico needs its CMSIS-DAP debug probe named: set \
-             LATPROBE_BENCH_PICO_PROBE=VID:PID[:SERIAL] (`latprobe list` shows it, e.g. 2e8a:000c:E6614C31…)"
-        );
-        return;
-    };
-    let exe = latprobe();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(&root)
-        .args(["fw-pico", "-q"])
-        .status()
-        .expect("run cargo fw-pico");
-    assert!(status.success(), "cargo fw-pico failed (needs `rustup target add thumbv6m-none-eabi`)");
-    let flash = |extra: &[&str]| {
-        let o = Command::new(&exe)
-            .args(["flash", "--board", "rp2040-pico", "--probe", &probe])
-            .args(extra)
-            .current_dir(&root)
-            .output()
-            .expect("run latprobe flash");
-        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(o.status.success(), "latprobe flash --board rp2040-pico {extra:?} failed:\n{said}");
-        eprintln!("{said}");
-        said
-    };
-    let said = flash(&["--force"]);
-    assert!(said.contains("board rp2040-pico") && said.contains("timer 62500000 Hz"), "{said}");
-    assert!(said.contains("flashing"), "--force programs the chip:\n{said}");
-    if let Ok(port) = std::env::var("LATPROBE_BENCH_PICO_PORT") {
-        let said = flash(&["--port", &port]);
-        assert!(said.contains("already held") && said.contains("board rp2040-pico"), "{said}");
-    } else {
-        eprintln!(
-            "(no second flash over --port: set LATPROBE_BENCH_PICO_PORT to the Pico's CDC port for it)"
-        );
     }
 }
