@@ -365,7 +365,7 @@ fn gpio_echo_every_sample_is_the_scheduled_latency_to_the_tick() {
 /// (`tests/fixtures/crosscheck-gpio.txt`, every value a whole number of
 /// ticks on both boards) comes back exactly, after the loopback's constant,
 /// with a timeout for each `x`, as it does through the fake timer
-/// (`firmware/src/hwloop/tests.rs`,
+/// (`firmware/src/hwloop/tests/edges.rs`,
 /// `the_crosscheck_schedule_comes_back_exactly_through_the_fake_timer`).
 #[test]
 fn the_crosscheck_schedule_comes_back_exactly_as_through_the_fake_timer() {

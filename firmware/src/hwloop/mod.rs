@@ -20,7 +20,7 @@
 //! drives the engine from a lower priority, taking the timer's lock only
 //! for its register accesses ([`TimerLock`]).
 //!
-//! The rules, each tested through a fake timer (`hwloop/tests.rs`):
+//! The rules, each tested through a fake timer (`hwloop/tests/`):
 //!
 //! - **Read order.** Captures and compare flags are read *before* the `now`
 //!   they are converted with ([`crate::ticks`]); a capture that latches
