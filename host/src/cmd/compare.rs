@@ -44,6 +44,9 @@ pub struct CompareArgs {
     /// With --group: the difference a "no difference shown" should resolve, to say how many more samples or runs that needs
     #[arg(long, value_name = "DURATION", default_value = "1us", value_parser = crate::units::parse_duration_ns, requires = "group")]
     pub resolve: u64,
+    /// With --group: bootstrap resamples of a group of one run (more: steadier intervals, slower)
+    #[arg(long, value_name = "N", default_value_t = crate::compare::bootstrap::REPLICATES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(100..=100_000), requires = "group")]
+    pub resamples: usize,
     /// Column headings, in order (repeat the flag; missing ones default to the file name)
     #[arg(long, value_name = "NAME")]
     pub label: Vec<String>,
@@ -324,7 +327,7 @@ fn run_groups(args: &CompareArgs) -> Result<(), Error> {
                     .into(),
             )),
         };
-    let c = compare::grouped::compare_groups(groups, args.seed, args.resolve as f64);
+    let c = compare::grouped::compare_groups(groups, args.seed, args.resolve as f64, args.resamples);
     crate::stdout!("{}", crate::out::clean_lines(&compare::grouped::render(&c, format)));
     Ok(())
 }

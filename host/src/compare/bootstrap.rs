@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex};
 use super::stats::Rng;
 use crate::analysis::figure::rank;
 
-/// Bootstrap replicates per run.
+/// Bootstrap replicates per run, unless asked otherwise (`--resamples`).
 pub const REPLICATES: usize = 1000;
 /// The shortest block, samples.
 pub const MIN_BLOCK: u64 = 32;
@@ -263,12 +263,21 @@ pub enum Resample {
 
 impl Resample {
     /// The bootstrap standard error of each of `stats`, ns, with
-    /// [`REPLICATES`] replicates from `rng`; `None` where more than about
+    /// `replicates` replicates from `rng`; `None` where more than about
     /// one replicate in six fell among the censored samples.
-    pub fn standard_errors(&self, stats: &[Stat], rng: &mut Rng) -> Vec<Option<f64>> {
+    pub fn standard_errors(&self, stats: &[Stat], rng: &mut Rng, replicates: usize) -> Vec<Option<f64>> {
         match self {
-            Resample::Hist(h) => stats.iter().map(|s| h.standard_error(*s, rng)).collect(),
-            Resample::Blocks(b) => b.standard_errors(stats, rng),
+            Resample::Hist(h) => stats.iter().map(|s| h.standard_error(*s, rng, replicates)).collect(),
+            Resample::Blocks(b) => b.standard_errors(stats, rng, replicates),
+        }
+    }
+
+    /// The degrees of freedom of its standard errors: blocks − 1 for
+    /// blocks, infinite for independent samples.
+    pub fn df(&self) -> f64 {
+        match self {
+            Resample::Hist(_) => f64::INFINITY,
+            Resample::Blocks(b) => b.blocks.len().saturating_sub(1) as f64,
         }
     }
 
@@ -289,7 +298,7 @@ fn sd(values: &[f64]) -> f64 {
 }
 
 impl Hist {
-    fn standard_error(&self, stat: Stat, rng: &mut Rng) -> Option<f64> {
+    fn standard_error(&self, stat: Stat, rng: &mut Rng, replicates: usize) -> Option<f64> {
         let measured: u64 = self.bins.iter().map(|b| b.1).sum();
         let n = measured + self.censored;
         if measured < 2 {
@@ -307,12 +316,18 @@ impl Hist {
             }
             Stat::Quantile(q) => {
                 let k = rank(q, n) as f64;
-                let mut values = Vec::with_capacity(REPLICATES);
-                for _ in 0..REPLICATES {
+                let mut cum = Vec::with_capacity(self.bins.len());
+                let mut total = 0u64;
+                for &(_, c) in &self.bins {
+                    total += c;
+                    cum.push(total);
+                }
+                let mut values = Vec::with_capacity(replicates);
+                for _ in 0..replicates {
                     // The k-th of n uniforms, as a position among the
                     // samples ranked 0..n.
                     let pos = rng.beta(k, n as f64 + 1.0 - k) * n as f64;
-                    values.push(self.at(pos, measured).unwrap_or(f64::INFINITY));
+                    values.push(self.at(&cum, pos));
                 }
                 robust_sd(values)
             }
@@ -320,20 +335,13 @@ impl Hist {
     }
 
     /// The value at continuous rank position `pos` (0..n), interpolated
-    /// within its bin; `None` among the censored.
-    fn at(&self, pos: f64, measured: u64) -> Option<f64> {
-        if pos >= measured as f64 {
-            return None;
-        }
-        let mut before = 0.0;
-        for &(s, c) in &self.bins {
-            let c = c as f64;
-            if pos < before + c {
-                return Some(s as f64 + self.bin_ns as f64 * (pos - before) / c);
-            }
-            before += c;
-        }
-        None
+    /// within its bin (`cum`: the samples up to each bin); infinite among
+    /// the censored.
+    fn at(&self, cum: &[u64], pos: f64) -> f64 {
+        let i = cum.partition_point(|&c| (c as f64) <= pos);
+        let Some(&(start, c)) = self.bins.get(i) else { return f64::INFINITY };
+        let before = if i == 0 { 0 } else { cum[i - 1] };
+        start as f64 + self.bin_ns as f64 * (pos - before as f64) / c as f64
     }
 }
 
@@ -343,7 +351,7 @@ impl Blocks {
         self.blocks.len()
     }
 
-    fn standard_errors(&self, stats: &[Stat], rng: &mut Rng) -> Vec<Option<f64>> {
+    fn standard_errors(&self, stats: &[Stat], rng: &mut Rng, replicates: usize) -> Vec<Option<f64>> {
         let nb = self.blocks.len();
         if nb < 2 {
             return vec![None; stats.len()];
@@ -354,8 +362,8 @@ impl Blocks {
         let hi =
             self.blocks.iter().filter_map(|b| b.bins.last()).map(|b| usize::from(b.0) + 1).max().unwrap_or(0);
         let mut acc = vec![0u64; hi.saturating_sub(lo)];
-        let mut reps: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); stats.len()];
-        for _ in 0..REPLICATES {
+        let mut reps: Vec<Vec<f64>> = vec![Vec::with_capacity(replicates); stats.len()];
+        for _ in 0..replicates {
             acc.iter_mut().for_each(|a| *a = 0);
             let (mut sum, mut measured, mut censored) = (0.0, 0u64, 0u64);
             for _ in 0..nb {
@@ -368,11 +376,19 @@ impl Blocks {
                 censored += b.censored;
             }
             let n = measured + censored;
+            let ranks: Vec<u64> = stats
+                .iter()
+                .map(|s| match *s {
+                    Stat::Quantile(q) => rank(q, n),
+                    Stat::Mean => 0,
+                })
+                .collect();
+            let values = quantiles_in(&acc, lo, &ranks, measured);
             for (s, stat) in stats.iter().enumerate() {
                 reps[s].push(match *stat {
                     Stat::Mean if measured > 0 => sum / measured as f64,
                     Stat::Mean => f64::INFINITY,
-                    Stat::Quantile(q) => quantile_in(&acc, lo, rank(q, n), measured),
+                    Stat::Quantile(_) => values[s],
                 });
             }
         }
@@ -380,22 +396,31 @@ impl Blocks {
     }
 }
 
-/// The sample of 1-based rank `k` in the dense grid histogram `acc` (bin
-/// `lo` first), interpolated within its bin; infinite among the censored.
-fn quantile_in(acc: &[u64], lo: usize, k: u64, measured: u64) -> f64 {
-    if k > measured {
-        return f64::INFINITY;
-    }
+/// The samples of 1-based ranks `ranks` (ascending where not 0; 0 is
+/// skipped) in the dense grid histogram `acc` (bin `lo` first), each
+/// interpolated within its bin, in one pass; infinite among the censored.
+fn quantiles_in(acc: &[u64], lo: usize, ranks: &[u64], measured: u64) -> Vec<f64> {
+    let mut out = vec![f64::INFINITY; ranks.len()];
+    let mut order: Vec<usize> = (0..ranks.len()).filter(|&i| ranks[i] > 0 && ranks[i] <= measured).collect();
+    order.sort_by_key(|&i| ranks[i]);
+    let mut next = order.into_iter().peekable();
     let mut before = 0u64;
     for (i, &c) in acc.iter().enumerate() {
-        if c > 0 && before + c >= k {
+        while let Some(&j) = next.peek() {
+            let k = ranks[j];
+            if c == 0 || before + c < k {
+                break;
+            }
             let (a, b) = grid_range((i + lo) as u16);
-            let frac = (k - before) as f64 / c as f64;
-            return a + (b - a) * frac;
+            out[j] = a + (b - a) * (k - before) as f64 / c as f64;
+            next.next();
+        }
+        if next.peek().is_none() {
+            break;
         }
         before += c;
     }
-    f64::INFINITY
+    out
 }
 
 /// The spread of bootstrap replicates as a standard error: half the
@@ -459,7 +484,7 @@ mod tests {
             iid.push(v as f64);
         }
         let blocks = b.finish();
-        let se = blocks.standard_errors(&[Stat::Mean], &mut Rng::new(2, 0))[0].unwrap();
+        let se = blocks.standard_errors(&[Stat::Mean], &mut Rng::new(2, 0), REPLICATES)[0].unwrap();
         // True SE of the mean: sd/sqrt(2000 clusters).
         let truth = sd(&iid) / (2000f64).sqrt();
         assert!((se / truth - 1.0).abs() < 0.25, "block SE {se} against {truth}");
@@ -471,11 +496,11 @@ mod tests {
         // median is sqrt(q(1-q)/n)/f = 0.5/sqrt(n) · 1 ms.
         let n_bins = 1000u64;
         let h = Hist { bins: (0..n_bins).map(|i| (i * 1000, 100)).collect(), bin_ns: 1000, censored: 0 };
-        let se = h.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0)).unwrap();
+        let se = h.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0), REPLICATES).unwrap();
         let truth = 0.5 / (100_000f64).sqrt() * 1e6;
         assert!((se / truth - 1.0).abs() < 0.1, "{se} against {truth}");
         // Among the censored: no SE.
         let c = Hist { bins: vec![(0, 10), (1000, 10)], bin_ns: 1000, censored: 80 };
-        assert_eq!(c.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0)), None);
+        assert_eq!(c.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0), REPLICATES), None);
     }
 }

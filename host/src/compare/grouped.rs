@@ -25,7 +25,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::bootstrap::{Resample, REPLICATES};
+use super::bootstrap::Resample;
 use super::groups::{
     compare_pair, estimates, plain, us, Estimate, Group, Pair, Refusal, Verdict, ALPHA, FIGURES,
 };
@@ -44,33 +44,37 @@ pub struct Comparison {
     pub seed: u64,
     /// The half-width a "no difference shown" is asked to reach, ns.
     pub resolve_ns: f64,
+    /// Bootstrap resamples per run of a group of one.
+    pub replicates: usize,
 }
 
-/// Compare `groups` pairwise, bootstrap seeded by `seed`.
-pub fn compare_groups(groups: Vec<Group>, seed: u64, resolve_ns: f64) -> Comparison {
-    let estimates: Vec<_> = groups.iter().enumerate().map(|(i, g)| estimates(g, seed, i as u64)).collect();
+/// Compare `groups` pairwise, bootstrap seeded by `seed` with
+/// `replicates` resamples ([`super::bootstrap::REPLICATES`] unless asked).
+pub fn compare_groups(groups: Vec<Group>, seed: u64, resolve_ns: f64, replicates: usize) -> Comparison {
+    let estimates: Vec<_> =
+        groups.iter().enumerate().map(|(i, g)| estimates(g, seed, i as u64, replicates)).collect();
     let mut pairs = Vec::new();
     for a in 0..groups.len() {
         for b in a + 1..groups.len() {
             pairs.push(compare_pair(a, b, &estimates[a], &estimates[b], resolve_ns));
         }
     }
-    Comparison { groups, estimates, pairs, seed, resolve_ns }
+    Comparison { groups, estimates, pairs, seed, resolve_ns, replicates }
 }
 
 /// How a group's figures and standard errors were found.
-pub fn method(g: &Group) -> String {
+pub fn method(g: &Group, replicates: usize) -> String {
     if g.runs.len() > 1 {
         return format!("mean over {} runs, ± their standard deviation; interval: Welch's t", g.runs.len());
     }
     match &g.runs[0].resample {
         Some(Resample::Blocks(b)) => format!(
-            "one run: block bootstrap of its raw samples ({} blocks of {} samples, {REPLICATES} resamples)",
+            "one run: block bootstrap of its raw samples ({} blocks of {} samples, {replicates} resamples)",
             b.count(),
             b.block_len
         ),
         Some(Resample::Hist(_)) => format!(
-            "one run: bootstrap of its histogram ({REPLICATES} resamples), which assumes independent samples"
+            "one run: bootstrap of its histogram ({replicates} resamples), which assumes independent samples"
         ),
         None => "one run without a histogram: nothing to resample".into(),
     }
@@ -144,7 +148,7 @@ fn header_lines(c: &Comparison) -> Vec<String> {
     for g in &c.groups {
         let labels: Vec<&str> = g.runs.iter().map(|r| r.column.label.as_str()).collect();
         let runs = if g.runs.len() == 1 { "1 run".to_owned() } else { format!("{} runs", g.runs.len()) };
-        out.push(format!("{} ({runs}: {}): {}", g.name, labels.join(", "), method(g)));
+        out.push(format!("{} ({runs}: {}): {}", g.name, labels.join(", "), method(g, c.replicates)));
     }
     out
 }
@@ -153,8 +157,8 @@ fn footer(c: &Comparison) -> String {
     format!(
         "Differences are second − first. The verdicts of each pair hold together at 95 % (Holm over \
          its figures compared); each interval is printed at the level of its Holm step. Bootstrap \
-         seed {}, {REPLICATES} resamples per run.",
-        c.seed
+         seed {}, {} resamples per run.",
+        c.seed, c.replicates
     )
 }
 
@@ -272,7 +276,7 @@ fn json_out(c: &Comparison) -> String {
             json!({
                 "name": g.name,
                 "runs": g.runs.iter().map(|r| json!({ "label": r.column.label, "samples": r.column.samples })).collect::<Vec<_>>(),
-                "method": method(g),
+                "method": method(g, c.replicates),
                 "figures": figures,
             })
         })
@@ -311,7 +315,7 @@ fn json_out(c: &Comparison) -> String {
         "kind": "latprobe-grouped-compare",
         "latency_unit": "ns",
         "seed": c.seed,
-        "replicates": REPLICATES,
+        "replicates": c.replicates,
         "family_alpha": ALPHA,
         "resolve_ns": c.resolve_ns,
         "groups": groups,

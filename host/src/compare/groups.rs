@@ -48,7 +48,7 @@ use crate::analysis::Figure;
 pub const ALPHA: f64 = 0.05;
 /// The fewest samples a single run must have above a quantile for an
 /// interval of it from resampling that run.
-pub const MIN_BEYOND: f64 = 10.0;
+pub const MIN_BEYOND: f64 = 50.0;
 
 /// The figures compared, in print order: (JSON key, printed name).
 pub const FIGURES: [(&str, &str); 7] = [
@@ -103,24 +103,30 @@ pub struct Estimate {
     pub spread: Option<f64>,
     /// Its standard error, ns.
     pub se: f64,
-    /// Degrees of freedom of `se`: runs − 1, or infinite for a bootstrap.
+    /// Degrees of freedom of `se`: runs − 1; blocks − 1 for a block
+    /// bootstrap (as batch means with b batches: B. Schmeiser, "Batch size
+    /// effects in the analysis of simulation output", Oper. Res. 30,
+    /// 1982); infinite for a histogram's.
     pub df: f64,
     /// Runs, or for one run its samples: what "more" means for it.
     pub units: u64,
+    /// Whether `units` counts runs (else samples).
+    pub runs: bool,
 }
 
 /// A group's figure that cannot be compared, and why.
 pub type Refusal = String;
 
 /// Per-group figures: `Ok` with its estimate, or the reason there is none.
-/// `seed`: the bootstrap's, with `stream` telling groups apart.
-pub fn estimates(g: &Group, seed: u64, stream: u64) -> Vec<Result<Estimate, Refusal>> {
+/// `seed`: the bootstrap's, with `stream` telling groups apart;
+/// `replicates`: resamples of a group of one run.
+pub fn estimates(g: &Group, seed: u64, stream: u64, replicates: usize) -> Vec<Result<Estimate, Refusal>> {
     let mut out = Vec::new();
     if g.runs.len() == 1 {
         let run = &g.runs[0];
         let stats: Vec<Stat> = (0..FIGURES.len()).filter_map(stat_of).collect();
         let ses = match &run.resample {
-            Some(r) => r.standard_errors(&stats, &mut Rng::new(seed, stream)),
+            Some(r) => r.standard_errors(&stats, &mut Rng::new(seed, stream), replicates),
             None => vec![None; stats.len()],
         };
         for f in 0..FIGURES.len() {
@@ -160,6 +166,7 @@ pub fn estimates(g: &Group, seed: u64, stream: u64) -> Vec<Result<Estimate, Refu
             se: sd / k.sqrt(),
             df: k - 1.0,
             units: k as u64,
+            runs: true,
         }));
     }
     out
@@ -197,7 +204,7 @@ fn single(g: &Group, run: &Run, f: usize, se: Option<f64>) -> Result<Estimate, R
         }
     }
     match se {
-        Some(se) => Ok(Estimate { value, spread: None, se, df: f64::INFINITY, units: n }),
+        Some(se) => Ok(Estimate { value, spread: None, se, df: resample.df(), units: n, runs: false }),
         None => Err(format!(
             "{}'s resampling of {} reaches its censored samples (timeouts or overflows): no interval",
             c.label, FIGURES[f].1
@@ -281,12 +288,12 @@ pub fn compare_pair(
                 }
                 let df = welch_df(x, y);
                 // "More" counts runs where a side has several, else samples.
-                let units = match (x.df.is_finite(), y.df.is_finite()) {
+                let units = match (x.runs, y.runs) {
                     (true, false) => x.units,
                     (false, true) => y.units,
                     _ => x.units.min(y.units),
                 };
-                tested.push((f, diff, se, df, units, x.df.is_finite() || y.df.is_finite()));
+                tested.push((f, diff, se, df, units, x.runs || y.runs));
                 p.push(two_sided_p(diff / se, df));
                 verdicts.push(Verdict::NotCompared(String::new()));
             }
