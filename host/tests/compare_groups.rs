@@ -79,7 +79,7 @@ fn hist(samples: &[u64]) -> Resample {
     for &v in samples {
         *bins.entry(v / 1000 * 1000).or_insert(0u64) += 1;
     }
-    Resample::Hist(Hist { bins: bins.into_iter().collect(), bin_ns: 1000, censored: 0 })
+    Resample::Hist(Hist { bins: bins.into_iter().collect(), bin_ns: 1000, censored: 0, mean_complete: true })
 }
 
 /// `samples` as a raw file's sequence, in blocks.

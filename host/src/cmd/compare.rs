@@ -358,6 +358,9 @@ fn group_runs_of(
                     bins: h.bins.iter().map(|&[start_us, n]| (start_us * h.bin_ns, n)).collect(),
                     bin_ns: h.bin_ns,
                     censored: h.overflows,
+                    // The mean is over the measured samples: whole when
+                    // every overflow is a timeout.
+                    mean_complete: h.overflows == r.counts.timeouts,
                 })
             };
             vec![Run { column, resample: Some(resample) }]
@@ -377,6 +380,9 @@ fn group_runs_of(
                         bins: r.bins_ns.clone(),
                         bin_ns: r.bin_width_ns,
                         censored: r.overflows,
+                        // A tool's mean holds its overflows; a latprobe
+                        // histfile's is over the measured samples.
+                        mean_complete: r.overflows == r.timeouts,
                     })
                 }),
             })

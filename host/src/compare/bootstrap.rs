@@ -250,6 +250,10 @@ pub struct Hist {
     /// Samples above every bin (timeouts, overflows): ranked highest, no
     /// value.
     pub censored: u64,
+    /// Whether the bins hold every sample the run's mean is over (a
+    /// probe's timeouts are outside its mean; a histogram's overflows are
+    /// inside a tool's): without them the mean gets no standard error.
+    pub mean_complete: bool,
 }
 
 /// How one run is resampled.
@@ -306,6 +310,7 @@ impl Hist {
         }
         let half = self.bin_ns as f64 / 2.0;
         match stat {
+            Stat::Mean if !self.mean_complete => None,
             Stat::Mean => {
                 let m = self.bins.iter().map(|&(s, c)| (s as f64 + half) * c as f64).sum::<f64>()
                     / measured as f64;
@@ -495,12 +500,21 @@ mod tests {
         // Uniform on [0, 1 ms) in 1 µs bins, n = 100 000: the SE of the
         // median is sqrt(q(1-q)/n)/f = 0.5/sqrt(n) · 1 ms.
         let n_bins = 1000u64;
-        let h = Hist { bins: (0..n_bins).map(|i| (i * 1000, 100)).collect(), bin_ns: 1000, censored: 0 };
+        let h = Hist {
+            bins: (0..n_bins).map(|i| (i * 1000, 100)).collect(),
+            bin_ns: 1000,
+            censored: 0,
+            mean_complete: true,
+        };
         let se = h.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0), REPLICATES).unwrap();
         let truth = 0.5 / (100_000f64).sqrt() * 1e6;
         assert!((se / truth - 1.0).abs() < 0.1, "{se} against {truth}");
+        // A tool's mean holds overflows the bins do not keep: no SE.
+        let tool = Hist { mean_complete: false, ..h.clone() };
+        assert_eq!(tool.standard_error(Stat::Mean, &mut Rng::new(3, 0), REPLICATES), None);
+        assert!(h.standard_error(Stat::Mean, &mut Rng::new(3, 0), REPLICATES).is_some());
         // Among the censored: no SE.
-        let c = Hist { bins: vec![(0, 10), (1000, 10)], bin_ns: 1000, censored: 80 };
+        let c = Hist { bins: vec![(0, 10), (1000, 10)], bin_ns: 1000, censored: 80, mean_complete: false };
         assert_eq!(c.standard_error(Stat::Quantile(0.5), &mut Rng::new(3, 0), REPLICATES), None);
     }
 }

@@ -206,7 +206,8 @@ fn single(g: &Group, run: &Run, f: usize, se: Option<f64>) -> Result<Estimate, R
     match se {
         Some(se) => Ok(Estimate { value, spread: None, se, df: resample.df(), units: n, runs: false }),
         None => Err(format!(
-            "{}'s resampling of {} reaches its censored samples (timeouts or overflows): no interval",
+            "{}'s resampling of {} reaches its censored samples (timeouts, or overflows beyond its histogram's range, \
+             whose values it does not keep): no interval",
             c.label, FIGURES[f].1
         )),
     }
