@@ -203,6 +203,7 @@ fn mistakes_are_one_error_naming_the_fix() {
             "with --group give text",
         ),
         (vec!["compare", "--group", "a", fx, "--group", "b", fx, "--baseline", "1"], "--baseline"),
+        (vec!["compare", fx, "--seed", "3"], "apply to groups: give the runs with --group"),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));

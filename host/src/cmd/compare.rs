@@ -205,6 +205,12 @@ pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
     if !args.group.is_empty() {
         return run_groups(&args);
     }
+    let defaults = (1, 1000, crate::compare::bootstrap::REPLICATES);
+    if (args.seed, args.resolve, args.resamples) != defaults {
+        return Err(Error::Config(
+            "--seed, --resolve and --resamples apply to groups: give the runs with --group NAME FILE…".into(),
+        ));
+    }
     if let Some(dir) = &args.plot {
         // Before anything is read: a file given as the directory, or a
         // plot that would replace one of the runs, is refused.
@@ -350,7 +356,7 @@ fn group_runs_of(
         Loaded::Report(r) => {
             let column = Column::from_report(&r, &label, &file);
             let resample = if raw {
-                let builder = sink.0.lock().map(|b| b.clone()).unwrap_or_default();
+                let builder = sink.0.lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default();
                 Resample::Blocks(builder.finish())
             } else {
                 let h = &r.histogram;

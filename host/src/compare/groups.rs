@@ -358,3 +358,53 @@ pub fn plain(g: &Group, f: usize) -> String {
 pub fn us(ns: f64) -> String {
     format!("{:.2} µs", ns / 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(value: f64, se: f64, df: f64, units: u64, runs: bool) -> Result<Estimate, Refusal> {
+        Ok(Estimate { value, spread: None, se, df, units, runs })
+    }
+
+    #[test]
+    fn a_clear_shift_is_shown_and_an_unclear_one_says_how_many_more_samples() {
+        let a: Vec<_> =
+            (0..FIGURES.len()).map(|_| est(10_000.0, 100.0, f64::INFINITY, 10_000, false)).collect();
+        let mut b = a.clone();
+        // avg: 20 SE higher; p50: 0.5 SE higher; the rest equal.
+        b[0] = est(12_829.0, 100.0, f64::INFINITY, 10_000, false);
+        b[1] = est(10_070.0, 100.0, f64::INFINITY, 10_000, false);
+        let p = compare_pair(0, 1, &a, &b, 100.0);
+        let Verdict::Shown { higher: true, diff, lo, hi, level } = p.verdicts[0] else {
+            panic!("{:?}", p.verdicts[0])
+        };
+        assert!((diff - 2829.0).abs() < 1e-9 && lo > 0.0 && hi > lo);
+        // First of seven Holm steps: level 1 − 0.05/7.
+        assert!((level - (1.0 - 0.05 / 7.0)).abs() < 1e-12, "{level}");
+        let Verdict::NoDifference { more, more_unit, lo, hi, .. } = p.verdicts[1] else {
+            panic!("{:?}", p.verdicts[1])
+        };
+        assert_eq!(more_unit, "samples");
+        // Half-width h at n = 10 000 samples: resolving 100 ns needs
+        // n·(h/100)², so "more" is that less n.
+        let h = (hi - lo) / 2.0;
+        let want = 10_000.0 * (h / 100.0).powi(2) - 10_000.0;
+        assert!((more as f64 - want).abs() <= 1.0, "{more} against {want}");
+        assert!(lo < 0.0 && hi > 0.0);
+    }
+
+    #[test]
+    fn several_runs_count_more_in_runs_and_refusals_pass_through() {
+        let a: Vec<_> = (0..FIGURES.len()).map(|_| est(10_000.0, 300.0, 2.0, 3, true)).collect();
+        let mut b: Vec<_> = (0..FIGURES.len()).map(|_| est(10_100.0, 300.0, 2.0, 3, true)).collect();
+        b[6] = Err("b's max is above 8000.00 µs (censored)".into());
+        let p = compare_pair(0, 1, &a, &b, 100.0);
+        assert!(
+            matches!(p.verdicts[0], Verdict::NoDifference { more_unit: "runs", .. }),
+            "{:?}",
+            p.verdicts[0]
+        );
+        assert_eq!(p.verdicts[6], Verdict::NotCompared("b's max is above 8000.00 µs (censored)".into()));
+    }
+}
