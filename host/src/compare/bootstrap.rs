@@ -18,12 +18,16 @@
 //!   J. L. Horowitz & B.-Y. Jing, "On blocking rules for the bootstrap with
 //!   dependent data", Biometrika 82, 1995), at least [`MIN_BLOCK`] samples
 //!   (longer than the probe's 9 stimuli in flight), and long enough that
-//!   there are at most [`MAX_BLOCKS`] blocks. The last rule bounds memory
-//!   and time: a 24 h run at 1 kHz (86 million samples) becomes 1024 blocks
-//!   of 84 375 samples, each kept as a sparse histogram on a logarithmic
-//!   grid of 64 bins per octave (under 0.8 % wide), never as samples. The
-//!   sequence is streamed once: blocks start at [`MIN_BLOCK`] samples and
-//!   neighbours merge in pairs whenever there are twice [`MAX_BLOCKS`].
+//!   there are at most [`MAX_BLOCKS`] blocks; the length is the first of
+//!   32·2ᵏ samples that meets all three. The last rule bounds memory and
+//!   time: a 24 h run at 1 kHz (86.4 million samples) becomes 660 blocks
+//!   of 131 072 samples, each kept as a sparse histogram on a logarithmic
+//!   grid of 64 bins per octave (under 1.6 % wide), never as samples: at
+//!   most 2 × 1024 blocks of at most 2304 bins (6 bytes each), under
+//!   30 MB, and a resample costs one pass over the blocks' bins. The
+//!   sequence is streamed once from the raw file's replay: blocks start
+//!   at [`MIN_BLOCK`] samples and neighbours merge in pairs whenever there
+//!   are twice [`MAX_BLOCKS`].
 //! - **Hist** (a JSON report's 1 µs histogram, an imported cyclictest or
 //!   rtla histogram): no order is kept, so the samples are taken as
 //!   **independent** and resampled one by one. The bootstrap `q`-quantile
@@ -470,6 +474,13 @@ mod tests {
             assert_eq!(blocks.blocks.iter().map(Block::len).sum::<u64>(), n, "no sample lost");
             assert!(blocks.block_len >= ((n as f64).cbrt().ceil() as u64).max(MIN_BLOCK), "{n}");
             assert!(blocks.blocks.len() <= MAX_BLOCKS, "{n}: {} blocks", blocks.blocks.len());
+            // The first length that meets the rules, not a longer one.
+            let need = ((n as f64).cbrt().ceil() as u64).max(n.div_ceil(MAX_BLOCKS as u64));
+            assert!(
+                blocks.block_len == MIN_BLOCK || blocks.block_len / 2 < need,
+                "{n}: {}",
+                blocks.block_len
+            );
         }
     }
 
