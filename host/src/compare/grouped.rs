@@ -154,12 +154,19 @@ fn header_lines(c: &Comparison) -> Vec<String> {
 }
 
 fn footer(c: &Comparison) -> String {
-    format!(
+    let mut s = format!(
         "Differences are second − first. The verdicts of each pair hold together at 95 % (Holm over \
          its figures compared); each interval is printed at the level of its Holm step. Bootstrap \
          seed {}, {} resamples per run.",
         c.seed, c.replicates
-    )
+    );
+    if c.groups.iter().any(|g| g.runs.len() == 1) {
+        s.push_str(
+            " A group of one run has only that run's own noise in its interval: the scatter from run to \
+             run (a reboot, another load) shows only with several runs per group.",
+        );
+    }
+    s
 }
 
 /// Render `c` as `format` (CSV is refused by the caller).
