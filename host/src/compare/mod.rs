@@ -13,9 +13,18 @@
 //!  ImportedRun ─from_imported─▶ Column ─┐
 //!  latprobe report ───(caller)─▶ Column ─┴─▶ render(columns, format, baseline) ─▶ String
 //! ```
+//!
+//! Groups of runs (`compare --group NAME FILE…`, seed 003's three runs per
+//! kernel) go through [`groups`] (each group's figures, each pair's
+//! differences and Holm verdicts), resampling a group of one run with
+//! [`bootstrap`], and come out of [`grouped`].
 
+pub mod bootstrap;
+pub mod grouped;
+pub mod groups;
 pub mod kconfig;
 mod render;
+pub mod stats;
 
 use crate::import::ImportedRun;
 
