@@ -132,8 +132,14 @@ fn groups_of_demo_reports_and_a_raw_run() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(t.contains("A (1 run: a1.raw): one run: block bootstrap of its raw samples ("), "{t}");
+    // The max is never compared from one run: for want of a bound, or,
+    // on a machine loaded enough to time a demo sample out, because it is
+    // censored.
     assert!(
-        t.contains(" blocks of ") && t.contains("max: not compared: one run cannot bound a maximum"),
+        t.contains(" blocks of ")
+            && (t.contains("max: not compared: one run cannot bound a maximum")
+                || t.contains("max: not compared: max is above")
+                || t.contains("'s max is above")),
         "{t}"
     );
     assert_verdict_lines(&t);
