@@ -8,10 +8,11 @@
 //        --mode gpio-echo|uart-echo|periodic|loopback
 //        [--latencies FILE] [--edge rising|falling|toggle] [--return-ns N]
 //        [--ppm N] [--period NS] [--line gpio|uart] [--baud N]
-//        [--max-seconds S] [--profile FILE] [--verbose]
+//        [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--verbose]
 //
-// It serves one client on PATH and runs until that client closes the
-// socket, then exits 0 and prints the emulator's speed to stderr. A
+// It serves one client on PATH (and, with --uart0-socket, one on the UART0
+// host link's socket) and runs until a client closes its socket, then
+// exits 0 and prints the emulator's speed to stderr. A
 // negative value takes the `=` form: --ppm=-35.
 //
 // Modes (lib/target.mjs): gpio-echo answers each stimulus edge on GP2 by
@@ -34,13 +35,14 @@ import { loadInto } from './lib/elf.mjs';
 import { Emulator, Refusal } from './lib/emulator.mjs';
 import { GpioEcho, Latencies, Loopback, Periodic, RETURN_DELAY_NS, UartEcho } from './lib/target.mjs';
 import { UsbBridge } from './lib/usb-bridge.mjs';
+import { Uart0Bridge } from './lib/uart0-bridge.mjs';
 
 const log = (line) => process.stderr.write(`rp2040 harness: ${line}\n`);
 
 function usage(message) {
   log(`${message}\nusage: node tests/rp2040/run.mjs --elf ELF --socket PATH --mode gpio-echo|uart-echo|periodic|loopback ` +
     '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
-    '[--baud N] [--max-seconds S] [--profile FILE] [--verbose]');
+    '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--verbose]');
   process.exit(2);
 }
 
@@ -67,6 +69,7 @@ try {
       baud: { type: 'string' },
       'max-seconds': { type: 'string' },
       profile: { type: 'string' },
+      'uart0-socket': { type: 'string' },
       verbose: { type: 'boolean', default: false },
     },
     strict: true,
@@ -137,6 +140,16 @@ bridge = new UsbBridge(emulator, args.socket, {
   },
 });
 
+// The second host link: UART0 at the firmware's 921600 Bd, on its own socket.
+const uart0 = args['uart0-socket']
+  ? new Uart0Bridge(emulator, args['uart0-socket'], {
+      baud: 921_600,
+      onClientClosed: () => {
+        clientClosed = true;
+      },
+    })
+  : null;
+
 const wallStart = performance.now();
 
 function report() {
@@ -150,6 +163,7 @@ function report() {
   if (line?.dropped) log(`UART1: ${line.dropped} byte(s) written to a full TX FIFO were dropped`);
   if (line?.rxDropped) log(`UART1: ${line.rxDropped} byte(s) from the target found the receiver off or full`);
   log(`USB: ${bridge.bytesIn} B host to device, ${bridge.bytesOut} B device to host`);
+  if (uart0) log(`UART0: ${uart0.bytesIn} B host to device, ${uart0.bytesOut} B device to host`);
   if (emulator.profile) {
     // "address cycles", most cycles first; exception entries apart (llvm-addr2line -f -e ELF names them).
     const rows = [...emulator.profile].sort((a, b) => b[1] - a[1]);
@@ -162,7 +176,8 @@ function report() {
 
 async function main() {
   await bridge.listening;
-  log(`mode ${args.mode}; listening on ${args.socket}`);
+  if (uart0) await uart0.listening;
+  log(`mode ${args.mode}; listening on ${args.socket}${uart0 ? ` and (UART0) ${args['uart0-socket']}` : ''}`);
   let chunk = 100_000;
   for (;;) {
     const t0 = performance.now();

@@ -106,12 +106,29 @@ fn artifacts() -> Option<&'static Artifacts> {
 struct Pico {
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// The host link measured over: the USB CDC's socket, or UART0's.
+    link: &'static str,
 }
 
 impl Pico {
     /// Start the harness in `mode` with `extra` arguments and, for the echo
     /// modes, `latencies` as its latency file; wait for its socket.
     fn start(a: &Artifacts, mode: &str, latencies: Option<&[Option<u64>]>, extra: &[&str]) -> Pico {
+        Self::start_on("pico.sock", a, mode, latencies, extra)
+    }
+
+    /// The same, measured over the UART0 host link (`--uart0-socket`).
+    fn start_uart0(a: &Artifacts, mode: &str, extra: &[&str]) -> Pico {
+        Self::start_on("uart0.sock", a, mode, None, extra)
+    }
+
+    fn start_on(
+        link: &'static str,
+        a: &Artifacts,
+        mode: &str,
+        latencies: Option<&[Option<u64>]>,
+        extra: &[&str],
+    ) -> Pico {
         let dir = tempfile::Builder::new().prefix("latprobe-rp2040-").tempdir().expect("temp dir");
         let d = dir.path();
         let mut cmd = Command::new("node");
@@ -122,6 +139,9 @@ impl Pico {
             .arg(d.join("pico.sock"))
             .args(["--mode", mode, "--max-seconds", "240"])
             .args(extra);
+        if link != "pico.sock" {
+            cmd.arg("--uart0-socket").arg(d.join(link));
+        }
         if let Some(list) = latencies {
             let text: String =
                 list.iter().map(|l| l.map_or_else(|| "x\n".to_string(), |ns| format!("{ns}\n"))).collect();
@@ -132,7 +152,7 @@ impl Pico {
             .stdout(File::create(d.join("harness.out")).expect("harness.out"))
             .stderr(File::create(d.join("harness.err")).expect("harness.err"));
         let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start node: {e}"));
-        let mut pico = Pico { dir, child: Some(child) };
+        let mut pico = Pico { dir, child: Some(child), link };
         let until = Instant::now() + Duration::from_secs(30);
         while !pico.sock().exists() {
             if let Some(status) = pico.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -145,7 +165,7 @@ impl Pico {
     }
 
     fn sock(&self) -> PathBuf {
-        self.dir.path().join("pico.sock")
+        self.dir.path().join(self.link)
     }
 
     fn stderr(&self) -> String {
@@ -379,6 +399,23 @@ fn the_crosscheck_schedule_comes_back_exactly_as_through_the_fake_timer() {
         .collect();
     assert!(schedule.iter().flatten().all(|&ns| ns % 80 == 0), "whole ticks on both boards");
     assert_gpio_echo(a, "rising", &schedule, 2 * schedule.len() as u64, "200us");
+}
+
+/// The second host link: UART0 at 921600 Bd, as through a debug probe's
+/// UART bridge (the harness paces the host's bytes at that rate). The same
+/// GPIO loopback, every sample its constant, nothing lost; the USB port,
+/// never opened, takes no frames meanwhile.
+#[test]
+fn the_uart0_host_link_carries_a_whole_run() {
+    let Some(a) = artifacts() else { return };
+    let offset = loopback_offset(a);
+    let (r, samples) = Pico::start_uart0(a, "loopback", &[]).measure(
+        a,
+        &["--baud", "921600", "--mode", "loopback", "--line", "gpio", "--count", "300", "--interval", "1ms"],
+    );
+    assert_complete(&r, 300);
+    assert_eq!(samples.len(), 300);
+    assert!(samples.iter().all(|s| s.latency_ns == Some(offset)), "{samples:?}");
 }
 
 #[test]

@@ -14,13 +14,15 @@
 //!   GP4  (pin 6)  UART1 TX ─▶ target RX; PIO0 SM2 times its start bits (no wire)
 //!   GP5  (pin 7)  UART1 RX ◀─ target TX; PIO0 SM1 times its start bits in UART runs
 //!   USB           CDC ACM: the host link (`latprobe run --port /dev/ttyACM0`)
+//!   GP0/GP1       UART0 TX/RX, 921600 Bd: the host link through a debug probe's UART bridge
 //!   GP25          LED: on while a measurement runs
 //!   RTT (SWD)     up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!
 //!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), TIMER_IRQ_0 (wake-up),
 //!               UART1_IRQ (target bytes) ── Front: words, flags, then `now` ──┐ pend
 //!   priority 2: SW0_IRQ (engine task: HwLoop::run)                       ◀──┘
-//!               USBCTRL_IRQ (USB: host bytes in, frames out to USB and RTT up 1)
+//!               USBCTRL_IRQ (USB: host bytes in, frames out to USB, UART0's ring and RTT up 1)
+//!               UART0_IRQ (the UART0 host link: bytes in, the ring out)
 //!   priority 1: SysTick 100 Hz (RTT down channel: host bytes over SWD)
 //! ```
 //!
@@ -28,9 +30,10 @@
 //! lower IRQ number, 5 before 26): an engine task busy at a short interval
 //! can delay the frames by one of its runs, never starve them.
 //!
-//! Both links carry the same frames and neither waits for the other: each
-//! chunk goes to RTT up channel 1 whole or not at all (`NoBlockSkip`), and
-//! to USB only while a host has the CDC port open (DTR set: Linux's
+//! The links carry the same frames and none waits for another: each chunk
+//! goes to RTT up channel 1 and to UART0's 1 KiB ring whole or not at all
+//! (RTT's `NoBlockSkip`; the ring drains at 921600 Bd, faster than the
+//! engine fills it, about 8 800 samples/s), and to USB only while a host has the CDC port open (DTR set: Linux's
 //! cdc_acm sets it on open; or the host has written to the port since it
 //! was configured: a host that talks reads), so a probe read over RTT
 //! never stalls on a USB port nobody reads.
@@ -56,6 +59,8 @@ const TX_QUEUE: usize = 2048;
 const RTT_FRAMES: usize = 4096;
 /// RTT down channel 0 ("latprobe", host bytes): a few Configure frames.
 const RTT_HOST: usize = 256;
+/// UART0's ring of frame bytes waiting for its transmitter.
+const HOST_UART_RING: usize = 1024;
 /// SysTick reload for the 100 Hz poll of the RTT down channel (SysTick
 /// counts clk_sys, 125 MHz).
 const RTT_POLL_RELOAD: u32 = 125_000_000 / 100 - 1;
@@ -72,7 +77,8 @@ pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_fi
 #[rtic::app(device = rp2040_hal::pac, peripherals = true)]
 mod app {
     use latprobe_firmware::board::pico::PioTimer;
-    use latprobe_firmware::boards::rp2040_pico::{LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ};
+    use latprobe_firmware::boards::rp2040_pico::{HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ};
+    use latprobe_firmware::engine::txq::{Class, TxQueue};
     use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
     use rp2040_hal::{
@@ -89,8 +95,8 @@ mod app {
     use usbd_serial::SerialPort;
 
     use super::common;
-    use super::regs::{self, Regs, TargetRx};
-    use super::{LedExt, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use super::regs::{self, HostUart, Regs, TargetRx};
+    use super::{LedExt, HOST_UART_RING, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
 
     /// Bytes taken from the target UART per interrupt at most.
     const RX_BURST: usize = 32;
@@ -103,6 +109,8 @@ mod app {
     struct Shared {
         engine: Engine<TX_QUEUE>,
         timer: Timer<PioTimer<Regs>>,
+        /// Frame bytes for UART0's transmitter.
+        host_uart_ring: TxQueue<HOST_UART_RING>,
     }
 
     #[local]
@@ -121,6 +129,8 @@ mod app {
         usb_heard: bool,
         rtt_frames: UpChannel,
         rtt_host: DownChannel,
+        host_uart: HostUart,
+        host_uart_errors: u32,
     }
 
     #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
@@ -167,6 +177,8 @@ mod app {
         // The pin functions (§2.19.2): GP2 PIO0, GP3 an input (PIO reads
         // any pad), GP4/GP5 UART1. The HAL's pin set-up enables each pad's
         // input (PADS_BANK0 IE), which PIO's reads need.
+        let host_tx = pins.gpio0.into_function::<FunctionUart>();
+        let host_rx = pins.gpio1.into_function::<FunctionUart>();
         let _stim = pins.gpio2.into_function::<FunctionPio0>();
         let _resp = pins.gpio3.into_pull_down_input();
         let tx = pins.gpio4.into_function::<FunctionUart>();
@@ -183,6 +195,15 @@ mod app {
         // The HAL's halves are not used: the timer writes the stimulus bytes
         // and `TargetRx` reads the answers, through the registers.
         let _ = uart.split();
+        let Ok(host_uart) = UartPeripheral::new(dp.UART0, (host_tx, host_rx), &mut dp.RESETS).enable(
+            UartConfig::new(HOST_BAUD.Hz(), DataBits::Eight, None, StopBits::One),
+            clocks.peripheral_clock.freq(),
+        ) else {
+            defmt::panic!("UART0 at {=u32} Bd", HOST_BAUD);
+        };
+        let mut host_uart = host_uart;
+        host_uart.enable_rx_interrupt();
+        let _ = host_uart.split();
 
         let (resp_high, tx_high) = regs::start(&dp.RESETS);
         // TIMER out of reset (§4.6): the wake-up alarm.
@@ -236,7 +257,7 @@ mod app {
         core.SYST.enable_counter();
         rtic::pend(Interrupt::SW0_IRQ);
         (
-            Shared { engine, timer },
+            Shared { engine, timer, host_uart_ring: TxQueue::new() },
             Local {
                 target_rx: TargetRx,
                 lp: HwLoop::new(LOOP),
@@ -250,6 +271,8 @@ mod app {
                 usb_heard: false,
                 rtt_frames: rtt.up.1,
                 rtt_host: rtt.down.0,
+                host_uart: HostUart,
+                host_uart_errors: 0,
             },
         )
     }
@@ -316,11 +339,12 @@ mod app {
 
     /// USB: enumeration, host bytes into the engine, the engine's frames out
     /// (to USB and RTT both, see the module docs).
-    #[task(binds = USBCTRL_IRQ, priority = 2, shared = [engine, timer], local = [usb_dev, serial, out, out_at, out_len, usb_heard, rtt_frames])]
+    #[task(binds = USBCTRL_IRQ, priority = 2, shared = [engine, timer, host_uart_ring], local = [usb_dev, serial, out, out_at, out_len, usb_heard, rtt_frames])]
     fn usb(cx: usb::Context) {
         let (usb_dev, serial) = (cx.local.usb_dev, cx.local.serial);
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
+        let mut ring = cx.shared.host_uart_ring;
         if usb_dev.poll(&mut [serial]) {
             let mut buf = [0u8; 64];
             while let Ok(n) = serial.read(&mut buf) {
@@ -348,8 +372,12 @@ mod app {
                 if n == 0 {
                     break;
                 }
-                // Never waits: NoBlockSkip writes all n bytes or none.
+                // Never waits: NoBlockSkip writes all n bytes or none, and
+                // so does the ring (its transmitter takes it from there).
                 cx.local.rtt_frames.write(&out[..n]);
+                if ring.lock(|q| q.push(&out[..n], Class::Control)) {
+                    rtic::pend(Interrupt::UART0_IRQ);
+                }
                 *at = 0;
                 *len = if usb_open { n } else { 0 };
                 continue;
@@ -359,6 +387,28 @@ mod app {
                 _ => break,
             }
         }
+    }
+
+    /// The UART0 host link: host bytes in (into the engine), the ring's
+    /// frame bytes out.
+    #[task(binds = UART0_IRQ, priority = 2, shared = [engine, timer, host_uart_ring], local = [host_uart, host_uart_errors])]
+    fn host_uart(cx: host_uart::Context) {
+        let (mut timer, mut engine, mut ring) = (cx.shared.timer, cx.shared.engine, cx.shared.host_uart_ring);
+        let mut buf = [0u8; 32];
+        loop {
+            let (n, errors) = cx.local.host_uart.read(&mut buf);
+            if errors > 0 {
+                *cx.local.host_uart_errors = cx.local.host_uart_errors.wrapping_add(errors);
+                engine.lock(|e| e.count_host_rx_errors(errors));
+            }
+            if n == 0 {
+                break;
+            }
+            common::host_bytes(&mut timer, &mut engine, &buf[..n]);
+            rtic::pend(Interrupt::SW0_IRQ);
+            rtic::pend(Interrupt::USBCTRL_IRQ);
+        }
+        ring.lock(|q| cx.local.host_uart.send(q));
     }
 
     /// The RTT down channel (host bytes over SWD), polled at 100 Hz.

@@ -291,3 +291,55 @@ impl embedded_hal_nb::serial::Read<u8> for TargetRx {
         }
     }
 }
+
+/// UART0 (GP0/GP1), the second host link: a debug probe's UART bridge.
+/// Every access is to UART0's own registers, which nothing else uses after
+/// the HAL has set its baud rate (its Reader and Writer halves are
+/// dropped).
+#[derive(Debug)]
+pub struct HostUart;
+
+fn uart0() -> &'static pac::uart0::RegisterBlock {
+    // SAFETY: UART0's register block, at a fixed address for the life of
+    // the program, used by this link alone; each access is one volatile
+    // register access.
+    unsafe { &*pac::UART0::ptr() }
+}
+
+impl HostUart {
+    /// Bytes from the host, as many as `buf` takes; and how many had a
+    /// receive error (UARTDR FE/PE/BE/OE, §4.2.8: such a byte is dropped).
+    pub fn read(&mut self, buf: &mut [u8]) -> (usize, u32) {
+        let u = uart0();
+        let (mut n, mut errors) = (0, 0);
+        while n < buf.len() && u.uartfr().read().rxfe().bit_is_clear() {
+            let dr = u.uartdr().read().bits();
+            if dr & 0xf00 != 0 {
+                errors += 1;
+            } else {
+                buf[n] = dr as u8;
+                n += 1;
+            }
+        }
+        (n, errors)
+    }
+
+    /// Move bytes of `q` into the TX FIFO while it has room; the transmit
+    /// interrupt (UARTIMSC TXIM, §4.2.8) is on while bytes wait, so the
+    /// FIFO's draining brings the handler back.
+    pub fn send<const N: usize>(&mut self, q: &mut latprobe_firmware::engine::txq::TxQueue<N>) {
+        let u = uart0();
+        let mut sent = 0;
+        {
+            let chunk = q.chunk();
+            while sent < chunk.len() && u.uartfr().read().txff().bit_is_clear() {
+                // SAFETY: DR takes one byte.
+                u.uartdr().write(|w| unsafe { w.data().bits(chunk[sent]) });
+                sent += 1;
+            }
+        }
+        q.consume(sent);
+        let waiting = !q.chunk().is_empty();
+        u.uartimsc().modify(|_, w| w.txim().bit(waiting));
+    }
+}
