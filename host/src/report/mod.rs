@@ -49,6 +49,7 @@ pub mod json;
 pub mod junit;
 pub mod lava;
 pub mod plot;
+pub mod tail;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod text;

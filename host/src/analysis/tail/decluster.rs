@@ -14,7 +14,14 @@
 //!   length `r` is the largest gap left inside a cluster. Exceedances whose
 //!   sequence numbers differ by at most `r` are in one cluster; where gaps
 //!   tie at the cut, fewer clusters are taken (a gap equal to `r` never
-//!   separates). Independent exceedances give θ near 1 and clusters of one.
+//!   separates).
+//! - Only where the data show clustering: θ's estimate is noisy, and with
+//!   independent exceedances a θ below 1 would merge the closest pairs,
+//!   whose maxima are no longer GPD. So the run length is used only when
+//!   gaps of at most `r` are more frequent than independent exceedances
+//!   make them (a gap is at most `r` with probability `1 − (1 − p)^r`,
+//!   `p` = exceedances per sample; a one-sided binomial test at 1 %);
+//!   otherwise `r = 0` and every exceedance is its own cluster.
 
 /// One sample above the threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +84,33 @@ pub fn ferro_segers(seqs: &[u64]) -> f64 {
 
 /// Decluster `ex` (any order): the clusters and their maxima.
 pub fn decluster(ex: &[Exceedance]) -> Clusters {
+    decluster_with(ex, None)
+}
+
+/// Whether `short` of the `gaps` gaps being at most `r` is more than
+/// independent exceedances with `p` per sample give (one-sided binomial
+/// test at 1 %).
+fn clustered_beyond_chance(short: u64, gaps: u64, r: u64, p: f64) -> bool {
+    let q = 1.0 - (1.0 - p.clamp(0.0, 1.0)).powf(r as f64);
+    if q >= 1.0 {
+        return false;
+    }
+    // P(X ≥ short) for X ~ Bin(gaps, q).
+    let ln = |i: u64| {
+        let (i, n) = (i as f64, gaps as f64);
+        super::checks::ln_gamma(n + 1.0)
+            - super::checks::ln_gamma(i + 1.0)
+            - super::checks::ln_gamma(n - i + 1.0)
+            + i * q.max(1e-300).ln()
+            + (n - i) * (1.0 - q).ln()
+    };
+    let tail: f64 = (short..=gaps).map(|i| ln(i).exp()).sum();
+    tail < 0.01
+}
+
+/// [`decluster`] over a run in which the exceedances are `per_sample` of
+/// the samples (`None`: taken from their sequence numbers' span).
+pub fn decluster_with(ex: &[Exceedance], per_sample: Option<f64>) -> Clusters {
     let mut ex = ex.to_vec();
     ex.sort_by_key(|e| e.seq);
     let seqs: Vec<u64> = ex.iter().map(|e| e.seq).collect();
@@ -87,7 +121,7 @@ pub fn decluster(ex: &[Exceedance]) -> Clusters {
     // C − 1 separating gaps, the largest ones; a tie at the cut separates
     // none of the tied gaps.
     let mut sep = ((theta * n as f64).floor() as usize).min(n.saturating_sub(1));
-    let run_length = if sep >= gaps.len() {
+    let mut run_length = if sep >= gaps.len() {
         0
     } else {
         while sep > 0 && gaps[sep - 1] == gaps[sep] {
@@ -95,6 +129,14 @@ pub fn decluster(ex: &[Exceedance]) -> Clusters {
         }
         gaps[sep]
     };
+    if run_length > 0 {
+        let span = seqs.last().map_or(0, |l| l - seqs[0]) + 1;
+        let p = per_sample.unwrap_or(n as f64 / span as f64);
+        let short = gaps.iter().filter(|&&g| g <= run_length).count() as u64;
+        if !clustered_beyond_chance(short, gaps.len() as u64, run_length, p) {
+            run_length = 0;
+        }
+    }
     let mut maxima: Vec<Exceedance> = Vec::new();
     let mut last_seq: Option<u64> = None;
     for e in ex {

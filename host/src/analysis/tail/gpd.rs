@@ -153,6 +153,12 @@ fn log_sum_over_tau(vs: &[f64], tau: f64) -> f64 {
 /// censored term `B`). That is searched on a grid in `ln(1 + τ·max)` and
 /// refined by a golden section.
 pub fn fit(e: &Excesses) -> Option<Mle> {
+    fit_to(e, 57, 40)
+}
+
+/// [`fit`] with a coarser search (`n` grid points, `iters` golden steps):
+/// the goodness-of-fit bootstrap's refits, where 1e-4 in ξ is plenty.
+pub fn fit_to(e: &Excesses, n: usize, iters: usize) -> Option<Mle> {
     let k = e.y.len() as f64;
     if e.y.is_empty() {
         return None;
@@ -173,7 +179,7 @@ pub fn fit(e: &Excesses) -> Option<Mle> {
         let a: f64 = e.y.iter().map(|&y| (tau * y).ln_1p()).sum();
         -k * sigma.ln() - a - k
     };
-    let (g, _) = maximize(at, -14.0, 14.0, 57, 40)?;
+    let (g, _) = maximize(at, -14.0, 14.0, n, iters)?;
     let tau = g.exp_m1() / vmax;
     let sigma = (log_sum_over_tau(&e.y, tau) + log_sum_over_tau(&e.c, tau)) / k;
     let xi = tau * sigma;
@@ -235,7 +241,7 @@ pub fn maximize(f: impl Fn(f64) -> f64, lo: f64, hi: f64, n: usize, iters: usize
 /// Where `g` (positive at `x0`) first falls to 0 or below going from `x0`
 /// by `step` (its sign is the direction), steps doubling, never past
 /// `bound`: then a bracketed regula falsi (the Illinois variant, Dowell &
-/// Jarratt 1971) to a relative width of about 1e-6. `None` when `g` stays
+/// Jarratt 1971) to a relative width of about 1e-5. `None` when `g` stays
 /// positive up to `bound`: the interval is open on that side.
 pub fn crossing(g: impl Fn(f64) -> f64, x0: f64, step: f64, bound: f64) -> Option<f64> {
     let dir = step.signum();
@@ -302,7 +308,7 @@ pub fn crossing(g: impl Fn(f64) -> f64, x0: f64, step: f64, bound: f64) -> Optio
             }
             side = -1;
         }
-        if (b - a).abs() <= 1e-6 * (a.abs() + b.abs()).max(1e-9) || gm == 0.0 {
+        if (b - a).abs() <= 1e-5 * (a.abs() + b.abs()).max(1e-6) || gm == 0.0 {
             break;
         }
     }

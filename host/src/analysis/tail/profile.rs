@@ -37,13 +37,13 @@ pub fn prof_xi(e: &Excesses, xi: f64, sigma_hat: f64) -> f64 {
     let floor = if xi < 0.0 { -xi * e.vmax() * (1.0 + 1e-12) } else { 0.0 };
     let lo = (sigma_hat * 1e-4).max(floor).ln();
     let hi = (sigma_hat * 1e4).max(floor * 10.0).ln();
-    maximize(|ls| loglik(e, ls.exp(), xi), lo, hi, 25, 28).map_or(f64::NEG_INFINITY, |(_, v)| v)
+    maximize(|ls| loglik(e, ls.exp(), xi), lo, hi, 13, 24).map_or(f64::NEG_INFINITY, |(_, v)| v)
 }
 
 /// `max_ξ ℓ(σ, ξ)`: the profile of the scale.
 pub fn prof_sigma(e: &Excesses, sigma: f64) -> f64 {
     let lo = XI_MIN.max(-sigma / e.vmax().max(f64::MIN_POSITIVE));
-    maximize(|xi| loglik(e, sigma, xi), lo, XI_MAX, 26, 28).map_or(f64::NEG_INFINITY, |(_, v)| v)
+    maximize(|xi| loglik(e, sigma, xi), lo, XI_MAX, 16, 24).map_or(f64::NEG_INFINITY, |(_, v)| v)
 }
 
 /// `max ℓ` over the fits whose survival at excess `z` is `exp(lq)`: the
@@ -53,7 +53,7 @@ pub fn prof_level(e: &Excesses, z: f64, lq: f64) -> f64 {
     if !(z > 0.0) || !(lq < 0.0) {
         return f64::NEG_INFINITY;
     }
-    maximize(|xi| loglik(e, sigma_for(z, lq, xi), xi), XI_MIN, XI_MAX, 26, 28)
+    maximize(|xi| loglik(e, sigma_for(z, lq, xi), xi), XI_MIN, XI_MAX, 16, 24)
         .map_or(f64::NEG_INFINITY, |(_, v)| v)
 }
 

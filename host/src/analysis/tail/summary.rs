@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::checks::{gof_p, halves, LEVEL};
-use super::decluster::decluster;
+use super::decluster::decluster_with;
+use super::gpd::{XI_MAX, XI_MIN};
 use super::predict::{hours_to_see, probability, Model};
 use super::profile::{log_survival_interval, sigma_interval, Est};
 use super::store::TailData;
@@ -22,7 +23,7 @@ pub const METHOD: &str =
 pub const RULE: &str =
     "the lowest of the candidate thresholds with about 1000, 707, 500, ... 44 exceedances (at \
     most a tenth of the samples) whose shape agrees with every higher candidate's within their \
-    uncertainty (at least two higher ones, Bonferroni over the comparisons), with at least 40 clusters";
+    uncertainty (at least two higher ones, each at 10 %, Bonferroni over the comparisons), with at least 40 clusters";
 
 /// What every extrapolated figure assumes.
 pub const CAVEAT: &str =
@@ -170,6 +171,9 @@ pub struct TailReport {
     pub measured_max: Option<LimitTail>,
     /// The horizon's likely max.
     pub horizon: Option<HorizonTail>,
+    /// The horizon asked for (`--horizon`), ns.
+    #[serde(default)]
+    pub horizon_ns: u64,
     /// The checks.
     pub checks: TailChecks,
     /// The candidate thresholds, lowest first.
@@ -228,6 +232,7 @@ pub fn analyse(i: &TailInput<'_>) -> TailReport {
         limits: Vec::new(),
         measured_max: None,
         horizon: None,
+        horizon_ns: i.horizon_ns,
         checks: TailChecks { level: LEVEL, ..TailChecks::default() },
         candidates: Vec::new(),
         curve: Vec::new(),
@@ -287,6 +292,14 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
         }
     })?];
     let m = c.mle.expect("a chosen candidate is fitted");
+    if m.xi <= XI_MIN + 1e-3 || m.xi >= XI_MAX - 1e-3 {
+        return Err(format!(
+            "poor fit: the shape of the fit above {} is at the edge of its range (ξ = {:.2}): the tail is \
+             no generalized Pareto one (a hard upper end, or lumps)",
+            crate::units::format_ns(c.u),
+            m.xi
+        ));
+    }
     r.threshold_ns = Some(c.u);
     r.exceedances = c.exceedances as u64;
     r.censored = c.censored as u64;
@@ -298,18 +311,16 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
     let model = Model { u: c.u, e: &c.excesses, m, clusters: r.clusters, hours };
     // The figures for the latencies asked about, made before any check so
     // that a refusal still lists them (without figures).
-    let mut named: Vec<(String, u64)> = i.limits.to_vec();
     let max_latency = if i.timeouts > 0 { Some(i.timeout_ns) } else { i.max_measured_ns };
-    r.limits = named.iter().map(|(n, x)| limit_tail(&model, &kept, i.samples, n, *x)).collect();
+    r.limits = i.limits.iter().map(|(n, x)| limit_tail(&model, &kept, i.samples, n, *x)).collect();
     r.measured_max = max_latency.map(|x| {
         let name = if i.timeouts > 0 { "measured max (above the timeout)" } else { "measured max" };
         limit_tail(&model, &kept, i.samples, name, x)
     });
-    named.clear();
 
     let p = gof_p(&c.excesses, &m, i.samples ^ c.u.rotate_left(17));
     r.checks.goodness_of_fit_p = Some(p);
-    if p < LEVEL {
+    if p <= LEVEL {
         return Err(format!(
             "poor fit: the generalized Pareto distribution does not fit the {} cluster maxima above {} \
              (Anderson-Darling bootstrap p = {p:.3}): the tail has more than one cause, or the latencies \
@@ -380,7 +391,7 @@ fn limit_tail(model: &Model<'_>, kept: &[super::Exceedance], samples: u64, name:
             return l;
         }
         let above: Vec<_> = kept.iter().filter(|e| e.key() > (false, x)).copied().collect();
-        let n = decluster(&above).maxima.len() as f64;
+        let n = decluster_with(&above, Some(above.len() as f64 / samples.max(1) as f64)).maxima.len() as f64;
         l.note = Some(format!(
             "below the threshold: counted from the run's own {n} clusters above it, not extrapolated"
         ));
