@@ -39,10 +39,16 @@ impl Limits {
             && self.exceedance_per_hour.is_empty()
     }
 
-    /// The latencies the tail model reports on for these limits: `--max`
-    /// and each `max_exceedance_per_hour` latency, with their names.
+    /// The latencies the tail model reports on for these limits: `--max`,
+    /// each percentile limit's latency (unless already named) and each
+    /// `max_exceedance_per_hour` latency, with their names.
     pub fn tail_points(&self) -> Vec<(String, u64)> {
         let mut v: Vec<(String, u64)> = self.max_ns.map(|m| ("max".to_string(), m)).into_iter().collect();
+        for p in &self.percentiles {
+            if !v.iter().any(|(_, x)| *x == p.limit_ns) {
+                v.push((format!("{} limit", percentile_name(p.percent)), p.limit_ns));
+            }
+        }
         for e in &self.exceedance_per_hour {
             v.push((exceedance_name(e.latency_ns), e.latency_ns));
         }

@@ -18,7 +18,10 @@ pub fn compute(r: &Report, data: TailData, limits: &Limits, horizon_ns: u64) -> 
     let points = limits.tail_points();
     let timeout_ns = r.latency_ns.as_ref().map_or(r.config.timeout_ns, |l| l.censored_above);
     let duration_ns = r.probe_elapsed_ns.filter(|&d| d > 0).or_else(|| {
-        r.timeline.as_ref().map(|t| t.len() as u64 * t.row_s.max(1) * 1_000_000_000).filter(|&d| d > 0)
+        r.timeline
+            .as_ref()
+            .map(|t| (t.len() as u64).saturating_mul(t.row_s.max(1)).saturating_mul(1_000_000_000))
+            .filter(|&d| d > 0)
     });
     let mut t = analyse(&TailInput {
         samples: r.counts.samples,

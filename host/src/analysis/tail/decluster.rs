@@ -130,7 +130,7 @@ pub fn decluster_with(ex: &[Exceedance], per_sample: Option<f64>) -> Clusters {
         gaps[sep]
     };
     if run_length > 0 {
-        let span = seqs.last().map_or(0, |l| l - seqs[0]) + 1;
+        let span = seqs.last().map_or(0, |l| l - seqs[0]).saturating_add(1);
         let p = per_sample.unwrap_or(n as f64 / span as f64);
         let short = gaps.iter().filter(|&&g| g <= run_length).count() as u64;
         if !clustered_beyond_chance(short, gaps.len() as u64, run_length, p) {

@@ -331,7 +331,7 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
     }
     if let Some(t) = i.timeline.filter(|t| t.len() >= 2) {
         let mid = t.len() / 2;
-        let split_s = mid as u64 * t.row_s.max(1);
+        let split_s = (mid as u64).saturating_mul(t.row_s.max(1));
         let s = (t.samples[..mid].iter().sum::<u64>(), t.samples[mid..].iter().sum::<u64>());
         let h = halves(&c.clusters.maxima, c.u, &m, split_s.saturating_mul(1_000_000_000), s);
         r.checks.halves = Some(HalvesReport {
