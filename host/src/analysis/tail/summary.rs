@@ -9,7 +9,7 @@ use super::gpd::{XI_MAX, XI_MIN};
 use super::predict::{hours_to_see, probability, Model};
 use super::profile::{log_survival_interval, sigma_interval, Est};
 use super::store::TailData;
-use super::threshold::{candidates, choose, MIN_CLUSTERS};
+use super::threshold::{candidates, stable, MIN_CLUSTERS};
 use crate::analysis::timeline::TimelineReport;
 
 /// How the tail is modelled, in the report's words.
@@ -23,7 +23,8 @@ pub const METHOD: &str =
 pub const RULE: &str =
     "the lowest of the candidate thresholds with about 1000, 707, 500, ... 44 exceedances (at \
     most a tenth of the samples) whose shape agrees with every higher candidate's within their \
-    uncertainty (at least two higher ones, each at 10 %, Bonferroni over the comparisons), with at least 40 clusters";
+    uncertainty (at least two higher ones, each at 10 %, Bonferroni over the comparisons), with at least 40 clusters, \
+    and whose fit passes the goodness-of-fit test (else the next such one up)";
 
 /// What every extrapolated figure assumes.
 pub const CAVEAT: &str =
@@ -280,7 +281,7 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
             shape: c.xi.map(Interval::of),
         })
         .collect();
-    let c = &cands[choose(&cands).map_err(|e| {
+    let stable = stable(&cands).map_err(|e| {
         if cands.is_empty() {
             format!(
                 "too few samples: {} (the tail fit needs at least {} clusters of exceedances above the \
@@ -290,16 +291,54 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
         } else {
             e
         }
-    })?];
-    let m = c.mle.expect("a chosen candidate is fitted");
-    if m.xi <= XI_MIN + 1e-3 || m.xi >= XI_MAX - 1e-3 {
-        return Err(format!(
-            "poor fit: the shape of the fit above {} is at the edge of its range (ξ = {:.2}): the tail is \
-             no generalized Pareto one (a hard upper end, or lumps)",
-            crate::units::format_ns(c.u),
-            m.xi
-        ));
+    })?;
+    // The lowest stable candidate whose fit passes the goodness of fit.
+    let mut first = None;
+    let mut chosen = None;
+    for &j in &stable {
+        let c = &cands[j];
+        let m = c.mle.expect("a stable candidate is fitted");
+        if m.xi <= XI_MIN + 1e-3 || m.xi >= XI_MAX - 1e-3 {
+            first.get_or_insert((j, None));
+            continue;
+        }
+        let p = gof_p(&c.excesses, &m, i.samples ^ c.u.rotate_left(17));
+        first.get_or_insert((j, Some(p)));
+        if p > LEVEL {
+            chosen = Some((j, p));
+            break;
+        }
     }
+    let Some((j, p)) = chosen else {
+        let (j, p) = first.expect("at least one stable candidate");
+        let c = &cands[j];
+        r.threshold_ns = Some(c.u);
+        r.exceedances = c.exceedances as u64;
+        r.censored = c.censored as u64;
+        r.clusters = c.clusters.maxima.len() as u64;
+        r.run_length = Some(c.clusters.run_length);
+        r.extremal_index = Some(c.clusters.theta);
+        r.checks.goodness_of_fit_p = p;
+        let m = c.mle.expect("fitted");
+        return Err(match p {
+            None => format!(
+                "poor fit: the shape of the fit above {} is at the edge of its range (ξ = {:.2}): the tail is \
+                 no generalized Pareto one (a hard upper end, or lumps)",
+                crate::units::format_ns(c.u),
+                m.xi
+            ),
+            Some(p) => format!(
+                "poor fit: the generalized Pareto distribution does not fit the {} cluster maxima above {} \
+                 (Anderson-Darling bootstrap p = {p:.3}), nor at any higher stable threshold: the tail has more \
+                 than one cause, or the latencies are too coarse",
+                c.clusters.maxima.len(),
+                crate::units::format_ns(c.u)
+            ),
+        });
+    };
+    let c = &cands[j];
+    let m = c.mle.expect("a chosen candidate is fitted");
+    r.checks.goodness_of_fit_p = Some(p);
     r.threshold_ns = Some(c.u);
     r.exceedances = c.exceedances as u64;
     r.censored = c.censored as u64;
@@ -318,17 +357,6 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
         limit_tail(&model, &kept, i.samples, name, x)
     });
 
-    let p = gof_p(&c.excesses, &m, i.samples ^ c.u.rotate_left(17));
-    r.checks.goodness_of_fit_p = Some(p);
-    if p <= LEVEL {
-        return Err(format!(
-            "poor fit: the generalized Pareto distribution does not fit the {} cluster maxima above {} \
-             (Anderson-Darling bootstrap p = {p:.3}): the tail has more than one cause, or the latencies \
-             are too coarse",
-            r.clusters,
-            crate::units::format_ns(c.u)
-        ));
-    }
     if let Some(t) = i.timeline.filter(|t| t.len() >= 2) {
         let mid = t.len() / 2;
         let split_s = (mid as u64).saturating_mul(t.row_s.max(1));

@@ -19,8 +19,10 @@
 //! comparison Northrop & Coleman, *Extremes* 17, 2014, make with a score
 //! test). The **lowest stable candidate** with at least [`MIN_CLUSTERS`]
 //! clusters is the threshold: the most data at which the tail is already
-//! the same as higher up. None stable: the fit is refused (threshold
-//! instability).
+//! the same as higher up; where its fit fails the goodness-of-fit test
+//! (`checks`), the next stable candidate up is tried. None stable: the
+//! fit is refused (threshold instability); none that fits: refused (poor
+//! fit).
 
 use super::decluster::{decluster_with, Clusters, Exceedance};
 use super::gpd::{fit, Excesses, Mle};
@@ -114,8 +116,15 @@ fn se(e: &Est) -> f64 {
     }
 }
 
-/// The index of the chosen candidate (the rule above), or why none is.
+/// The lowest stable candidate, or why none is (the tests' view of the
+/// rule; `analyse` also needs the goodness of fit, so it takes [`stable`]).
+#[cfg(test)]
 pub fn choose(c: &[Candidate]) -> Result<usize, String> {
+    stable(c).map(|s| s[0])
+}
+
+/// Every stable candidate, lowest first (at least one), or why none is.
+pub fn stable(c: &[Candidate]) -> Result<Vec<usize>, String> {
     let fitted: Vec<usize> = (0..c.len()).filter(|&i| c[i].xi.is_some()).collect();
     if fitted.is_empty() {
         let best = c.iter().map(|c| c.clusters.maxima.len()).max().unwrap_or(0);
@@ -131,6 +140,7 @@ pub fn choose(c: &[Candidate]) -> Result<usize, String> {
             fitted.len()
         ));
     }
+    let mut found = Vec::new();
     for (pos, &j) in fitted.iter().enumerate() {
         let higher = &fitted[pos + 1..];
         if higher.len() < 2 {
@@ -146,8 +156,11 @@ pub fn choose(c: &[Candidate]) -> Result<usize, String> {
             !sd.is_finite() || (ei.estimate - ej.estimate).abs() <= z * sd
         });
         if stable {
-            return Ok(j);
+            found.push(j);
         }
+    }
+    if !found.is_empty() {
+        return Ok(found);
     }
     Err(format!(
         "threshold instability: the fitted shape changes with the threshold beyond its uncertainty at every \
