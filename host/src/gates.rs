@@ -36,7 +36,29 @@ impl Limits {
             && self.max_timeouts.is_none()
             && self.max_lost.is_none()
             && self.max_late.is_none()
+            && self.exceedance_per_hour.is_empty()
     }
+
+    /// The latencies the tail model reports on for these limits: `--max`,
+    /// each percentile limit's latency (unless already named) and each
+    /// `max_exceedance_per_hour` latency, with their names.
+    pub fn tail_points(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self.max_ns.map(|m| ("max".to_string(), m)).into_iter().collect();
+        for p in &self.percentiles {
+            if !v.iter().any(|(_, x)| *x == p.limit_ns) {
+                v.push((format!("{} limit", percentile_name(p.percent)), p.limit_ns));
+            }
+        }
+        for e in &self.exceedance_per_hour {
+            v.push((exceedance_name(e.latency_ns), e.latency_ns));
+        }
+        v
+    }
+}
+
+/// The name of a per-hour exceedance limit: `exceedance 200us`.
+pub fn exceedance_name(latency_ns: u64) -> String {
+    format!("exceedance {}", format_ns(latency_ns))
 }
 
 /// The TOML file's layout (`--limits FILE`):
@@ -49,7 +71,14 @@ impl Limits {
 /// [percentile]
 /// "99" = "80us"
 /// "99.9" = "100us"
+/// [max_exceedance_per_hour]
+/// "200us" = 1e-3
 /// ```
+///
+/// (`max_exceedance_per_hour = { "200us" = 1e-3 }` is the same table
+/// inline: the probability that an hour of running exceeds 200 µs at
+/// least once, from the tail model, must be at most 1e-3 at the upper end
+/// of its 95 % interval.)
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
@@ -59,7 +88,12 @@ struct LimitsFile {
     max_timeouts: Option<u64>,
     max_lost: Option<u64>,
     max_late: Option<u64>,
+    #[serde(default)]
+    max_exceedance_per_hour: std::collections::BTreeMap<String, f64>,
 }
+
+/// The keys a `--limits` file may have, for its errors.
+const KEYS: &str = "keys: max, max_timeouts, max_lost, max_late, [percentile], [max_exceedance_per_hour]";
 
 /// Read a `--limits` file.
 pub fn read_limits_file(path: &Path) -> Result<Limits, Error> {
@@ -75,9 +109,9 @@ pub fn parse_limits_toml(text: &str) -> Result<Limits, String> {
         match e.span() {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: {msg} (keys: max, max_timeouts, max_lost, max_late, [percentile])")
+                format!("line {line}: {msg} ({KEYS})")
             }
-            None => format!("{msg} (keys: max, max_timeouts, max_lost, max_late, [percentile])"),
+            None => format!("{msg} ({KEYS})"),
         }
     })?;
     let max_ns =
@@ -96,7 +130,25 @@ pub fn parse_limits_toml(text: &str) -> Result<Limits, String> {
         percentiles.push(PercentileLimit { percent, limit_ns });
     }
     percentiles.sort_by(|a, b| a.percent.total_cmp(&b.percent));
+    let mut exceedance_per_hour = Vec::new();
+    for (d, &p) in &f.max_exceedance_per_hour {
+        let latency_ns =
+            parse_duration_ns(d).map_err(|e| format!("[max_exceedance_per_hour] \"{d}\": {e}"))?;
+        if !(p > 0.0 && p < 1.0) {
+            return Err(format!(
+                "[max_exceedance_per_hour] \"{d}\" = {p}: give a probability per hour above 0 and below 1, e.g. 1e-3"
+            ));
+        }
+        if exceedance_per_hour.iter().any(|e: &crate::model::ExceedanceLimit| e.latency_ns == latency_ns) {
+            return Err(format!(
+                "[max_exceedance_per_hour] \"{d}\" names a latency given twice: give each latency once"
+            ));
+        }
+        exceedance_per_hour.push(crate::model::ExceedanceLimit { latency_ns, per_hour: p });
+    }
+    exceedance_per_hour.sort_by_key(|e| e.latency_ns);
     Ok(Limits {
+        exceedance_per_hour,
         max_ns,
         percentiles,
         max_timeouts: f.max_timeouts,
@@ -196,6 +248,7 @@ impl Verdict {
         match self.unit {
             LimitUnit::Ns => format_ns(v),
             LimitUnit::Count => v.to_string(),
+            LimitUnit::ProbabilityE12 => format!("{:.2e}/h", v as f64 / 1e12),
         }
     }
 }
@@ -213,6 +266,9 @@ pub fn evaluate(r: &Report, limits: &Limits, exact: Option<&Analysis>) -> Vec<Ve
     for p in &limits.percentiles {
         let measured = percentile_of(r, p.percent, exact);
         v.push(latency_verdict(percentile_name(p.percent), p.limit_ns, measured, r));
+    }
+    for e in &limits.exceedance_per_hour {
+        v.push(exceedance_verdict(r, e));
     }
     let c = &r.counts;
     for (name, limit, value, what) in [
@@ -233,6 +289,74 @@ pub fn evaluate(r: &Report, limits: &Limits, exact: Option<&Analysis>) -> Vec<Ve
         });
     }
     v
+}
+
+/// A probability in the verdicts' unit, 10⁻¹².
+fn e12(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 1e12).round() as u64
+}
+
+/// A per-hour exceedance limit, judged on the upper end of the tail
+/// model's 95 % interval; no model (refused, or a report without one)
+/// cannot prove it.
+fn exceedance_verdict(r: &Report, e: &crate::model::ExceedanceLimit) -> Verdict {
+    let name = exceedance_name(e.latency_ns);
+    let limit = e12(e.per_hour);
+    let fail = |why: String| Verdict {
+        name: name.clone(),
+        unit: LimitUnit::ProbabilityE12,
+        limit,
+        measured: Measured::Nothing,
+        pass: false,
+        margin: None,
+        why: Some(why),
+    };
+    let Some(t) = &r.tail else {
+        return fail(format!(
+            "{name}: this report has no tail model (made by an older latprobe, or no samples): the \
+             probability per hour cannot be proven within {:e}",
+            e.per_hour
+        ));
+    };
+    if let Some(why) = &t.refused {
+        return fail(format!(
+            "{name}: the tail model was refused ({why}), so the probability per hour of exceeding {} cannot \
+             be proven within {:e}",
+            format_ns(e.latency_ns),
+            e.per_hour
+        ));
+    }
+    let Some(p) = t.limits.iter().find(|l| l.latency_ns == e.latency_ns).and_then(|l| l.exceed_per_hour)
+    else {
+        let note = t.limits.iter().find(|l| l.latency_ns == e.latency_ns).and_then(|l| l.note.clone());
+        return fail(format!(
+            "{name}: the tail model gives no probability for {}{}",
+            format_ns(e.latency_ns),
+            note.map_or_else(String::new, |n| format!(" ({n})"))
+        ));
+    };
+    let (lo, hi) = (p.lo.unwrap_or(0.0), p.hi.unwrap_or(1.0));
+    let pass = hi <= e.per_hour;
+    Verdict {
+        name: name.clone(),
+        unit: LimitUnit::ProbabilityE12,
+        limit,
+        measured: Measured::Between { low: e12(lo), high: e12(hi) },
+        pass,
+        margin: None,
+        why: (!pass).then(|| {
+            format!(
+                "the probability that an hour exceeds {} is {:.2e} (95 %: {:.2e} to {:.2e}): its upper end is \
+                 above the limit {:e}{}",
+                format_ns(e.latency_ns),
+                p.estimate.unwrap_or(0.0),
+                lo,
+                hi,
+                e.per_hour,
+                if lo <= e.per_hour { " (run longer to narrow the interval)" } else { "" }
+            )
+        }),
+    }
 }
 
 fn latency_verdict(name: String, limit: u64, measured: Measured, r: &Report) -> Verdict {
@@ -397,6 +521,7 @@ mod tests {
         let l = args.resolve().expect("resolves");
         assert_eq!(l.max_ns, Some(150_000), "the flag wins");
         assert_eq!(l.max_timeouts, Some(0), "the file's stays");
+        assert!(l.exceedance_per_hour.is_empty());
         let p999: Vec<u64> = l.percentiles.iter().filter(|p| p.percent == 99.9).map(|p| p.limit_ns).collect();
         assert_eq!(p999, vec![90_000], "one p99.9, the flag's");
     }

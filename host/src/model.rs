@@ -272,6 +272,20 @@ pub struct Limits {
     pub max_lost: Option<u64>,
     /// Late answers allowed.
     pub max_late: Option<u64>,
+    /// Per-hour exceedance probabilities allowed (`max_exceedance_per_hour`
+    /// in `--limits`), judged on the tail model's upper 95 % end; absent
+    /// in files of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceedance_per_hour: Vec<ExceedanceLimit>,
+}
+
+/// A limit on how likely an hour of running is to exceed a latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExceedanceLimit {
+    /// The latency, ns.
+    pub latency_ns: u64,
+    /// The largest allowed probability that an hour exceeds it at least once.
+    pub per_hour: f64,
 }
 
 /// What a limit bounds.
@@ -282,6 +296,9 @@ pub enum LimitUnit {
     Ns,
     /// A count of samples or answers.
     Count,
+    /// A probability, in units of 10⁻¹² (a per-hour exceedance limit of
+    /// 1e-3 is `1000000000`).
+    ProbabilityE12,
 }
 
 /// What was measured for a limit.

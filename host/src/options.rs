@@ -90,6 +90,17 @@ pub struct GateArgs {
     /// Write one self-contained HTML report (summary, plots, target, limits, notes) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// The tail model's horizon: the max a run this long would likely show (its median, with a 95 % interval) [default: 24h]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration_ns)]
+    pub horizon: Option<u64>,
+}
+
+/// A duration above 0, in ns (`--horizon`).
+pub fn parse_positive_duration_ns(text: &str) -> Result<u64, String> {
+    match parse_duration_ns(text)? {
+        0 => Err(format!("'{}' is no length of time: give one above 0, e.g. 24h", text.trim())),
+        ns => Ok(ns),
+    }
 }
 
 /// The limit flags, shared by `run`, `demo` and `report`.
@@ -110,7 +121,7 @@ pub struct LimitArgs {
     /// Fail (exit 3) when the probe heard more than N late answers (after their stimulus's timeout)
     #[arg(long, value_name = "N")]
     pub max_late: Option<u64>,
-    /// Read limits from a TOML file (max, percentile, max_timeouts, max_lost, max_late); a flag given too wins
+    /// Read limits from a TOML file (max, percentile, max_timeouts, max_lost, max_late, max_exceedance_per_hour); a flag given too wins
     #[arg(long, value_name = "FILE")]
     pub limits: Option<PathBuf>,
 }

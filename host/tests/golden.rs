@@ -100,6 +100,12 @@ fn every_output_of_a_fixed_raw_file_is_byte_for_byte_the_same() {
         check(f, &std::fs::read(dir.join(f)).unwrap(), &mut failures);
     }
     for f in latprobe::report::plot::PLOT_FILES {
+        // The tail plot only when the tail model was fitted: this run's is
+        // refused (summary.txt says why), so it has none.
+        if f.starts_with("tail.") {
+            assert!(!dir.join("plots").join(f).exists(), "a tail plot of a refused model");
+            continue;
+        }
         let bytes = std::fs::read(dir.join("plots").join(f)).unwrap();
         if f.ends_with(".png") {
             check(&format!("plots/{f}.fnv"), fnv(&bytes).as_bytes(), &mut failures);

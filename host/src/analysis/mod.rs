@@ -25,6 +25,7 @@
 //! | [`periodic`] | the fitted schedule of a periodic target, its cycle spill |
 //! | [`timeline`] | latency per second of the run |
 //! | [`targetlog`] | the target's own log set beside the probe's view |
+//! | [`tail`] | the run's worst samples kept, and the tail model made from them |
 
 use hdrhistogram::Histogram;
 use latprobe_protocol::{Outcome, SampleBatch};
@@ -33,6 +34,7 @@ mod edges;
 pub mod figure;
 pub mod periodic;
 mod seq;
+pub mod tail;
 pub mod targetlog;
 mod tick;
 pub mod timeline;
@@ -128,6 +130,9 @@ pub struct Analysis {
     pub timeline: timeline::TimelineRecorder,
     /// Every counted sample as a row (`report --samples`).
     pub rows: Option<crate::samples::Feed>,
+    /// The run's worst samples with their sequence numbers and times
+    /// (bounded), for the tail model.
+    pub tail: tail::TailStore,
     last_edge_seq: Option<u64>,
     events: Vec<CycleEvent>,
 }
@@ -178,6 +183,7 @@ impl Analysis {
             spill: None,
             timeline: timeline::TimelineRecorder::new(),
             rows: None,
+            tail: tail::TailStore::new(),
             last_edge_seq: None,
             events: Vec::new(),
             overflows: 0,
@@ -262,6 +268,7 @@ impl Analysis {
         self.overflow(seq);
         let ticks = tick.saturating_sub(self.start_tick);
         self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+        self.tail.push(seq, self.conv.ns(ticks), self.timeout_ns, true);
         if let Some(rows) = &mut self.rows {
             rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns);
         }
@@ -284,6 +291,7 @@ impl Analysis {
         self.last_ns = Some(ns);
         let ticks = stimulus_tick.saturating_sub(self.start_tick);
         self.timeline.push_ticks(ticks, self.conv.hz().into(), Some(ns));
+        self.tail.push_with(seq, ns, || self.conv.ns(ticks));
         if let Some(rows) = &mut self.rows {
             rows.measured(seq, self.conv.ns(ticks), ns);
         }

@@ -116,6 +116,7 @@ pub fn deliver(
     d: &Delivery,
     summary: Option<&dyn Fn(&Report) -> String>,
 ) -> Result<(), Error> {
+    rep::tail::refresh(r, &d.limits, d.horizon_ns);
     if !d.limits.is_empty() {
         r.verdicts = crate::gates::evaluate(r, &d.limits, exact);
     }

@@ -279,6 +279,8 @@ pub struct Delivery {
     pub plot: Option<PathBuf>,
     /// `--html FILE`.
     pub html: Option<PathBuf>,
+    /// `--horizon`: the tail model's horizon, ns.
+    pub horizon_ns: u64,
 }
 
 impl Delivery {
@@ -300,6 +302,7 @@ impl Delivery {
             lava: g.lava,
             plot: g.plot.clone(),
             html: g.html.clone(),
+            horizon_ns: g.horizon.unwrap_or(crate::report::tail::DEFAULT_HORIZON_NS),
         })
     }
 

@@ -392,7 +392,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         periodic_notes(p, &config, &mut notes);
     }
     notes.extend(schedule_note(&counts, &config, state.probe_elapsed_ns(), req.mode.mode().is_echo()));
-    Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         tool_version: ctx.tool_version.clone(),
         complete: end.complete,
@@ -422,9 +422,16 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         target: ctx.target.clone(),
         periodic,
         timeline: a.filter(|a| a.samples() > 0).map(|a| a.timeline.report()),
+        tail: None,
         verdicts: Vec::new(),
         notes,
+    };
+    if let Some(a) = a.filter(|a| a.samples() > 0) {
+        let limits = ctx.limits.clone().unwrap_or_default();
+        report.tail =
+            Some(super::tail::compute(&report, a.tail.data(), &limits, super::tail::DEFAULT_HORIZON_NS));
     }
+    report
 }
 
 /// The schedule's phases with their figures from `timeline`'s rows.

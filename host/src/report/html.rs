@@ -70,6 +70,7 @@ pub fn render(r: &Report) -> String {
     run_table(&mut h, r);
     figures(&mut h, r);
     limits(&mut h, r);
+    tail(&mut h, r);
     plots(&mut h, r);
     target(&mut h, r);
     if !r.notes.is_empty() {
@@ -318,6 +319,31 @@ fn plots(h: &mut String, r: &Report) {
         "Complementary CDF: the share of samples above each latency",
         plot::ccdf_svg(r).map(Some),
     );
+    figure(
+        h,
+        "tail",
+        "Tail model: the cluster maxima above the threshold, the fitted generalized Pareto survival with its 95 % \
+         band, the limits marked",
+        plot::tail_svg(r),
+    );
+}
+
+/// The tail model: its figures with their intervals, or why it was refused.
+fn tail(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"tail\">Tail model</h2>\n");
+    let Some(t) = &r.tail else {
+        h.push_str("<p>No tail model in this report.</p>\n");
+        return;
+    };
+    if let Some(why) = &t.refused {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\" id=\"tail-refused\">Refused: {}. Nothing is extrapolated.</p>",
+            esc(why)
+        );
+    }
+    let _ = writeln!(h, "<pre>{}</pre>", esc(&super::tail::text(t)));
+    let _ = writeln!(h, "<p><small>{}. Threshold: {}.</small></p>", esc(&t.method), esc(&t.threshold_rule));
 }
 
 fn target(h: &mut String, r: &Report) {

@@ -197,6 +197,7 @@ fn limit_case(name: String, v: &Verdict) -> Case {
     let measurement = figure.map(|x| match v.unit {
         LimitUnit::Ns => (us(x), "us"),
         LimitUnit::Count => (x.to_string(), if v.name == "late" { "answers" } else { "samples" }),
+        LimitUnit::ProbabilityE12 => (format!("{:e}", x as f64 / 1e12), "per-hour"),
     });
     Case { name, result: if v.pass { Outcome::Pass } else { Outcome::Fail }, measurement }
 }

@@ -35,6 +35,7 @@ mod axis;
 mod ccdf;
 mod data;
 mod hist;
+mod tail;
 mod timeline;
 
 #[cfg(test)]
@@ -101,6 +102,11 @@ pub fn ccdf_png(r: &Report) -> Result<Vec<u8>, Error> {
     png(&ccdf::Ccdf::of_report(r)?)
 }
 
+/// The tail model's plot as SVG; `None` without a fitted model.
+pub fn tail_svg(r: &Report) -> Result<Option<String>, Error> {
+    tail::TailChart::of_report(r).map(|c| svg(&c)).transpose()
+}
+
 /// Several runs' histograms in one plot, as SVG (`compare --plot`). An
 /// error when no run has a histogram with samples in it.
 pub fn overlay_svg(runs: &[HistData]) -> Result<String, Error> {
@@ -124,7 +130,7 @@ pub fn overlay_log_png(runs: &[HistData]) -> Result<Vec<u8>, Error> {
 
 /// Every file [`write_all`] may write into its directory (the timeline
 /// only for a run that has one), for the same-file check of `--plot`.
-pub const PLOT_FILES: [&str; 8] = [
+pub const PLOT_FILES: [&str; 10] = [
     "histogram.svg",
     "histogram.png",
     "histogram-log.svg",
@@ -133,6 +139,8 @@ pub const PLOT_FILES: [&str; 8] = [
     "timeline.png",
     "ccdf.svg",
     "ccdf.png",
+    "tail.svg",
+    "tail.png",
 ];
 /// The files of [`write_overlay`].
 pub const OVERLAY_FILES: [&str; 4] = [
@@ -145,7 +153,8 @@ pub const OVERLAY_FILES: [&str; 4] = [
 /// Write every plot of `r` into `dir` (created when missing):
 /// `histogram.svg`, `histogram.png`, `histogram-log.svg`,
 /// `histogram-log.png`, `timeline.svg` and `timeline.png` (when the report
-/// has a timeline), `ccdf.svg`, `ccdf.png`. Returns the
+/// has a timeline), `ccdf.svg`, `ccdf.png`, `tail.svg` and `tail.png`
+/// (when the tail model was fitted). Returns the
 /// paths written. Every plot is drawn before the first file is written, so
 /// a report that cannot be plotted (no samples) leaves `dir` untouched.
 pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
@@ -172,6 +181,10 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     }
     files.push(("ccdf.svg", svg(&ccdf).map_err(named)?.into_bytes()));
     files.push(("ccdf.png", png(&ccdf).map_err(named)?));
+    if let Some(t) = tail::TailChart::of_report(r) {
+        files.push(("tail.svg", svg(&t).map_err(named)?.into_bytes()));
+        files.push(("tail.png", png(&t).map_err(named)?));
+    }
     write_files(dir, "--plot", &files)
 }
 

@@ -60,6 +60,10 @@ pub struct Report {
     /// samples, absent in reports of latprobe before 0.3.
     #[serde(default)]
     pub timeline: Option<crate::analysis::timeline::TimelineReport>,
+    /// The tail model (see [`crate::analysis::tail`]); `null` without
+    /// samples, absent in reports of older versions.
+    #[serde(default)]
+    pub tail: Option<crate::analysis::tail::TailReport>,
     /// The limits this report was judged against (`--max`,
     /// `--percentile`, …, see [`crate::gates`]); absent when none was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -101,6 +101,7 @@ pub(crate) fn run(timeouts: u64) -> Report {
         })),
         periodic: None,
         timeline: None,
+        tail: None,
         verdicts: Vec::new(),
         notes: Vec::new(),
     }

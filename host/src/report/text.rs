@@ -219,6 +219,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     if let Some(p) = &r.periodic {
         periodic_section(&mut s, p, show_naive);
     }
+    if let Some(t) = &r.tail {
+        s.push_str(&super::tail::text(t));
+    }
     if !r.verdicts.is_empty() {
         verdict_section(&mut s, &r.verdicts);
     }

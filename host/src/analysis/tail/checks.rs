@@ -1,0 +1,230 @@
+//! The checks a fit must pass before anything is extrapolated from it:
+//! goodness of fit (an Anderson–Darling statistic calibrated by a
+//! parametric bootstrap) and stationarity (the run's first and second
+//! halves have the same cluster rate and the same tail). Each is a test at
+//! the 1 % level, so a sound run is refused by one of them about 2–3 % of
+//! the time.
+
+use super::decluster::Exceedance;
+use super::gpd::{fit, fit_to, loglik, survival, Excesses, Mle};
+use super::threshold::excesses;
+
+/// The level of each check: a p-value at or below it refuses the fit
+/// (the bootstrap's smallest p-value, `1/(B + 1)`, is this level).
+pub const LEVEL: f64 = 0.01;
+/// Bootstrap samples of the goodness-of-fit test.
+pub const BOOTSTRAP: usize = 99;
+/// The fewest clusters per half for the halves' shape test.
+pub const MIN_PER_HALF: usize = 15;
+
+/// A small deterministic generator (SplitMix64, Steele, Lea & Flood,
+/// OOPSLA 2014): the same data always get the same p-value.
+#[derive(Debug, Clone)]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// A GPD(σ, ξ) variate by inversion (Coles 2001, eq. 4.2 solved).
+    pub fn gpd(&mut self, sigma: f64, xi: f64) -> f64 {
+        let u = self.uniform();
+        if xi.abs() < 1e-12 {
+            -sigma * u.ln()
+        } else {
+            sigma / xi * (u.powf(-xi) - 1.0)
+        }
+    }
+}
+
+/// The Anderson–Darling statistic `A² = n ∫ (F_n − F)² / (F(1 − F)) dF`
+/// (Anderson & Darling 1954) of `e` against GPD(σ, ξ), the integral taken
+/// up to `F(c)` when excesses are censored at `c` (every timeout has the
+/// same bound, so `F_n` is exact below it: the right-censored form of
+/// Pettitt & Stephens, *Technometrics* 18, 1976). Between two data points
+/// `F_n = a` and `∫ (a − t)²/(t(1 − t)) dt = a² ln(t₂/t₁) − (1 − a)²
+/// ln((1 − t₂)/(1 − t₁)) − (t₂ − t₁)`.
+pub fn anderson_darling(e: &Excesses, sigma: f64, xi: f64) -> f64 {
+    let n = e.len() as f64;
+    let clamp = |t: f64| t.clamp(1e-12, 1.0 - 1e-12);
+    let mut t: Vec<f64> = e.y.iter().map(|&y| clamp(1.0 - survival(y, sigma, xi))).collect();
+    t.sort_by(f64::total_cmp);
+    let end = match e.c.iter().copied().reduce(f64::min) {
+        Some(c) => clamp(1.0 - survival(c, sigma, xi)),
+        None => 1.0,
+    };
+    let seg = |a: f64, t1: f64, t2: f64| -> f64 {
+        if t2 <= t1 {
+            return 0.0;
+        }
+        let l1 = if a == 0.0 { 0.0 } else { a * a * (t2 / t1).ln() };
+        let l2 = if a == 1.0 { 0.0 } else { (1.0 - a) * (1.0 - a) * ((1.0 - t2) / (1.0 - t1)).ln() };
+        l1 - l2 - (t2 - t1)
+    };
+    let mut sum = 0.0;
+    let mut prev = 0.0;
+    for (i, &ti) in t.iter().enumerate() {
+        let ti = ti.min(end);
+        sum += seg(i as f64 / n, prev, ti);
+        prev = ti;
+    }
+    sum += seg(t.len() as f64 / n, prev, end);
+    n * sum
+}
+
+/// The bootstrap p-value of the fit `m` of `e`: the share of data sets
+/// drawn from the fitted GPD (censored as `e` is), each fitted again, whose
+/// A² is at least the data's, `(1 + #≥) / (B + 1)`, B the data sets
+/// that could be fitted (Davison & Hinkley,
+/// *Bootstrap Methods*, 1997, eq. 4.11).
+pub fn gof_p(e: &Excesses, m: &Mle, seed: u64) -> f64 {
+    let a_obs = anderson_darling(e, m.sigma, m.xi);
+    let c = e.c.iter().copied().reduce(f64::min);
+    let n = e.len();
+    let mut rng = SplitMix(seed);
+    let (mut at_least, mut used) = (0usize, 0usize);
+    for _ in 0..BOOTSTRAP {
+        let mut b = Excesses::default();
+        for _ in 0..n {
+            let v = rng.gpd(m.sigma, m.xi);
+            match c {
+                Some(c) if v > c => b.c.push(c),
+                _ => b.y.push(v),
+            }
+        }
+        // A data set with no fit in the shape's range is left out.
+        let Some(f) = fit_to(&b, 29, 24) else { continue };
+        used += 1;
+        if anderson_darling(&b, f.sigma, f.xi) >= a_obs {
+            at_least += 1;
+        }
+    }
+    (1 + at_least) as f64 / (used + 1) as f64
+}
+
+/// `ln Γ(x)`, x > 0 (Lanczos, g = 7, n = 9: Numerical Recipes 3rd ed.
+/// §6.1's coefficients as Godfrey gave them; relative error ~1e-15).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1 − x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    let t = x + 7.5;
+    for (i, &g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The exact two-sided binomial test of `k` successes in `n` trials of
+/// probability `p`: the total probability of outcomes no likelier than
+/// `k` (the "minimum likelihood" p-value, as R's `binom.test`).
+pub fn binomial_p(k: u64, n: u64, p: f64) -> f64 {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
+        return 1.0;
+    }
+    if p <= 0.0 || p >= 1.0 {
+        let expected = if p <= 0.0 { 0 } else { n };
+        return if k == expected { 1.0 } else { 0.0 };
+    }
+    let ln_pmf = |i: u64| {
+        let (i, n) = (i as f64, n as f64);
+        ln_gamma(n + 1.0) - ln_gamma(i + 1.0) - ln_gamma(n - i + 1.0) + i * p.ln() + (n - i) * (1.0 - p).ln()
+    };
+    let at = ln_pmf(k) + 1e-7;
+    let total: f64 = (0..=n).map(ln_pmf).filter(|&l| l <= at).map(f64::exp).sum();
+    total.min(1.0)
+}
+
+/// What the halves check found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Halves {
+    /// Clusters in the first half and the second.
+    pub clusters: (u64, u64),
+    /// Samples in each half.
+    pub samples: (u64, u64),
+    /// The binomial test of the clusters' split against the samples'.
+    pub rate_p: f64,
+    /// The likelihood-ratio test of one GPD against one per half
+    /// (`χ²₂`, so `p = exp(−LR/2)`); `None` with fewer than
+    /// [`MIN_PER_HALF`] clusters in a half.
+    pub shape_p: Option<f64>,
+}
+
+/// Compare the clusters (by their start) before and after `mid_ns`,
+/// `samples` being the run's samples in each half: the same rate of
+/// clusters per sample, and the same tail (a likelihood-ratio test, 2
+/// degrees of freedom: Coles 2001, §2.6.6, "deviance statistic").
+pub fn halves(maxima: &[Exceedance], u: u64, all: &Mle, mid_ns: u64, samples: (u64, u64)) -> Halves {
+    let (a, b): (Vec<Exceedance>, Vec<Exceedance>) = maxima.iter().partition(|m| m.at_ns < mid_ns);
+    let k = (a.len() as u64, b.len() as u64);
+    let share = samples.0 as f64 / (samples.0 + samples.1).max(1) as f64;
+    let rate_p = binomial_p(k.0, k.0 + k.1, share);
+    let shape_p = if a.len() >= MIN_PER_HALF && b.len() >= MIN_PER_HALF {
+        let (ea, eb) = (excesses(&a, u), excesses(&b, u));
+        match (fit(&ea), fit(&eb)) {
+            (Some(fa), Some(fb)) => {
+                // The pooled fit's likelihood, split over the halves.
+                let pooled = loglik(&ea, all.sigma, all.xi) + loglik(&eb, all.sigma, all.xi);
+                let lr = (2.0 * (fa.ll + fb.ll - pooled)).max(0.0);
+                Some((-lr / 2.0).exp())
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    Halves { clusters: k, samples, rate_p, shape_p }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_and_gamma_agree_with_known_values() {
+        // ln Γ(10) = ln 362880.
+        assert!((ln_gamma(10.0) - 362_880f64.ln()).abs() < 1e-10);
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-10);
+        // R: binom.test(2, 20, 0.5)$p.value = 0.0004024506
+        assert!((binomial_p(2, 20, 0.5) - 0.000_402_450_6).abs() < 1e-9);
+        // R: binom.test(7, 10, 0.5)$p.value = 0.34375
+        assert!((binomial_p(7, 10, 0.5) - 0.343_75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn anderson_darling_is_small_for_a_fitting_sample_and_large_for_a_wrong_one() {
+        let mut r = SplitMix(3);
+        let e = Excesses { y: (0..300).map(|_| r.gpd(10.0, 0.1)).collect(), c: vec![] };
+        let m = fit(&e).expect("fits");
+        assert!(anderson_darling(&e, m.sigma, m.xi) < 2.0);
+        // Uniform data are no GPD with ξ = 0.5.
+        let u = Excesses { y: (1..=300).map(f64::from).collect(), c: vec![] };
+        assert!(anderson_darling(&u, 20.0, 0.5) > 10.0);
+        assert!(gof_p(&e, &m, 1) > 0.05);
+    }
+}
