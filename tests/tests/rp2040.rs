@@ -418,6 +418,21 @@ fn the_uart0_host_link_carries_a_whole_run() {
     assert!(samples.iter().all(|s| s.latency_ns == Some(offset)), "{samples:?}");
 }
 
+/// The shortest interval the issue names, 50 µs: the probe cannot keep it
+/// (its engine needs about 110 µs a sample on the M0+) and says so, but no
+/// sample is lost, none times out, none is made in software, and every
+/// latency is still the loopback's constant, to the tick.
+#[test]
+fn a_50us_interval_loses_nothing_and_stays_exact() {
+    let Some(a) = artifacts() else { return };
+    let offset = loopback_offset(a);
+    let (r, samples) = Pico::start(a, "loopback", None, &[])
+        .measure(a, &["--mode", "loopback", "--line", "gpio", "--count", "1000", "--interval", "50us"]);
+    assert_complete(&r, 1000);
+    assert_eq!(count(&r, "timeouts"), 0);
+    assert!(samples.iter().all(|s| s.latency_ns == Some(offset)), "{samples:?}");
+}
+
 #[test]
 fn gpio_echo_falling_and_toggle_edges() {
     let Some(a) = artifacts() else { return };
