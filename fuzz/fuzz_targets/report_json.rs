@@ -34,6 +34,8 @@ fuzz_target!(|data: &[u8]| {
             max_timeouts: Some(0),
             max_lost: Some(0),
             max_late: Some(0),
+            // The tail model's limit too: judged on the report's own tail.
+            exceedance_per_hour: vec![latprobe::model::ExceedanceLimit { latency_ns: 200_000, per_hour: 1e-3 }],
         };
         let mut judged = r.clone();
         judged.verdicts = latprobe::gates::evaluate(&r, &limits, None);
