@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use latprobe::analysis::tail::SplitMix;
 use latprobe::analysis::tail::TailStore;
+use latprobe::analysis::tail::{GpdDraw, SplitMix};
 use latprobe::analysis::timeline::TimelineRecorder;
 use latprobe::gates::{evaluate, parse_limits_toml};
 use latprobe::model::{LimitUnit, Limits, Measured};

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use latprobe::analysis::tail::{fit, Excesses, SplitMix};
+use latprobe::analysis::tail::{fit, Excesses, GpdDraw, SplitMix};
 
 /// `LATPROBE_PYTHON` (scripts/test sets it), else `target/pyenv`, else
 /// the system's `python3`: the first that imports scipy.

@@ -32,6 +32,7 @@ use latprobe_protocol::{Outcome, SampleBatch};
 
 mod edges;
 pub mod figure;
+pub mod numeric;
 pub mod periodic;
 mod seq;
 pub mod tail;

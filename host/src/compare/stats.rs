@@ -2,33 +2,31 @@
 //! Gamma and Beta draws, the normal and Student t distributions, and Holm's
 //! step-down. No crate: each piece is a few lines with its source named.
 
-/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number
-/// generators", OOPSLA 2014): a seeded, portable generator, so a
-/// comparison gives the same intervals on every machine and every run.
+use crate::analysis::numeric::{erfc, SplitMix};
+
+/// The shared SplitMix64 generator (`analysis::numeric`), with a stream
+/// per group and run, so a comparison gives the same intervals on every
+/// machine and every run.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix);
 
 impl Rng {
     /// The generator for `seed`, mixed with `stream` (which group, which
     /// run), so streams of one seed are unrelated.
     pub fn new(seed: u64, stream: u64) -> Self {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut r = Rng(SplitMix(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03)));
         r.next_u64();
         r
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in (0, 1), never 0.
     pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        self.0.uniform()
     }
 
     /// Uniform in `0..n` (`n > 0`), by Lemire's multiply-shift (its bias
@@ -154,28 +152,6 @@ pub fn two_sided_p(t: f64, df: f64) -> f64 {
         return erfc(t / std::f64::consts::SQRT_2);
     }
     inc_beta(df / (df + t * t), df / 2.0, 0.5)
-}
-
-/// erfc, Numerical Recipes' `erfcc` (Chebyshev fit, relative error below
-/// 1.2·10⁻⁷ everywhere).
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
 }
 
 /// The `t` with `P(|T| > t) = p` (0 < p < 1), by bisection on

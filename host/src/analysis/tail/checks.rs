@@ -17,28 +17,17 @@ pub const BOOTSTRAP: usize = 99;
 /// The fewest clusters per half for the halves' shape test.
 pub const MIN_PER_HALF: usize = 15;
 
-/// A small deterministic generator (SplitMix64, Steele, Lea & Flood,
-/// OOPSLA 2014): the same data always get the same p-value.
-#[derive(Debug, Clone)]
-pub struct SplitMix(pub u64);
+/// A GPD(σ, ξ) variate from the shared generator, by inversion.
+pub trait GpdDraw {
+    /// A GPD(σ, ξ) variate.
+    fn gpd(&mut self, sigma: f64, xi: f64) -> f64;
+}
 
-impl SplitMix {
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+pub use crate::analysis::numeric::SplitMix;
 
-    /// Uniform in (0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// A GPD(σ, ξ) variate by inversion (Coles 2001, eq. 4.2 solved).
-    pub fn gpd(&mut self, sigma: f64, xi: f64) -> f64 {
+impl GpdDraw for SplitMix {
+    /// Coles 2001, eq. 4.2 solved for the variate.
+    fn gpd(&mut self, sigma: f64, xi: f64) -> f64 {
         let u = self.uniform();
         if xi.abs() < 1e-12 {
             -sigma * u.ln()

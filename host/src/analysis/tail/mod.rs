@@ -37,7 +37,7 @@ mod store;
 mod summary;
 mod threshold;
 
-pub use checks::SplitMix;
+pub use checks::{GpdDraw, SplitMix};
 pub use decluster::{decluster, decluster_with, ferro_segers, Clusters, Exceedance};
 pub use gpd::{fit, loglik, survival, Excesses, Mle, XI_MAX, XI_MIN};
 pub use predict::Model;

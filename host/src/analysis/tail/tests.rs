@@ -3,7 +3,7 @@
 //! and per-hour predictions against a run 20 times longer. Seeded,
 //! deterministic; sized to run in seconds in a debug build.
 
-use super::checks::SplitMix;
+use super::checks::{GpdDraw, SplitMix};
 use super::*;
 use crate::analysis::timeline::TimelineRecorder;
 

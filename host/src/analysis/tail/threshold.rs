@@ -177,27 +177,7 @@ pub fn stable(c: &[Candidate]) -> Result<Vec<usize>, String> {
 /// too coarse in the tail; this is Numerical Recipes 3rd ed. §6.2.2's
 /// Chebyshev `erfc`, fractional error below 1.2e-7).
 pub fn normal_cdf(x: f64) -> f64 {
-    0.5 * erfc(-x / std::f64::consts::SQRT_2)
-}
-
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
+    0.5 * crate::analysis::numeric::erfc(-x / std::f64::consts::SQRT_2)
 }
 
 /// The standard normal quantile, by bisection of [`normal_cdf`].
