@@ -182,6 +182,16 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     assert_eq!(total, r["counts"]["samples"].as_u64().unwrap(), "the phases hold every sample: {p:?}");
     let timeouts: u64 = p.iter().map(|x| x["timeouts"].as_u64().unwrap()).sum();
     assert_eq!(timeouts, r["counts"]["timeouts"].as_u64().unwrap());
+    for x in p {
+        let l = &x["latency_ns"];
+        assert_eq!(
+            l["measured"].as_u64().unwrap() + l["censored"].as_u64().unwrap(),
+            x["samples"].as_u64().unwrap(),
+            "each phase's figures are over its own samples: {x}"
+        );
+        assert!(l["p99"].is_u64() || l["censored"].as_u64() > Some(0), "a p99 per phase: {x}");
+    }
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("phase idle 0–3 s: ") && text.contains("phase load 3 s to the end: "), "{text}");
+    assert!(text.lines().filter(|l| l.starts_with("phase ") && l.contains(", p99 ")).count() == 2, "{text}");
 }

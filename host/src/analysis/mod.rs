@@ -24,6 +24,7 @@
 //! | [`figure`] | [`Figure`], a censored figure; [`figure::PERCENTILES`]; [`rank`] |
 //! | [`periodic`] | the fitted schedule of a periodic target, its cycle spill |
 //! | [`timeline`] | latency per second of the run |
+//! | [`phases`] | the figures of each phase of a load schedule |
 //! | [`targetlog`] | the target's own log set beside the probe's view |
 //! | [`tail`] | the run's worst samples kept, and the tail model made from them |
 
@@ -34,6 +35,7 @@ mod edges;
 pub mod figure;
 pub mod numeric;
 pub mod periodic;
+pub mod phases;
 mod seq;
 pub mod tail;
 pub mod targetlog;
@@ -129,6 +131,8 @@ pub struct Analysis {
     pub spill: Option<CycleSpill>,
     /// Latency over time: per-second counts, max and p99.
     pub timeline: timeline::TimelineRecorder,
+    /// The figures of each phase of the load schedule (none without one).
+    pub phases: phases::PhaseTallies,
     /// Every counted sample as a row (`report --samples`).
     pub rows: Option<crate::samples::Feed>,
     /// The run's worst samples with their sequence numbers and times
@@ -152,13 +156,7 @@ impl Analysis {
         let conv = TickConv::new(timer_hz);
         // The largest latency the wire can carry: a u32 of ticks.
         let high = conv.ns32(u32::MAX).max(2);
-        let hist = Histogram::new_with_max(high, 3).unwrap_or_else(|_| {
-            // new_with_max only fails for high < 2, excluded above; keep a
-            // histogram that auto-resizes rather than panic.
-            let mut h = Histogram::new(3).expect("3 significant digits is valid");
-            h.auto(true);
-            h
-        });
+        let hist = phases::histogram(high);
         Self {
             conv,
             start_tick,
@@ -183,6 +181,7 @@ impl Analysis {
             late_edges: 0,
             spill: None,
             timeline: timeline::TimelineRecorder::new(),
+            phases: phases::PhaseTallies::default(),
             rows: None,
             tail: tail::TailStore::new(),
             last_edge_seq: None,
@@ -219,6 +218,12 @@ impl Analysis {
         self.timeout_ns = self.timeout_ns.saturating_sub(offset_ns.saturating_sub(self.offset_ns));
         self.offset_ns = offset_ns;
         self.floor_ns = floor_ns;
+    }
+
+    /// Count the samples of each phase `(start_s, end_s)` of a load
+    /// schedule apart as well, by their stimulus's time from the start.
+    pub fn set_phases(&mut self, spans: &[(u64, Option<u64>)]) {
+        self.phases = phases::PhaseTallies::new(spans, self.conv.ns32(u32::MAX));
     }
 
     /// The calibration offset subtracted from every latency (ns).
@@ -269,6 +274,9 @@ impl Analysis {
         self.overflow(seq);
         let ticks = tick.saturating_sub(self.start_tick);
         self.timeline.push_ticks(ticks, self.conv.hz().into(), None);
+        if !self.phases.is_empty() {
+            self.phases.timeout(self.conv.ns(ticks));
+        }
         self.tail.push(seq, self.conv.ns(ticks), self.timeout_ns, true);
         if let Some(rows) = &mut self.rows {
             rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns);
@@ -292,6 +300,9 @@ impl Analysis {
         self.last_ns = Some(ns);
         let ticks = stimulus_tick.saturating_sub(self.start_tick);
         self.timeline.push_ticks(ticks, self.conv.hz().into(), Some(ns));
+        if !self.phases.is_empty() {
+            self.phases.measured(self.conv.ns(ticks), ns);
+        }
         self.tail.push_with(seq, ns, || self.conv.ns(ticks));
         if let Some(rows) = &mut self.rows {
             rows.measured(seq, self.conv.ns(ticks), ns);
@@ -328,18 +339,15 @@ impl Analysis {
     /// measured one is the histogram's value (within 0.1 %, never below the
     /// sample's, clamped to the exact minimum and maximum).
     pub fn quantile(&self, q: f64) -> Figure {
-        let n = self.samples();
-        if n == 0 {
-            return Figure::None;
-        }
-        let r = rank(q, n);
-        if r > self.responses {
-            return Figure::Above(self.timeout_ns);
-        }
-        // The r-th smallest response: a quantile in the middle of its rank,
-        // so float rounding cannot move it to a neighbour.
-        let mid = (r as f64 - 0.5) / self.responses as f64;
-        Figure::Value(self.hist.value_at_quantile(mid).clamp(self.min_ns, self.max_ns))
+        phases::censored_quantile(
+            &self.hist,
+            self.responses,
+            self.timeouts,
+            self.min_ns,
+            self.max_ns,
+            self.timeout_ns,
+            q,
+        )
     }
 
     /// The largest latency: above the timeout when any sample timed out,

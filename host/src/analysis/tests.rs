@@ -223,3 +223,65 @@ fn edges_are_counted_with_raw_intervals() {
     assert_eq!((e.min_ns, e.max_ns), (1_000_000, 1_050_000));
     assert_eq!(a.samples(), 0);
 }
+
+/// Each phase of a schedule gets the exact figures of the samples whose
+/// stimulus fell in it, checked against a sort of the same latencies: an
+/// idle phase, a loaded one with a heavier tail and timeouts, and a last
+/// one until the end; the samples arrive out of order and some twice.
+#[test]
+fn phase_figures_are_the_exact_ranks_of_their_own_samples() {
+    // 1 GHz ticks, sample `seq` at `seq` ms, timeout 500 µs.
+    let mut a = Analysis::new(1_000_000_000, 0, 0, 100, 500_000);
+    a.set_phases(&[(0, Some(2)), (2, Some(4)), (4, None)]);
+    let mut rng = crate::analysis::numeric::SplitMix(7);
+    let mut by_phase: [Vec<Option<u64>>; 3] = Default::default();
+    let mut feed = Vec::new();
+    for seq in 0..6_000u64 {
+        let phase = (seq / 2_000) as usize;
+        let u = rng.uniform();
+        let lat = match phase {
+            0 => Some(10_000 + (u * 5_000.0) as u64),
+            // Loaded: a heavy tail and 0.5 % timeouts.
+            1 if u > 0.995 => None,
+            1 => Some(20_000 + (u.powi(8) * 400_000.0) as u64),
+            _ => Some(12_000 + (u * 2_000.0) as u64),
+        };
+        by_phase[phase].push(lat);
+        feed.push((seq, lat.map(|l| l as u32)));
+    }
+    // Adversarial order: reverse each block of 100, send a block twice.
+    for c in feed.chunks_mut(100) {
+        c.reverse();
+    }
+    let again: Vec<_> = feed[2_000..2_100].to_vec();
+    feed.extend(again);
+    ingest(&mut a, feed);
+    let phases = a.phases.phases();
+    assert_eq!(phases.len(), 3);
+    for (i, want) in by_phase.iter().enumerate() {
+        let t = &phases[i].tally;
+        let mut measured: Vec<u64> = want.iter().flatten().copied().collect();
+        measured.sort_unstable();
+        let timeouts = want.len() - measured.len();
+        assert_eq!((t.responses as usize, t.timeouts as usize), (measured.len(), timeouts), "phase {i}");
+        assert_eq!(t.max_measured_ns(), measured.last().copied(), "phase {i}");
+        assert_eq!(t.min(500_000), Figure::Value(measured[0]), "phase {i}");
+        for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
+            let r = rank(q, want.len() as u64) as usize;
+            match t.quantile(q, 500_000) {
+                Figure::Value(v) => {
+                    let exact = measured[r - 1];
+                    assert!(v >= exact && v <= exact + exact / 1000, "phase {i} q {q}: {v} vs exact {exact}");
+                }
+                Figure::Above(b) => assert!(r > measured.len() && b == 500_000, "phase {i} q {q} censored"),
+                Figure::None => panic!("phase {i} q {q}: no figure"),
+            }
+        }
+    }
+    // The loaded phase's 0.5 % timeouts put its p99.9 above the timeout;
+    // the idle phase's p99.9 is a measured value far below the run's.
+    assert!(phases[1].tally.quantile(0.999, 500_000).is_censored());
+    assert!(phases[0].tally.quantile(0.999, 500_000).value().unwrap() < 15_001);
+    let total: u64 = phases.iter().map(|p| p.tally.samples()).sum();
+    assert_eq!(total, a.samples());
+}

@@ -111,6 +111,7 @@ pub fn measure(
     let signals = signals::install()?;
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
+    state.phases = ctx.phases.iter().map(|p| (p.start_s, p.end_s)).collect();
     state.keep_cycles = target_log.is_some();
     let bar = progress_bar();
     // At most 4 draws a second: indicatif's own limit lets bursts through,

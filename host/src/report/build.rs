@@ -409,7 +409,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         ended_at: end.ended_at,
         command_line: ctx.command_line.clone(),
         loads: ctx.loads.clone(),
-        phases: phases_of(&ctx.phases, a.filter(|a| a.samples() > 0).map(|a| a.timeline.report()).as_ref()),
+        phases: phases_of(&ctx.phases, a),
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
@@ -434,43 +434,43 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
     report
 }
 
-/// The schedule's phases with their figures from `timeline`'s rows.
-pub fn phases_of(
-    phases: &[crate::model::Phase],
-    timeline: Option<&crate::analysis::timeline::TimelineReport>,
-) -> Vec<PhaseReport> {
+/// The schedule's phases with the figures the analysis counted in each.
+pub fn phases_of(phases: &[crate::model::Phase], a: Option<&crate::analysis::Analysis>) -> Vec<PhaseReport> {
+    let tallies = a.map(|a| a.phases.phases()).unwrap_or_default();
+    let timeout = a.map_or(0, |a| a.timeout_ns());
     phases
         .iter()
-        .map(|p| {
-            let mut r = PhaseReport {
+        .enumerate()
+        .map(|(i, p)| {
+            let t = tallies.get(i).map(|t| &t.tally).filter(|t| t.samples() > 0);
+            PhaseReport {
                 name: p.name.clone(),
                 start_s: p.start_s,
                 end_s: p.end_s,
-                samples: 0,
-                timeouts: 0,
-                max_measured_ns: None,
-                worst_p99_ns: None,
-            };
-            let Some(t) = timeline else { return r };
-            let mut censored = false;
-            for i in 0..t.len() {
-                let at = i as u64 * t.row_s.max(1);
-                if at < p.start_s || p.end_s.is_some_and(|e| at >= e) {
-                    continue;
-                }
-                r.samples += t.samples[i];
-                r.timeouts += t.timeouts[i];
-                r.max_measured_ns = r.max_measured_ns.max(t.max_ns[i]);
-                match t.p99_ns[i] {
-                    Some(v) => r.worst_p99_ns = r.worst_p99_ns.max(Some(v)),
-                    None if t.samples[i] > 0 => censored = true,
-                    None => {}
-                }
+                samples: t.map_or(0, |t| t.samples()),
+                timeouts: t.map_or(0, |t| t.timeouts),
+                max_measured_ns: t.and_then(|t| t.max_measured_ns()),
+                latency_ns: t.map(|t| tally_latency(t, timeout)),
             }
-            if censored {
-                r.worst_p99_ns = None;
-            }
-            r
         })
         .collect()
+}
+
+/// A tally's figures as the report's latency table.
+fn tally_latency(t: &crate::analysis::phases::Tally, timeout_ns: u64) -> Latency {
+    let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| t.quantile(p.q, timeout_ns).value());
+    Latency {
+        measured: t.responses,
+        censored: t.timeouts,
+        censored_above: timeout_ns,
+        min: t.min(timeout_ns).value(),
+        mean: t.mean_ns(),
+        p50,
+        p90,
+        p99,
+        p99_9,
+        p99_99,
+        max: t.max(timeout_ns).value(),
+        max_measured: t.max_measured_ns(),
+    }
 }

@@ -428,11 +428,11 @@ pub struct ClockJump {
     pub gap_s: f64,
 }
 
-/// One phase of the load schedule and what the run measured in it, from
-/// the per-second timeline: the seconds `[start_s, end_s)` of the probe's
-/// clock (the schedule runs on the host's clock from the run's start; the
-/// two agree within the handshake, well under a second). A timeline of
-/// merged rows (runs over an hour) gives each phase the rows that start in it.
+/// One phase of the load schedule and what the run measured in it: every
+/// sample whose stimulus fell in the seconds `[start_s, end_s)` of the
+/// probe's clock, with the whole run's figures and censoring rule (the
+/// schedule runs on the host's clock from the run's start; the two agree
+/// within the handshake, well under a second).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PhaseReport {
     /// `idle` or `load`.
@@ -447,7 +447,8 @@ pub struct PhaseReport {
     pub timeouts: u64,
     /// Its largest measured latency, ns.
     pub max_measured_ns: Option<u64>,
-    /// The worst per-second p99 in it, ns; `null` when a second's p99 fell
-    /// among the timeouts (above the timeout) or no sample came.
-    pub worst_p99_ns: Option<u64>,
+    /// Its figures, as exact as the run's (`latency_ns`); `null` when no
+    /// sample fell in it.
+    #[serde(default)]
+    pub latency_ns: Option<Latency>,
 }

@@ -193,20 +193,21 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
             Some(e) => format!("{}–{} s", p.start_s, e),
             None => format!("{} s to the end", p.start_s),
         };
-        let cell = |v: Option<u64>| match (v, p.samples) {
-            (Some(v), _) => us_fixed(v, 2),
-            (None, 0) => "-".to_string(),
-            (None, _) => format!(">{}", us_fixed(r.config.timeout_ns, 2)),
-        };
-        let _ = writeln!(
-            s,
-            "phase {} {span}: {} samples, {} timeouts, max measured {} µs, worst second's p99 {} µs",
-            p.name,
-            p.samples,
-            p.timeouts,
-            p.max_measured_ns.map_or_else(|| "-".to_string(), |v| us_fixed(v, 2)),
-            cell(p.worst_p99_ns)
-        );
+        let figures = p.latency_ns.as_ref().map_or_else(String::new, |l| {
+            let cell = |v: Option<u64>| match v {
+                Some(v) => us_fixed(v, 2),
+                None => format!(">{}", us_fixed(l.censored_above, 2)),
+            };
+            format!(
+                ", p50 {} µs, p99 {} µs, p99.9 {} µs, max {} µs",
+                cell(l.p50),
+                cell(l.p99),
+                cell(l.p99_9),
+                cell(l.max)
+            )
+        });
+        let _ =
+            writeln!(s, "phase {} {span}: {} samples, {} timeouts{figures}", p.name, p.samples, p.timeouts);
     }
     let range_overflows = r.histogram.overflows.saturating_sub(c.timeouts);
     if range_overflows > 0 {

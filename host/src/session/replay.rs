@@ -51,6 +51,7 @@ pub fn replay_rows(
     }
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
+    state.phases = ctx.phases.iter().map(|p| (p.start_s, p.end_s)).collect();
     state.keep_cycles = keep_cycles;
     state.rows = rows;
     let mut link = Link::new(Box::new(source), None);

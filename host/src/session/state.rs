@@ -57,6 +57,9 @@ pub struct RunState {
     pub analysis: Option<Analysis>,
     /// Periodic mode: keep every cycle's delay (for `--target-log`).
     pub keep_cycles: bool,
+    /// The load schedule's phases `(start_s, end_s)`, counted apart by the
+    /// analysis from Started on.
+    pub phases: Vec<(u64, Option<u64>)>,
     /// Periodic mode: why the cycles could not be kept.
     pub keep_error: Option<String>,
     /// The configuration the live session sent: a Configured must echo it
@@ -97,6 +100,7 @@ impl RunState {
             resent: 0,
             analysis: None,
             keep_cycles: false,
+            phases: Vec::new(),
             keep_error: None,
             sent_config: None,
             refused: 0,
@@ -248,6 +252,9 @@ impl RunState {
                     Analysis::new(hello.timer_hz, start_tick, first_seq, self.histfile_max_us, timeout_ns);
                 if let (Some((offset, floor)), false) = (self.calibration, self.periodic) {
                     a.set_calibration(offset, floor);
+                }
+                if !self.phases.is_empty() {
+                    a.set_phases(&self.phases);
                 }
                 if self.periodic {
                     let interval = u64::from(config.interval_ticks);

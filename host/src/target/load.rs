@@ -220,6 +220,13 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Phase>, Error> {
         phases.push(Phase { name: name.to_string(), start_s: at, end_s: Some(end) });
         at = end;
     }
+    if phases.len() > crate::analysis::phases::MAX_PHASES {
+        return Err(bad(format!(
+            "{} phases, more than the {} a report keeps figures for",
+            phases.len(),
+            crate::analysis::phases::MAX_PHASES
+        )));
+    }
     if let Some(last) = phases.last_mut() {
         last.end_s = None;
     }
