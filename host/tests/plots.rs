@@ -206,6 +206,52 @@ fn a_short_clean_timeline_counts_in_seconds_and_says_there_were_no_timeouts() {
     assert!(!has(&t, "above the timeout"), "{t:#?}");
 }
 
+/// A load schedule's phases are on the latency-over-time plot: each
+/// phase named where it starts, the load phases shaded in both panels (one
+/// rectangle per load phase per panel), the legend saying what the shade is.
+#[test]
+fn the_timeline_marks_the_load_schedule_phases() {
+    let mut tl = TimelineReport { row_s: 1, ..TimelineReport::default() };
+    for _ in 0..90u64 {
+        tl.samples.push(1000);
+        tl.timeouts.push(0);
+        tl.max_ns.push(Some(50_000));
+        tl.p99_ns.push(Some(45_000));
+    }
+    let mut r = report(Spec {
+        bins: vec![[45, 90_000]],
+        timeline: Some(tl),
+        max_measured: Some(50_000),
+        ..Spec::default()
+    });
+    let phase = |name: &str, start_s, end_s| latprobe::report::PhaseReport {
+        name: name.to_owned(),
+        start_s,
+        end_s,
+        samples: 0,
+        timeouts: 0,
+        max_measured_ns: None,
+        latency_ns: None,
+    };
+    r.phases = vec![phase("idle", 0, Some(30)), phase("load", 30, Some(60)), phase("idle", 60, None)];
+    let svg = plot::timeline_svg(&r).unwrap().unwrap();
+    let t = texts(&svg);
+    assert_has(&t, "load phase (--load-schedule)");
+    assert_eq!(t.iter().filter(|s| s.trim() == "idle").count(), 2, "{t:#?}");
+    assert_eq!(t.iter().filter(|s| s.trim() == "load").count(), 1, "{t:#?}");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let shaded = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#FFE9CC"))
+        .count();
+    // One per panel, and the legend's swatch.
+    assert_eq!(shaded, 3);
+    // Without a schedule nothing is shaded or named.
+    r.phases.clear();
+    let svg = plot::timeline_svg(&r).unwrap().unwrap();
+    assert!(!has(&texts(&svg), "load phase"));
+}
+
 #[test]
 fn a_report_without_a_timeline_has_no_timeline_plot_and_write_all_skips_it() {
     let r = clean();

@@ -23,6 +23,8 @@ use super::{
 
 /// The shade of a partial last row.
 const SHADE: RGBColor = RGBColor(232, 232, 232);
+/// The shade of a load phase (`--load-schedule`).
+const LOAD_SHADE: RGBColor = RGBColor(255, 233, 204);
 use crate::analysis::timeline::TimelineReport;
 use crate::report::Report;
 use crate::Error;
@@ -47,6 +49,33 @@ pub(super) struct TimelineChart {
     timeout_ns: u64,
     periodic: bool,
     title: String,
+    /// The load schedule's phases: name, start and end (s; `None`: the end).
+    phases: Vec<(String, u64, Option<u64>)>,
+}
+
+/// Where a phase of the load schedule is drawn: from `x0` to `x1` in the
+/// axis's unit, its name, and whether it is a load phase (shaded).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct PhaseMark {
+    pub x0: f64,
+    pub x1: f64,
+    pub name: String,
+    pub load: bool,
+}
+
+/// The phases on an axis of `x_end` units of `div` seconds: each clipped
+/// to the axis (a phase that starts after the run ended is not drawn).
+pub(super) fn phase_marks(phases: &[(String, u64, Option<u64>)], div: f64, x_end: f64) -> Vec<PhaseMark> {
+    phases
+        .iter()
+        .filter(|(_, start, _)| (*start as f64 / div) < x_end)
+        .map(|(name, start, end)| PhaseMark {
+            x0: *start as f64 / div,
+            x1: end.map_or(x_end, |e| (e as f64 / div).min(x_end)),
+            name: name.clone(),
+            load: name == "load",
+        })
+        .collect()
 }
 
 impl TimelineChart {
@@ -64,6 +93,7 @@ impl TimelineChart {
             timeout_ns: r.latency_ns.as_ref().map_or(r.config.timeout_ns, |l| l.censored_above),
             periodic,
             title: title(r, what),
+            phases: r.phases.iter().map(|p| (p.name.clone(), p.start_s, p.end_s)).collect(),
         }))
     }
 }
@@ -235,6 +265,10 @@ impl Chart for TimelineChart {
             Swatch::Bar(BEYOND),
             format!("timeouts per {}", if row_s == 1 { "second" } else { "row" }),
         ));
+        let marks = phase_marks(&self.phases, div, x_end);
+        if marks.iter().any(|m| m.load) {
+            legend.push(Legend::new(Swatch::Bar(LOAD_SHADE), "load phase (--load-schedule)".to_owned()));
+        }
         if let Some((a, b)) = partial {
             let n = t.samples.last().copied().unwrap_or(0);
             let len = row_length(((b - a) * 1e9).round() as u64);
@@ -262,6 +296,29 @@ impl Chart for TimelineChart {
             .axis_desc_style(text_style(TEXT_PX, INK))
             .light_line_style(WHITE)
             .draw()?;
+        // The load phases shaded behind everything, each phase's start a
+        // dotted line, its name at the top.
+        chart.draw_series(
+            marks
+                .iter()
+                .filter(|m| m.load)
+                .map(|m| Rectangle::new([(m.x0, floor), (m.x1, top)], LOAD_SHADE.filled())),
+        )?;
+        for m in &marks {
+            if m.x0 > 0.0 {
+                chart.draw_series(std::iter::once(DashedPathElement::new(
+                    vec![(m.x0, floor), (m.x0, top)],
+                    2,
+                    3,
+                    INK.stroke_width(1),
+                )))?;
+            }
+            chart.draw_series(std::iter::once(Text::new(
+                format!(" {}", m.name),
+                (m.x0, top / 1.15),
+                text_at(LABEL_PX, INK, HPos::Left, VPos::Top),
+            )))?;
+        }
         if let Some((a, b)) = partial {
             // The partial last row, shaded across its real width (at
             // least 4 px, so that it can be found).
@@ -323,6 +380,12 @@ impl Chart for TimelineChart {
         // A row is narrower than a pixel in a long run, and one timeout
         // lower than a pixel beside hundreds: each bar is at least 2 px
         // wide and high, so that no timeout vanishes from the plot.
+        bars.draw_series(
+            marks
+                .iter()
+                .filter(|m| m.load)
+                .map(|m| Rectangle::new([(m.x0, 0.0), (m.x1, t_top)], LOAD_SHADE.filled())),
+        )?;
         let (px_w, px_h) = bars.plotting_area().dim_in_pixel();
         let min_w = 2.0 * x_end / f64::from(px_w.max(1));
         let min_h = 2.0 * t_top / f64::from(px_h.max(1));
@@ -363,6 +426,25 @@ mod tests {
         // Lines break at gaps and at censored rows.
         let xs = [0.5, 1.5, 2.5, 3.5];
         assert_eq!(segments(&xs, &max_points(&t), 1.0), vec![vec![(0.5, 50.0)], vec![(3.5, 30.0)]]);
+    }
+
+    #[test]
+    fn phases_are_marked_where_they_run_and_clipped_to_the_run() {
+        let phases = vec![
+            ("idle".to_owned(), 0, Some(60)),
+            ("load".to_owned(), 60, Some(120)),
+            ("idle".to_owned(), 120, Some(600)),
+            ("load".to_owned(), 600, None),
+        ];
+        // A 200 s run in seconds: the third phase ends at the axis, the
+        // fourth never began.
+        let m = phase_marks(&phases, 1.0, 200.0);
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[1].x0, m[1].x1, m[1].load), (60.0, 120.0, true));
+        assert_eq!((m[2].x0, m[2].x1, m[2].load), (120.0, 200.0, false));
+        // In minutes.
+        let m = phase_marks(&phases, 60.0, 30.0);
+        assert_eq!((m[3].x0, m[3].x1), (10.0, 30.0));
     }
 
     #[test]
