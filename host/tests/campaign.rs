@@ -58,6 +58,13 @@ fn a_campaign_runs_its_matrix_resumes_and_sets_the_runs_side_by_side() {
     for id in ids {
         assert!(page.contains(&format!("href=\"{id}/run.html\"")), "{page}");
     }
+    // The grouped comparison: one group per load, its two repeats as its runs.
+    let groups = std::fs::read_to_string(dir.join("groups.txt")).unwrap();
+    for want in ["load=none", "load=hackbench:2", "2 runs"] {
+        assert!(groups.contains(want), "{want}: {groups}");
+    }
+    assert!(std::fs::read_to_string(dir.join("groups.md")).unwrap().contains('|'));
+    assert!(page.contains("By matrix combination"), "{page}");
 
     // Again: every run is done, none runs.
     let o = campaign(&plan);

@@ -1,8 +1,10 @@
 //! `latprobe campaign plan.toml`: a matrix of runs on one bench (loads,
 //! intervals, modes, repeats; the kernel is the bench's, not switched
 //! here), each run's files in a folder of its own, a manifest, and at the
-//! end one compare table (text and Markdown) and one HTML page linking
-//! every run's report. An interrupted campaign resumes where it stopped:
+//! end one compare table (text and Markdown), a grouped comparison with
+//! one group per matrix combination and its repeats as the group's runs
+//! (`compare --group`: `groups.txt`, `groups.md`), and one HTML page
+//! linking every run's report. An interrupted campaign resumes where it stopped:
 //! a run whose manifest entry is done and whose report is there is skipped.
 //!
 //! Each run is this latprobe again (`latprobe demo …` or `latprobe run …`),
@@ -235,9 +237,52 @@ pub fn cells(plan: &Plan) -> Vec<Cell> {
 }
 
 fn label(cell: &Cell) -> String {
-    let mut l: Vec<String> = cell.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut l = vec![group_name(cell)];
     l.push(format!("r{}", cell.repeat));
     l.join(" ")
+}
+
+/// The matrix combination of a cell, its repeats' group: `load=none interval=1ms`.
+fn group_name(cell: &Cell) -> String {
+    let l: Vec<String> = cell.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if l.is_empty() {
+        "all".to_owned()
+    } else {
+        l.join(" ")
+    }
+}
+
+/// The grouped comparison of the runs done (`compare --group`), one group
+/// per matrix combination with its repeats as its runs: each run's raw
+/// file when it is there (its samples resampled in blocks when a group has
+/// one run), else its report. `None` with fewer than two combinations.
+fn grouped(dir: &Path, done: &[&Entry]) -> Result<Option<crate::compare::grouped::Comparison>, Error> {
+    use crate::compare::groups::Group;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut units = Vec::new();
+    for e in done {
+        let name = group_name(&e.cell);
+        let report = dir.join(e.report.clone().unwrap_or_default());
+        let raw = report.with_file_name("run.raw");
+        let file = if raw.is_file() { raw } else { report };
+        let mut runs = crate::cmd::compare::group_runs_of(&file, None, &mut units)?;
+        for r in &mut runs {
+            r.column.label = label(&e.cell);
+        }
+        match groups.iter_mut().find(|g| g.name == name) {
+            Some(g) => g.runs.extend(runs),
+            None => groups.push(Group { name, runs }),
+        }
+    }
+    if groups.len() < 2 {
+        return Ok(None);
+    }
+    Ok(Some(crate::compare::grouped::compare_groups(
+        groups,
+        1,
+        1000.0,
+        crate::compare::bootstrap::REPLICATES,
+    )))
 }
 
 /// Run `latprobe campaign`.
@@ -373,6 +418,23 @@ fn summarize(dir: &Path, done: &[&Entry]) -> Result<(), Error> {
     }
     let md = crate::compare::render(&columns, crate::compare::Format::Text, None);
     crate::stdout!("{md}");
+    let groups = grouped(dir, done)?;
+    let mut groups_text = String::new();
+    if let Some(c) = &groups {
+        for (name, format) in
+            [("groups.txt", crate::compare::Format::Text), ("groups.md", crate::compare::Format::Markdown)]
+        {
+            let text = crate::compare::grouped::render(c, format);
+            if format == crate::compare::Format::Text {
+                groups_text = text.clone();
+            }
+            let p = dir.join(name);
+            crate::fsout::write(&p, text.as_bytes())
+                .map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;
+            written.push(p);
+        }
+        crate::stdout!("\n{groups_text}");
+    }
     let mut h = String::from(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>latprobe campaign</title>\
          <style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>\n\
@@ -387,7 +449,15 @@ fn summarize(dir: &Path, done: &[&Entry]) -> Result<(), Error> {
             c = e.exit_code.unwrap_or(-1)
         );
     }
-    let _ = writeln!(h, "</ul>\n<h2>Side by side</h2>\n<pre>{}</pre>\n</body></html>", esc(&md));
+    let _ = writeln!(h, "</ul>\n<h2>Side by side</h2>\n<pre>{}</pre>", esc(&md));
+    if !groups_text.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2>By matrix combination (repeats as a group)</h2>\n<pre>{}</pre>",
+            esc(&groups_text)
+        );
+    }
+    let _ = writeln!(h, "</body></html>");
     let p = dir.join("index.html");
     crate::fsout::write(&p, h.as_bytes())
         .map_err(|e| Error::io(format!("cannot write {}", p.display()), e))?;

@@ -50,6 +50,9 @@ pub struct CompareArgs {
     /// Column headings, in order (repeat the flag; missing ones default to the file name)
     #[arg(long, value_name = "NAME")]
     pub label: Vec<String>,
+    /// Give each run with a load schedule (--load-schedule) one column per phase too, after its whole-run column
+    #[arg(long)]
+    pub phases: bool,
     /// Output format
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub format: FormatArg,
@@ -225,6 +228,19 @@ pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
     let mut cols = Vec::new();
     let mut hists = Vec::new();
     for f in &args.files {
+        if args.phases {
+            if let Loaded::Report(r) = load(f, args.unit, None)? {
+                let (label, file) = (file_label(f), f.display().to_string());
+                cols.push(Column::from_report(&r, &label, &file));
+                hists.push(Some(HistData::from_report(&r, &label)));
+                for c in Column::phases_of_report(&r, &label, &file) {
+                    cols.push(c);
+                    // A phase has figures, not a histogram of its own.
+                    hists.push(None);
+                }
+                continue;
+            }
+        }
         for (c, h) in runs_of(f, args.unit)? {
             cols.push(c);
             hists.push(h);
@@ -340,7 +356,7 @@ fn run_groups(args: &CompareArgs) -> Result<(), Error> {
 
 /// The runs of one file for a group: a raw file's samples in blocks, a
 /// report's or an imported run's histogram.
-fn group_runs_of(
+pub(crate) fn group_runs_of(
     path: &Path,
     unit: Option<UnitArg>,
     units: &mut Vec<UnitSeen>,
@@ -398,7 +414,7 @@ fn group_runs_of(
 
 /// The unit an imported run's figures were read in, and whether the file
 /// said so or it was assumed: `(label, "us", assumed)`.
-type UnitSeen = (String, String, bool);
+pub(crate) type UnitSeen = (String, String, bool);
 
 /// A unit assumed for one file (a cyclictest histfile does not say) must
 /// agree with the units the other files state.

@@ -364,6 +364,47 @@ impl Column {
             loads: Some(r.loads.iter().map(|l| l.name.clone()).collect()),
         }
     }
+
+    /// One column per phase of a report's load schedule (`--load-schedule`),
+    /// headed `label` and the phase (`run.json idle 0–60 s`), with the
+    /// phase's own figures (as exact as the run's) and its loads: none in
+    /// an idle phase. A row `phase` tells them apart. A phase without a
+    /// sample has no column.
+    pub fn phases_of_report(r: &crate::report::Report, label: &str, file: &str) -> Vec<Column> {
+        let whole = Self::from_report(r, label, file);
+        r.phases
+            .iter()
+            .filter_map(|p| {
+                let l = p.latency_ns.as_ref()?;
+                let span = match p.end_s {
+                    Some(e) => format!("{}–{} s", p.start_s, e),
+                    None => format!("{} s–end", p.start_s),
+                };
+                let fig = |v: Option<u64>| l.figure(v);
+                let mut c = whole.clone();
+                c.label = format!("{label} {} {span}", p.name);
+                c.samples = p.samples;
+                c.min = fig(l.min);
+                c.avg = l.mean.map_or(Figure::None, Figure::Value);
+                c.avg_over = (l.censored > 0).then_some(l.measured);
+                c.p50 = fig(l.p50);
+                c.p90 = fig(l.p90);
+                c.p99 = fig(l.p99);
+                c.p99_9 = fig(l.p99_9);
+                c.p99_99 = fig(l.p99_99);
+                c.max = fig(l.max);
+                c.timeouts_or_overflows = p.timeouts;
+                // Sequence gaps are the run's, not a phase's.
+                c.lost = None;
+                c.timeout_ns = (l.censored > 0).then_some(l.censored_above);
+                c.meta.push(("phase".to_owned(), format!("{} {span}", p.name)));
+                if p.name != "load" {
+                    c.loads = Some(Vec::new());
+                }
+                Some(c)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -398,6 +439,58 @@ mod tests {
         // The avg is the summary's mean over the measured, not a bound.
         assert!(row(&table, "avg µs").ends_with(" 20.00"), "{table}");
         assert!(table.contains("avg of run.json: over the 297 measured samples of 300"), "{table}");
+    }
+
+    #[test]
+    fn a_scheduled_run_gives_one_column_per_phase_with_the_phase_figures() {
+        use crate::report::{Latency, PhaseReport};
+        let mut r = testkit::run(0);
+        r.loads = vec![crate::model::LoadRecord {
+            name: "hackbench".into(),
+            command: "hackbench -l 1000".into(),
+            on: "this machine".into(),
+        }];
+        let lat = |p99, censored| Latency {
+            measured: 100 - censored,
+            censored,
+            censored_above: 500_000,
+            min: Some(10_000),
+            mean: Some(12_000),
+            p50: Some(11_000),
+            p90: Some(13_000),
+            p99,
+            p99_9: None,
+            p99_99: None,
+            max: None,
+            max_measured: Some(90_000),
+        };
+        let ph = |name: &str, start_s, end_s, latency_ns: Option<Latency>| PhaseReport {
+            name: name.into(),
+            start_s,
+            end_s,
+            samples: 100,
+            timeouts: latency_ns.as_ref().map_or(0, |l| l.censored),
+            max_measured_ns: Some(90_000),
+            latency_ns,
+        };
+        r.phases = vec![
+            ph("idle", 0, Some(60), Some(lat(Some(14_000), 0))),
+            ph("load", 60, None, Some(lat(None, 2))),
+            ph("idle", 120, None, None),
+        ];
+        let cols = Column::phases_of_report(&r, "k.json", "k.json");
+        assert_eq!(cols.len(), 2, "a phase without samples has no column");
+        assert_eq!(
+            (cols[0].label.as_str(), cols[1].label.as_str()),
+            ("k.json idle 0–60 s", "k.json load 60 s–end")
+        );
+        assert_eq!((cols[0].p99, cols[1].p99), (Figure::Value(14_000), Figure::Above(500_000)));
+        assert_eq!((cols[0].timeouts_or_overflows, cols[1].timeouts_or_overflows), (0, 2));
+        assert_eq!(cols[0].loads, Some(vec![]), "no load runs in an idle phase");
+        assert_eq!(cols[1].loads, Some(vec!["hackbench".to_owned()]));
+        let table = render(&cols, Format::Text, None);
+        assert!(row(&table, "phase").contains("idle 0–60 s"), "{table}");
+        assert!(row(&table, "p99 µs").ends_with(">500.00"), "{table}");
     }
 
     #[test]
