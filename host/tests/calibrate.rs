@@ -84,6 +84,14 @@ fn a_calibration_for_another_board_firmware_or_line_is_refused() {
     let o = run(&["run", "--port", "unix:/nonexistent", "--mode", "loopback"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--line gpio"), "{}", show(&o));
+    // A loopback has no target: --target is refused with why and what to do.
+    let o = run(&["calibrate", "--port", "unix:/nonexistent", "--line", "gpio", "--target", "ssh://dut"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no target is in the loop") && e.contains("latprobe run --target ssh://dut --calibration"),
+        "{e}"
+    );
 }
 
 /// 10 ticks: faster than the calibrated loopback ever was.

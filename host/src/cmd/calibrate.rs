@@ -48,10 +48,21 @@ pub struct CalibrateArgs {
     /// Also write the loopback run's JSON report to FILE
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Refused with the reason: a loopback calibration has no target in its loop
+    #[arg(long, value_name = "URL", hide = true)]
+    pub target: Option<String>,
 }
 
 /// Run `latprobe calibrate`.
 pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
+    if let Some(t) = &args.target {
+        return Err(Error::Config(format!(
+            "--target {t}: a calibration measures the probe's own loopback (its stimulus wired straight \
+             back to its input), so no target is in the loop and nothing runs there; leave --target out, \
+             then measure with latprobe run --target {t} --calibration {}",
+            args.output.display()
+        )));
+    }
     if args.count < MIN_SAMPLES {
         return Err(Error::Config(format!(
             "--count {}: a calibration takes at least {MIN_SAMPLES} loopback samples",
