@@ -231,9 +231,14 @@ pub fn run(args: CompareArgs) -> Result<(), crate::Error> {
         if args.phases {
             if let Loaded::Report(r) = load(f, args.unit, None)? {
                 let (label, file) = (file_label(f), f.display().to_string());
-                cols.push(Column::from_report(&r, &label, &file));
+                let mut whole = Column::from_report(&r, &label, &file);
+                let phases = Column::phases_of_report(&r, &label, &file);
+                if !phases.is_empty() {
+                    whole.meta.push(("phase".to_owned(), "whole run".to_owned()));
+                }
+                cols.push(whole);
                 hists.push(Some(HistData::from_report(&r, &label)));
-                for c in Column::phases_of_report(&r, &label, &file) {
+                for c in phases {
                     cols.push(c);
                     // A phase has figures, not a histogram of its own.
                     hists.push(None);
