@@ -105,6 +105,47 @@ fn a_load_whose_tool_is_missing_names_its_package() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("give --target"), "{}", show(&o));
 }
 
+/// Every preset runs its real tool for the run (scripts/test installs
+/// stress-ng, iperf3 and rt-tests): the tool's processes are seen in the
+/// load's directory while the demo measures, and none is left after it.
+#[test]
+fn every_preset_runs_its_real_tool_and_stops_with_the_run() {
+    ensure_responder();
+    for (load, tool) in [
+        ("stress-ng:cpu", "stress-ng"),
+        ("stress-ng:vm", "stress-ng"),
+        ("stress-ng:io", "stress-ng"),
+        ("dd", "dd"),
+        ("iperf3", "iperf3"),
+        ("compile:2", "make"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let report = out.path().join("r.json");
+        let child = latprobe()
+            .args(["demo", "--duration", "3s", "--interval", "2ms", "--load", load, "-q", "-o"])
+            .arg(&report)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let loads_at = load_dir(child.id());
+        let t0 = Instant::now();
+        let mut seen = Vec::new();
+        while t0.elapsed() < Duration::from_millis(2_500)
+            && !seen.iter().any(|c: &String| c.starts_with(tool))
+        {
+            seen.extend(processes_in(&loads_at).into_iter().map(|(_, c)| c));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{load}: {}", show(&o));
+        assert!(seen.iter().any(|c| c.starts_with(tool)), "{load}: no {tool} process ran, saw {seen:?}");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(processes_in(&loads_at), [], "{load} outlived its run");
+        assert_eq!(json(&report)["loads"][0]["name"], load);
+    }
+}
+
 /// latprobe killed outright mid-run: the loads end all the same (their
 /// shell sees its pipe close and ends the whole group).
 #[test]
