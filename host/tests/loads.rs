@@ -183,9 +183,12 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     ensure_responder();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
+    let html = dir.path().join("p.html");
     let child = latprobe()
         .args(["demo", "--duration", "6s", "--interval", "2ms", "--load", "hackbench:2"])
-        .args(["--load-schedule", "idle=3s,load=3s", "-o"])
+        .args(["--load-schedule", "idle=3s,load=3s", "--html"])
+        .arg(&html)
+        .arg("-o")
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -235,4 +238,9 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("phase idle 0–3 s: ") && text.contains("phase load 3 s to the end: "), "{text}");
     assert!(text.lines().filter(|l| l.starts_with("phase ") && l.contains(", p99 ")).count() == 2, "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let table = &page[page.find("id=\"phase-figures\"").expect("the page's phase table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr><td>").count(), 2, "{table}");
+    assert!(table.contains("<td>idle</td><td>0 s</td><td>3 s</td>"), "{table}");
 }

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use super::text::us_cell;
 use super::{plot, Report};
+use crate::analysis::figure::PERCENTILES;
 use crate::analysis::Figure;
 use crate::units::format_ns;
 use crate::Error;
@@ -159,6 +160,40 @@ fn run_table(h: &mut String, r: &Report) {
     h.push_str("</table>\n");
 }
 
+/// The load schedule's phases, a row each with its own figures.
+fn phases(h: &mut String, r: &Report) {
+    if r.phases.is_empty() {
+        return;
+    }
+    h.push_str("<h3 id=\"phases\">By phase of the load schedule</h3><table id=\"phase-figures\"><tr><th>phase</th><th>from</th><th>to</th><th>samples</th><th>timeouts</th>");
+    for p in PERCENTILES {
+        let _ = write!(h, "<th>{}</th>", p.name);
+    }
+    h.push_str("<th>max</th></tr>\n");
+    for p in &r.phases {
+        let end = p.end_s.map_or_else(|| "end".to_owned(), |e| format!("{e} s"));
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{} s</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&p.name),
+            p.start_s,
+            esc(&end),
+            p.samples,
+            p.timeouts
+        );
+        match &p.latency_ns {
+            Some(l) => {
+                for (_, v) in l.percentiles().into_iter().chain([(&PERCENTILES[0], l.max)]) {
+                    let _ = write!(h, "<td>{} µs</td>", esc(&us_cell(l.figure(v))));
+                }
+            }
+            None => h.push_str(&"<td>-</td>".repeat(PERCENTILES.len() + 1)),
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}
+
 fn figures(h: &mut String, r: &Report) {
     let label = if r.periodic.is_some() { "Wake-up delay (against the fitted schedule)" } else { "Latency" };
     let _ = writeln!(h, "<h2 id=\"latency\">{label}</h2>");
@@ -191,6 +226,7 @@ fn figures(h: &mut String, r: &Report) {
             }
         }
     }
+    phases(h, r);
     let c = &r.counts;
     h.push_str("<table id=\"counts\"><tr>");
     let mut cells: Vec<(&str, u64)> = vec![
