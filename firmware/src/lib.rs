@@ -166,6 +166,7 @@ mod fmt;
 pub mod board;
 pub mod boards;
 pub mod buildinfo;
+pub mod cpu;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
