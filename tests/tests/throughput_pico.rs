@@ -195,3 +195,71 @@ fn core_cycles_per_sample_by_part_in_rp2040js() {
     }
     println!("{t}");
 }
+
+/// One step of the interval walk: a GPIO loopback of `count` samples at
+/// `interval_us`, its counters, and whether every latency was the offset.
+fn step(a: &Artifacts, interval_us: u64, count: u64) -> (serde_json::Value, bool) {
+    let interval = format!("{interval_us}us");
+    let n = count.to_string();
+    let (r, samples) = Pico::start(a, "loopback", None, &[])
+        .measure(a, &["--mode", "loopback", "--line", "gpio", "--count", &n, "--interval", &interval]);
+    let first = samples.first().and_then(|s| s.latency_ns);
+    let exact = samples.len() as u64 == count
+        && samples.iter().all(|s| s.latency_ns.is_some() && s.latency_ns == first);
+    (r, exact)
+}
+
+/// The interval walked down until the probe no longer keeps its schedule:
+/// at each step, whether nothing was lost (samples = taken, lost, dropped
+/// and overruns 0), whether every latency stayed the loopback's constant,
+/// and what the counters say set the limit: stimuli that slipped (the
+/// CPU: the engine could not arm the next one in time) or samples dropped
+/// and queue overruns (the link full). Asserted at every step: nothing is
+/// lost and the figures stay exact, whatever the rate.
+#[test]
+#[ignore = "a figure, not a check: scripts/test runs it with --ignored --nocapture and prints its table"]
+fn the_shortest_interval_the_pico_keeps_in_rp2040js() {
+    let Some(a) = artifacts() else { return };
+    let mut t = String::from(
+        "rp2040-pico in rp2040js, GPIO loopback, 1000 samples a step\n\
+         interval   slipped  longest slip   dropped  overruns   lost   samples/s   latencies   limit\n",
+    );
+    let mut kept = None;
+    for us in [200, 150, 120, 100, 80, 60] {
+        let (r, exact) = step(a, us, 1_000);
+        let c = &r["counts"];
+        let get = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k}: {c:#}"));
+        assert_eq!(get("samples"), 1_000, "{us} µs: {c:#}");
+        assert_eq!(get("probe_taken"), 1_000, "{us} µs: {c:#}");
+        for k in ["lost", "dropped_by_probe", "overruns"] {
+            assert_eq!(get(k), 0, "{us} µs: {k} in {c:#}");
+        }
+        assert!(exact, "{us} µs: a latency other than the loopback's constant");
+        let elapsed = r["probe_elapsed_ns"].as_u64().unwrap_or(1).max(1);
+        let rate = 1_000 * 1_000_000_000 / elapsed;
+        let limit = match (get("slipped"), get("dropped_by_probe") + get("overruns")) {
+            (0, 0) => "kept",
+            (_, 0) => "CPU (stimuli slipped)",
+            _ => "link full",
+        };
+        if limit == "kept" {
+            kept = Some(us);
+        }
+        t.push_str(&format!(
+            "{:>5} µs {:>9} {:>10} µs {:>9} {:>9} {:>6} {:>11} {:>11}   {limit}\n",
+            us,
+            get("slipped"),
+            get("slip_max_ns") / 1000,
+            get("dropped_by_probe"),
+            get("overruns"),
+            get("lost"),
+            rate,
+            if exact { "exact" } else { "varied" },
+        ));
+    }
+    t.push_str(&format!(
+        "shortest interval kept: {}\n",
+        kept.map_or_else(|| "none of these".to_owned(), |us| format!("{us} µs"))
+    ));
+    println!("{t}");
+}
