@@ -29,6 +29,14 @@ fn load_dir(latprobe_pid: u32) -> PathBuf {
     std::env::temp_dir().join(format!("latprobe-demo-{latprobe_pid}.loads"))
 }
 
+/// `latprobe ARGS` started with its output piped, and the folder its
+/// loads run in.
+fn spawn(args: &[&std::ffi::OsStr]) -> (std::process::Child, PathBuf) {
+    let child = latprobe().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let at = load_dir(child.id());
+    (child, at)
+}
+
 /// Idle, then under hackbench (rt-tests, which scripts/test installs): the
 /// load is recorded with its command, compare shows it as a row, and
 /// nothing of it is left afterwards.
@@ -121,14 +129,10 @@ fn every_preset_runs_its_real_tool_and_stops_with_the_run() {
     ] {
         let out = tempfile::tempdir().unwrap();
         let report = out.path().join("r.json");
-        let child = latprobe()
-            .args(["demo", "--duration", "3s", "--interval", "2ms", "--load", load, "-q", "-o"])
-            .arg(&report)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let loads_at = load_dir(child.id());
+        let args = ["demo", "--duration", "3s", "--interval", "2ms", "--load", load, "-q", "-o"];
+        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        all.push(report.as_os_str());
+        let (child, loads_at) = spawn(&all);
         let t0 = Instant::now();
         let mut seen = Vec::new();
         while t0.elapsed() < Duration::from_millis(2_500)
@@ -184,17 +188,16 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
     let html = dir.path().join("p.html");
-    let child = latprobe()
-        .args(["demo", "--duration", "6s", "--interval", "2ms", "--load", "hackbench:2"])
-        .args(["--load-schedule", "idle=3s,load=3s", "--html"])
-        .arg(&html)
-        .arg("-o")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let loads_at = load_dir(child.id());
+    let args = ["demo", "--duration", "6s", "--interval", "2ms", "--load", "hackbench:2", "--load-schedule"];
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    all.extend([
+        "idle=3s,load=3s".as_ref(),
+        "--html".as_ref(),
+        html.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    let (child, loads_at) = spawn(&all);
     let t0 = Instant::now();
     let hackbench = || processes_in(&loads_at).iter().any(|(_, c)| c == "hackbench");
     let mut seen_idle = false;
