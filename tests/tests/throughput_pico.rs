@@ -213,8 +213,8 @@ fn step(a: &Artifacts, interval_us: u64, count: u64) -> (serde_json::Value, bool
 /// at each step, whether nothing was lost (samples = taken, lost, dropped
 /// and overruns 0), whether every latency stayed the loopback's constant,
 /// and what the counters say set the limit: stimuli that slipped (the
-/// CPU: the engine could not arm the next one in time) or samples dropped
-/// and queue overruns (the link full). Asserted at every step: nothing is
+/// probe: the engine could not arm the next one in time) or samples
+/// dropped and queue overruns (the link full). Asserted at every step: nothing is
 /// lost and the figures stay exact, whatever the rate.
 #[test]
 #[ignore = "a figure, not a check: scripts/test runs it with --ignored --nocapture and prints its table"]
@@ -239,7 +239,7 @@ fn the_shortest_interval_the_pico_keeps_in_rp2040js() {
         let rate = 1_000 * 1_000_000_000 / elapsed;
         let limit = match (get("slipped"), get("dropped_by_probe") + get("overruns")) {
             (0, 0) => "kept",
-            (_, 0) => "CPU (stimuli slipped)",
+            (_, 0) => "the probe (stimuli slipped)",
             _ => "link full",
         };
         if limit == "kept" {
