@@ -72,33 +72,6 @@ impl Rng {
     }
 }
 
-/// ln Γ(x), x > 0: Lanczos (g = 7, n = 9), as in Numerical Recipes, 3rd
-/// ed., §6.1.
-fn ln_gamma(x: f64) -> f64 {
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    let t = x + 7.5;
-    for (i, c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
-
 /// The regularized incomplete beta function I_x(a, b), by its continued
 /// fraction (modified Lentz), Numerical Recipes, 3rd ed., §6.4.
 fn inc_beta(x: f64, a: f64, b: f64) -> f64 {
@@ -108,7 +81,12 @@ fn inc_beta(x: f64, a: f64, b: f64) -> f64 {
     if x >= 1.0 {
         return 1.0;
     }
-    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    let front = (crate::analysis::numeric::ln_gamma(a + b)
+        - crate::analysis::numeric::ln_gamma(a)
+        - crate::analysis::numeric::ln_gamma(b)
+        + a * x.ln()
+        + b * (1.0 - x).ln())
+    .exp();
     if x > (a + 1.0) / (a + b + 2.0) {
         return 1.0 - inc_beta(1.0 - x, b, a);
     }

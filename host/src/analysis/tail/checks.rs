@@ -102,33 +102,6 @@ pub fn gof_p(e: &Excesses, m: &Mle, seed: u64) -> f64 {
     (1 + at_least) as f64 / (used + 1) as f64
 }
 
-/// `ln Γ(x)`, x > 0 (Lanczos, g = 7, n = 9: Numerical Recipes 3rd ed.
-/// §6.1's coefficients as Godfrey gave them; relative error ~1e-15).
-pub fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x)Γ(1 − x) = π / sin(πx).
-        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = G[0];
-    let t = x + 7.5;
-    for (i, &g) in G.iter().enumerate().skip(1) {
-        a += g / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
-
 /// The exact two-sided binomial test of `k` successes in `n` trials of
 /// probability `p`: the total probability of outcomes no likelier than
 /// `k` (the "minimum likelihood" p-value, as R's `binom.test`).
@@ -142,7 +115,11 @@ pub fn binomial_p(k: u64, n: u64, p: f64) -> f64 {
     }
     let ln_pmf = |i: u64| {
         let (i, n) = (i as f64, n as f64);
-        ln_gamma(n + 1.0) - ln_gamma(i + 1.0) - ln_gamma(n - i + 1.0) + i * p.ln() + (n - i) * (1.0 - p).ln()
+        crate::analysis::numeric::ln_gamma(n + 1.0)
+            - crate::analysis::numeric::ln_gamma(i + 1.0)
+            - crate::analysis::numeric::ln_gamma(n - i + 1.0)
+            + i * p.ln()
+            + (n - i) * (1.0 - p).ln()
     };
     let at = ln_pmf(k) + 1e-7;
     let total: f64 = (0..=n).map(ln_pmf).filter(|&l| l <= at).map(f64::exp).sum();
@@ -197,8 +174,8 @@ mod tests {
     #[test]
     fn binomial_and_gamma_agree_with_known_values() {
         // ln Γ(10) = ln 362880.
-        assert!((ln_gamma(10.0) - 362_880f64.ln()).abs() < 1e-10);
-        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-10);
+        assert!((crate::analysis::numeric::ln_gamma(10.0) - 362_880f64.ln()).abs() < 1e-10);
+        assert!((crate::analysis::numeric::ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-10);
         // R: binom.test(2, 20, 0.5)$p.value = 0.0004024506
         assert!((binomial_p(2, 20, 0.5) - 0.000_402_450_6).abs() < 1e-9);
         // R: binom.test(7, 10, 0.5)$p.value = 0.34375

@@ -98,9 +98,9 @@ fn clustered_beyond_chance(short: u64, gaps: u64, r: u64, p: f64) -> bool {
     // P(X ≥ short) for X ~ Bin(gaps, q).
     let ln = |i: u64| {
         let (i, n) = (i as f64, gaps as f64);
-        super::checks::ln_gamma(n + 1.0)
-            - super::checks::ln_gamma(i + 1.0)
-            - super::checks::ln_gamma(n - i + 1.0)
+        crate::analysis::numeric::ln_gamma(n + 1.0)
+            - crate::analysis::numeric::ln_gamma(i + 1.0)
+            - crate::analysis::numeric::ln_gamma(n - i + 1.0)
             + i * q.max(1e-300).ln()
             + (n - i) * (1.0 - q).ln()
     };
