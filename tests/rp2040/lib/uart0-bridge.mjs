@@ -6,8 +6,7 @@
 // the harness adds only the pacing of what it receives, never of what it
 // sends (the firmware's TX FIFO empties at once; see GAPS.md).
 
-import fs from 'node:fs';
-import net from 'node:net';
+import { OneClientSocket } from './socket-server.mjs';
 
 export class Uart0Bridge {
   /**
@@ -21,59 +20,29 @@ export class Uart0Bridge {
     this.emulator = emulator;
     this.uart = emulator.mcu.uart[0];
     this.byteNs = (10 * 1e9) / baud;
-    this.client = null;
-    this.clientSeen = false;
-    this.toHost = [];
     this.bytesIn = 0;
     this.bytesOut = 0;
     /** Simulated time the receiver's wire is free again. */
     this.wireFreeNs = 0;
     this.uart.onByte = (byte) => {
       this.bytesOut += 1;
-      const b = Buffer.from([byte]);
-      if (this.client) this.client.write(b);
-      else this.toHost.push(b);
+      this.socket.send(Buffer.from([byte]));
     };
-    try {
-      fs.unlinkSync(socketPath);
-    } catch {
-      // no stale socket
-    }
-    this.server = net.createServer((socket) => {
-      if (this.client || this.clientSeen) {
-        socket.destroy();
-        return;
-      }
-      this.client = socket;
-      this.clientSeen = true;
-      for (const chunk of this.toHost) socket.write(chunk);
-      this.toHost = [];
-      socket.on('data', (data) => {
+    this.socket = new OneClientSocket(socketPath, {
+      onData: (data) => {
         this.bytesIn += data.length;
         for (const byte of data) {
           const at = Math.max(this.wireFreeNs, this.emulator.nowNs) + this.byteNs;
           this.wireFreeNs = at;
           this.emulator.at(at, () => this.uart.feedByte(byte));
         }
-      });
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        this.client = null;
-        onClientClosed();
-      });
+      },
+      onClientClosed,
     });
-    const temporary = `${socketPath}.${process.pid}.tmp`;
-    this.listening = new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(temporary, () => {
-        fs.renameSync(temporary, socketPath);
-        resolve();
-      });
-    });
+    this.listening = this.socket.listening;
   }
 
   close() {
-    this.server.close();
-    this.client?.destroy();
+    this.socket.close();
   }
 }

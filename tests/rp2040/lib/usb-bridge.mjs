@@ -7,8 +7,7 @@
 // send; this bridge holds the armed OUT buffer until the client's bytes are
 // there, and then completes it with up to the buffer's size.
 
-import fs from 'node:fs';
-import net from 'node:net';
+import { OneClientSocket } from './socket-server.mjs';
 import { USBCDC } from 'rp2040js';
 
 export class UsbBridge {
@@ -20,10 +19,7 @@ export class UsbBridge {
     this.cdc = new USBCDC(usb);
     this.toDevice = [];
     this.toDeviceBytes = 0;
-    this.toHost = [];
     this.pendingReads = new Map();
-    this.client = null;
-    this.clientSeen = false;
     this.configured = false;
     this.bytesIn = 0;
     this.bytesOut = 0;
@@ -35,9 +31,7 @@ export class UsbBridge {
     this.cdc.onSerialData = (buffer) => {
       this.trace?.(`IN ${buffer.length} B at ${emulator.nowNs} ns`);
       this.bytesOut += buffer.length;
-      const copy = Buffer.from(buffer);
-      if (this.client) this.client.write(copy);
-      else this.toHost.push(copy);
+      this.socket.send(Buffer.from(buffer));
     };
     const helperRead = usb.onEndpointRead;
     const trace = process.env.RP2040_HARNESS_TRACE ? log : null;
@@ -53,45 +47,17 @@ export class UsbBridge {
         helperRead(endpoint, size);
       }
     };
-    try {
-      fs.unlinkSync(socketPath);
-    } catch {
-      // no stale socket
-    }
-    this.server = net.createServer((socket) => {
-      if (this.client || this.clientSeen) {
-        socket.destroy();
-        return;
-      }
-      this.client = socket;
-      this.clientSeen = true;
-      for (const chunk of this.toHost) socket.write(chunk);
-      this.toHost = [];
-      socket.on('data', (data) => {
+    this.socket = new OneClientSocket(socketPath, {
+      onData: (data) => {
         this.trace?.(`client sent ${data.length} B at ${this.emulator.nowNs} ns`);
         this.bytesIn += data.length;
         this.toDevice.push(data);
         this.toDeviceBytes += data.length;
         this.serve();
-      });
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        this.client = null;
-        onClientClosed();
-      });
+      },
+      onClientClosed,
     });
-    // Listen on a temporary name and rename it into place: whoever sees
-    // `socketPath` appear can connect (a socket file exists from bind(),
-    // before listen(), and refuses connections in between).
-    const temporary = `${socketPath}.${process.pid}.tmp`;
-    this.listening = new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(temporary, () => {
-        fs.renameSync(temporary, socketPath);
-        resolve();
-      });
-    });
-    this.socketPath = socketPath;
+    this.listening = this.socket.listening;
   }
 
   /** Completes the held OUT buffer of the CDC data endpoint if bytes wait. */
@@ -117,11 +83,6 @@ export class UsbBridge {
   }
 
   close() {
-    this.server.close();
-    try {
-      fs.unlinkSync(this.socketPath);
-    } catch {
-      // already gone
-    }
+    this.socket.close();
   }
 }
