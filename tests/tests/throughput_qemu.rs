@@ -42,7 +42,7 @@ fn cpu_line(log: &[String]) -> (u64, [u64; 7]) {
         .rev()
         .find(|l| l.contains("cpu: "))
         .unwrap_or_else(|| panic!("no cpu: line in the firmware's log:\n{}", log.join("\n")));
-    let words: Vec<&str> = line.split_whitespace().collect();
+    let words: Vec<&str> = line.split_whitespace().filter(|w| *w != "ticks").collect();
     let at = |name: &str| -> u64 {
         let i = words.iter().position(|w| *w == name).unwrap_or_else(|| panic!("no {name} in {line}"));
         words[i + 1].parse().unwrap_or_else(|_| panic!("{name} in {line}"))

@@ -40,3 +40,99 @@ pub fn host_bytes<H: TimerHw, const Q: usize>(
     let now = timer.lock(|t| t.now());
     engine.lock(|e| e.on_host_bytes(bytes, now));
 }
+
+/// Where the CPU's time goes ([`latprobe_firmware::cpu`]): one meter for
+/// the whole app, each task and the idle loop touching it inside a critical
+/// section, with the board's `counter`, readable from anywhere.
+/// (The Pico has none: reading its PIO clock waits for a push, and rp2040js
+/// profiles its cycles instead.)
+#[allow(dead_code)]
+pub struct Meter {
+    m: cortex_m::interrupt::Mutex<core::cell::RefCell<latprobe_firmware::cpu::CpuMeter>>,
+    counter: fn() -> u32,
+}
+
+impl core::fmt::Debug for Meter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Meter").finish_non_exhaustive()
+    }
+}
+
+#[allow(dead_code)]
+impl Meter {
+    /// A meter reading `counter`.
+    pub const fn new(counter: fn() -> u32) -> Self {
+        let m = latprobe_firmware::cpu::CpuMeter::new(0);
+        Self { m: cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(m)), counter }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut latprobe_firmware::cpu::CpuMeter, u32) -> R) -> R {
+        cortex_m::interrupt::free(|cs| f(&mut self.m.borrow(cs).borrow_mut(), (self.counter)()))
+    }
+
+    /// A task body starts.
+    pub fn enter(&self, part: latprobe_firmware::cpu::Part) {
+        self.with(|m, now| m.enter(part, now));
+    }
+
+    /// The task body that started last ends.
+    pub fn leave(&self) {
+        self.with(|m, now| m.leave(now));
+    }
+
+    /// The idle loop's sleep: WFI with interrupts masked, so the wake-up is
+    /// read before any handler runs (a pending interrupt still wakes the
+    /// core, ARMv7-M ARM B1.5.19) and sleep is only the time in WFI.
+    pub fn sleep(&self) {
+        use latprobe_firmware::cpu::Part;
+        cortex_m::interrupt::free(|cs| {
+            let mut m = self.m.borrow(cs).borrow_mut();
+            m.switch(Part::Sleep, (self.counter)());
+            cortex_m::asm::wfi();
+            m.switch(Part::Other, (self.counter)());
+        });
+    }
+
+    /// The ticks of each part so far.
+    pub fn ticks(&self) -> [u64; latprobe_firmware::cpu::PARTS] {
+        self.with(|m, now| m.ticks(now))
+    }
+}
+
+/// A run's CPU cost, logged when it ends: the meter read when the engine
+/// task first sees the run and when it sees it over.
+#[allow(dead_code)]
+#[derive(Debug, Default)]
+pub struct RunMeter {
+    at_start: [u64; latprobe_firmware::cpu::PARTS],
+    was_running: bool,
+}
+
+#[allow(dead_code)]
+impl RunMeter {
+    /// After an engine pass: note a start, or log the run's parts at its
+    /// end (`taken` samples), in `unit` (`ticks`, `cycles`).
+    pub fn pass(&mut self, meter: &Meter, running: bool, taken: impl FnOnce() -> u64, unit: &str) {
+        use latprobe_firmware::cpu::{Part, RunCost};
+        if running && !self.was_running {
+            self.at_start = meter.ticks();
+        } else if !running && self.was_running {
+            let t = RunCost::between(&self.at_start, &meter.ticks()).ticks;
+            // Exclusive time per part over the run, read by the throughput
+            // figure (tests/tests/throughput_qemu.rs).
+            defmt::info!(
+                "cpu: {=u64} taken, {=str} sleep {=u64} other {=u64} capture {=u64} wake {=u64} engine {=u64} host_rx {=u64} host_tx {=u64}",
+                taken(),
+                unit,
+                t[Part::Sleep as usize],
+                t[Part::Other as usize],
+                t[Part::Capture as usize],
+                t[Part::Wake as usize],
+                t[Part::Engine as usize],
+                t[Part::HostRx as usize],
+                t[Part::HostTx as usize]
+            );
+        }
+        self.was_running = running;
+    }
+}

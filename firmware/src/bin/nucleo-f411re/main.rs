@@ -99,6 +99,11 @@ fn image_crc() -> u32 {
     latprobe_protocol::framing::CRC.checksum(image)
 }
 
+/// Where the CPU's time goes, in core cycles (the DWT cycle counter,
+/// enabled in `init` before any task runs; reading CYCCNT has no side
+/// effect, ARMv7-M ARM C1.8.8).
+static METER: common::Meter = common::Meter::new(cortex_m::peripheral::DWT::cycle_count);
+
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
     use cortex_m::peripheral::DWT;
@@ -120,8 +125,9 @@ mod app {
     use super::bus::Regs;
     use super::bus::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
     use super::common;
-    use super::{DMA_CHUNK, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use super::{DMA_CHUNK, METER, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
     use core::sync::atomic::Ordering;
+    use latprobe_firmware::cpu::Part;
     use latprobe_firmware::hostrx::{self, RingReader};
 
     /// Bytes taken from a UART per interrupt at most: a stuck error flag
@@ -160,6 +166,8 @@ mod app {
     pub struct Costs {
         engine_task_max: u32,
         was_running: bool,
+        /// The run's CPU by part, logged at its end.
+        run_meter: common::RunMeter,
     }
 
     #[init]
@@ -361,7 +369,7 @@ mod app {
     #[idle]
     fn idle(_: idle::Context) -> ! {
         loop {
-            cortex_m::asm::wfi();
+            METER.sleep();
         }
     }
 
@@ -369,23 +377,28 @@ mod app {
     /// nothing more at this priority.
     #[task(binds = TIM2, priority = 3, shared = [timer])]
     fn tim2(mut cx: tim2::Context) {
+        METER.enter(Part::Capture);
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
         rtic::pend(Interrupt::EXTI1);
+        METER.leave();
     }
 
     /// Target line receive (USART1): each answer byte logged after the
     /// start-bit captures latched before it, with the `now` read after them.
     #[task(binds = USART1, priority = 3, shared = [timer], local = [target_rx])]
     fn target_rx(mut cx: target_rx::Context) {
+        METER.enter(Part::Capture);
         let rx = cx.local.target_rx;
         cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
         rtic::pend(Interrupt::EXTI1);
+        METER.leave();
     }
 
     /// The engine task: the capture loop hands the logged events to the
     /// engine, polls it and carries out its requests on TIM2.
     #[task(binds = EXTI1, priority = 2, shared = [engine, timer], local = [lp, led, costs])]
     fn engine_task(cx: engine_task::Context) {
+        METER.enter(Part::Engine);
         let lp = cx.local.lp;
         let costs = cx.local.costs;
         let mut timer = cx.shared.timer;
@@ -412,6 +425,7 @@ mod app {
             );
         }
         costs.was_running = running;
+        costs.run_meter.pass(&METER, running, || engine.lock(|e| e.totals().taken), "cycles");
         if running {
             cx.local.led.set_high();
         } else {
@@ -420,6 +434,7 @@ mod app {
         if output {
             rtic::pend(Interrupt::DMA1_STREAM6);
         }
+        METER.leave();
     }
 
     /// Host link receive, the ring's events (DMA1 stream 5): counted at
@@ -427,6 +442,12 @@ mod app {
     /// ring behind (`hostrx::RingReader`); the consumer is pended.
     #[task(binds = DMA1_STREAM5, priority = 3)]
     fn host_rx_dma(_: host_rx_dma::Context) {
+        METER.enter(Part::HostRx);
+        host_rx_dma_events();
+        METER.leave();
+    }
+
+    fn host_rx_dma_events() {
         let ev = hostrx::dma_events(&mut HostRxRegs);
         HOST_RX_HALVES.fetch_add(ev.halves, Ordering::Release);
         if ev.transfer_error {
@@ -441,6 +462,12 @@ mod app {
     /// within nanoseconds, so the ring (2.78 ms) waits for it.
     #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_ring, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
+        METER.enter(Part::HostRx);
+        host_rx_drain(cx);
+        METER.leave();
+    }
+
+    fn host_rx_drain(cx: host_rx::Context) {
         let (mut timer, mut engine) = (cx.shared.timer, cx.shared.engine);
         let mut errors = hostrx::usart_events(&mut HostRxRegs).errors;
         errors += HOST_RX_DMA_ERRORS.swap(0, Ordering::Relaxed);
@@ -478,12 +505,13 @@ mod app {
     /// go to the engine exactly as USART2's do.
     #[task(binds = SysTick, priority = 2, shared = [engine, timer], local = [rtt_host])]
     fn rtt_rx(cx: rtt_rx::Context) {
+        METER.enter(Part::HostRx);
         let mut buf = [0u8; RX_BURST];
         let n = cx.local.rtt_host.read(&mut buf);
-        if n == 0 {
-            return;
+        if n > 0 {
+            host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
         }
-        host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
+        METER.leave();
     }
 
     /// Host link transmit: DMA1 stream 6 sends the engine's output in chunks
@@ -492,7 +520,14 @@ mod app {
     /// on the stream's completion and whenever another task queued output
     /// (pended).
     #[task(binds = DMA1_STREAM6, priority = 1, shared = [engine], local = [dma, rtt_frames, buf: [u8; DMA_CHUNK] = [0; DMA_CHUNK]])]
-    fn host_tx(mut cx: host_tx::Context) {
+    fn host_tx(cx: host_tx::Context) {
+        METER.enter(Part::HostTx);
+        host_tx_send(cx);
+        METER.leave();
+    }
+
+    fn host_tx_send(mut cx: host_tx::Context) {
+        use rtic::Mutex as _;
         let dma = cx.local.dma;
         let st = dma.st(6);
         if st.cr().read().en().bit_is_set() {

@@ -44,7 +44,6 @@ mod common;
 use cortex_m::peripheral::{syst::SystClkSource, SYST};
 use defmt_semihosting as _;
 use latprobe_firmware::boards::qemu::LOOP;
-use latprobe_firmware::cpu::{CpuMeter, Part};
 use latprobe_firmware::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 use stm32f4xx_hal::pac::{TIM2, USART2};
 use stm32f4xx_hal::serial::Tx;
@@ -77,10 +76,8 @@ unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
     semihosting::process::exit(102)
 }
 
-/// Where the CPU's time goes ([`latprobe_firmware::cpu`]), shared by every
-/// task and the idle loop, each touching it inside a critical section.
-static METER: cortex_m::interrupt::Mutex<core::cell::RefCell<CpuMeter>> =
-    cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(CpuMeter::new(0)));
+/// Where the CPU's time goes, in TIM2 ticks.
+static METER: common::Meter = common::Meter::new(cnt);
 
 /// TIM2's counter, read for the meter alone.
 fn cnt() -> u32 {
@@ -89,11 +86,6 @@ fn cnt() -> u32 {
     // effect (RM0090 §18.4.10), so it cannot disturb the `QemuTimer` that
     // owns the timer, and the pointer is the PAC's fixed peripheral address.
     unsafe { (*TIM2::ptr()).cnt().read().bits() }
-}
-
-/// Charge the time since the meter's last call and run `f` on it.
-fn meter<R>(f: impl FnOnce(&mut CpuMeter, u32) -> R) -> R {
-    cortex_m::interrupt::free(|cs| f(&mut METER.borrow(cs).borrow_mut(), cnt()))
 }
 
 /// QEMU's TIM2 counter, SysTick as the wake-up compare and the target
@@ -230,7 +222,8 @@ mod app {
     };
 
     use super::common;
-    use super::{meter, Part, QemuTimer, BAUD, TX_QUEUE};
+    use super::{QemuTimer, BAUD, METER, TX_QUEUE};
+    use latprobe_firmware::cpu::Part;
 
     /// Bytes taken from a UART per interrupt before handing them on; the
     /// bound keeps a stuck error flag from wedging the interrupt.
@@ -250,8 +243,8 @@ mod app {
         target_rx: Rx<USART2>,
         lp: HwLoop,
         was_running: bool,
-        /// The meter's reading when the run started.
-        cpu_at_start: [u64; latprobe_firmware::cpu::PARTS],
+        /// The run's CPU cost, logged at its end.
+        run_meter: common::RunMeter,
     }
 
     #[init]
@@ -292,7 +285,7 @@ mod app {
                 target_rx,
                 lp: HwLoop::new(LOOP),
                 was_running: false,
-                cpu_at_start: [0; latprobe_firmware::cpu::PARTS],
+                run_meter: common::RunMeter::default(),
             },
         )
     }
@@ -300,15 +293,7 @@ mod app {
     #[idle]
     fn idle(_: idle::Context) -> ! {
         loop {
-            // WFI with interrupts masked: a pending interrupt still wakes
-            // the core (ARMv7-M ARM B1.5.19), and the wake-up is read before
-            // any handler runs, so sleep is only the time in WFI.
-            cortex_m::interrupt::free(|cs| {
-                let mut m = super::METER.borrow(cs).borrow_mut();
-                m.switch(Part::Sleep, super::cnt());
-                cortex_m::asm::wfi();
-                m.switch(Part::Other, super::cnt());
-            });
+            METER.sleep();
         }
     }
 
@@ -316,54 +301,33 @@ mod app {
     /// is taken (a response in echo modes, an edge in periodic mode).
     #[task(binds = USART2, priority = 3, shared = [timer], local = [target_rx])]
     fn target_rx(mut cx: target_rx::Context) {
-        meter(|m, now| m.enter(Part::Capture, now));
+        METER.enter(Part::Capture);
         let rx = cx.local.target_rx;
         cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_CHUNK));
         rtic::pend(Interrupt::EXTI1);
-        meter(|m, now| m.leave(now));
+        METER.leave();
     }
 
     /// The wake-up alarm.
     #[task(binds = SysTick, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
-        meter(|m, now| m.enter(Part::Wake, now));
+        METER.enter(Part::Wake);
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
         rtic::pend(Interrupt::EXTI1);
-        meter(|m, now| m.leave(now));
+        METER.leave();
     }
 
     /// The engine task: the capture loop hands the logged bytes to the
     /// engine, polls it, sends due stimuli and sets the next alarm.
-    #[task(binds = EXTI1, priority = 2, shared = [engine, timer], local = [lp, was_running, cpu_at_start])]
+    #[task(binds = EXTI1, priority = 2, shared = [engine, timer], local = [lp, was_running, run_meter])]
     fn engine_task(cx: engine_task::Context) {
-        meter(|m, now| m.enter(Part::Engine, now));
+        METER.enter(Part::Engine);
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
         let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
-        if !*cx.local.was_running && running {
-            *cx.local.cpu_at_start = meter(|m, now| m.ticks(now));
-        }
+        cx.local.run_meter.pass(&METER, running, || engine.lock(|e| e.totals().taken), "ticks");
         if *cx.local.was_running && !running {
-            let cost = latprobe_firmware::cpu::RunCost::between(
-                cx.local.cpu_at_start,
-                &meter(|m, now| m.ticks(now)),
-            );
-            let taken = engine.lock(|e| e.totals().taken);
-            let t = cost.ticks;
-            // Exclusive ticks per part over the run (10 instructions each
-            // under -icount shift=0), read by the throughput bench.
-            defmt::info!(
-                "cpu: {=u64} taken, ticks sleep {=u64} other {=u64} capture {=u64} wake {=u64} engine {=u64} host_rx {=u64} host_tx {=u64}",
-                taken,
-                t[Part::Sleep as usize],
-                t[Part::Other as usize],
-                t[Part::Capture as usize],
-                t[Part::Wake as usize],
-                t[Part::Engine as usize],
-                t[Part::HostRx as usize],
-                t[Part::HostTx as usize]
-            );
             // Under -icount shift=0 one instruction is 1 ns of virtual time
             // and a tick 10 ns: ticks x 10 = instructions.
             let s = lp.stats();
@@ -378,15 +342,15 @@ mod app {
         if output {
             rtic::pend(Interrupt::EXTI0);
         }
-        meter(|m, now| m.leave(now));
+        METER.leave();
     }
 
     /// Host link receive: frames from `latprobe`, garbage included.
     #[task(binds = USART1, priority = 2, shared = [engine, timer], local = [host_rx, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
-        meter(|m, now| m.enter(Part::HostRx, now));
+        METER.enter(Part::HostRx);
         host_rx_body(cx);
-        meter(|m, now| m.leave(now));
+        METER.leave();
     }
 
     fn host_rx_body(cx: host_rx::Context) {
@@ -412,7 +376,7 @@ mod app {
     /// QEMU's UART write blocks until the host reads.
     #[task(binds = EXTI0, priority = 1, shared = [engine], local = [host_tx])]
     fn host_tx(mut cx: host_tx::Context) {
-        meter(|m, now| m.enter(Part::HostTx, now));
+        METER.enter(Part::HostTx);
         let mut buf = [0u8; 64];
         loop {
             let n = cx.shared.engine.lock(|e| e.read_tx(&mut buf));
@@ -423,6 +387,6 @@ mod app {
                 defmt::warn!("host link write failed");
             }
         }
-        meter(|m, now| m.leave(now));
+        METER.leave();
     }
 }
