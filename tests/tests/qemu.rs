@@ -280,6 +280,7 @@ fn config(mode: Mode, stimulus: Stimulus) -> Config {
         count: Some(50),
         seed: 7,
         stimulus,
+        trigger_ticks: 0,
     }
 }
 

@@ -322,6 +322,7 @@ impl Request {
             count: self.count,
             seed: self.seed,
             stimulus,
+            trigger_ticks: 0,
         })
     }
 }
