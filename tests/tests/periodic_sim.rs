@@ -193,6 +193,7 @@ fn check(o: &Outcome, ppm: f64) {
         edge: EdgeArg::Rising,
         line: None,
         calibration: None,
+        trigger_ns: None,
     };
     let ctx = latprobe::model::RunContext {
         tool_version: "test".into(),

@@ -92,7 +92,10 @@ impl<const Q: usize> Engine<Q> {
     /// delivering the answers latched before `now`. Due: unanswered past
     /// its [`TriggerRequest::at`], or resolved as late (answered after the
     /// threshold, or timed out) before the board looked; each stimulus at
-    /// most once.
+    /// most once. Call it again after [`Engine::poll`]: a trigger whose
+    /// `at` the poll's `now` has passed is no longer in
+    /// [`Engine::next_deadline`] (a board with the compare armed must not
+    /// spin on it).
     pub fn trigger_due(&mut self, now: u64) -> Option<u64> {
         self.saw(now);
         let run = self.run.as_ref()?;

@@ -22,6 +22,7 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
         edge: EdgeArg::Rising,
         line: None,
         calibration: None,
+        trigger_ns: None,
     };
     let ctx = RunContext {
         tool_version: "test".into(),
