@@ -467,3 +467,4 @@ fn a_late_engine_task_loses_no_timing() {
 }
 
 mod edges;
+mod trigger;
