@@ -115,7 +115,8 @@ pub mod qemu {
         tx_capture: false,
         capture_delay_ticks: 0,
         loopback_skew_ticks: 0,
-        trigger: TriggerOut::None,
+        // No compare pins in QEMU: the engine task decides (flags only).
+        trigger: TriggerOut::Software,
     };
 }
 

@@ -142,7 +142,11 @@ impl HwLoop {
     /// compare until it falls (10 µs): the next arming waits for that.
     fn plan_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
         self.trigger_wake = None;
-        let TriggerOut::Compare { bits } = self.cfg.trigger else { return };
+        let bits = match self.cfg.trigger {
+            TriggerOut::None => return,
+            TriggerOut::Software => return self.soft_trigger(cx),
+            TriggerOut::Compare { bits } => bits,
+        };
         cx.front.set_trigger(bits, self.cfg.trigger_width_ticks());
         let want = cx.engine.trigger_request();
         let phase = cx.front.trigger_phase();
@@ -166,6 +170,25 @@ impl HwLoop {
             cx.front.arm_trigger(cx.hw, w.seq, w.at, !self.identity && self.cfg.response_capture);
         } else {
             self.trigger_wake = Some(w.at - half / 2);
+        }
+    }
+
+    /// [`TriggerOut::Software`]: every trigger due now raised (the answers
+    /// latched so far are delivered before this runs), the pin forced
+    /// high and lowered `trigger_width` later.
+    fn soft_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
+        let now = cx.front.now(cx.hw);
+        while cx.engine.trigger_due(now).is_some() {
+            cx.hw.set_trigger_output(OutputMode::ForceHigh);
+            self.soft_fall = Some(now + self.cfg.trigger_width_ticks());
+        }
+        match self.soft_fall {
+            Some(f) if now >= f => {
+                cx.hw.set_trigger_output(OutputMode::ForceLow);
+                self.soft_fall = None;
+            }
+            Some(f) => self.trigger_wake = Some(f),
+            None => {}
         }
     }
 

@@ -140,6 +140,12 @@ pub struct LoopConfig {
 pub enum TriggerOut {
     /// None: the board announces no `TRIGGER`.
     None,
+    /// Decided in software when the engine task runs
+    /// ([`Engine::trigger_due`], after the answers are delivered), the pin
+    /// (if any) forced high, and low again 10 µs later: late by the task's
+    /// latency. QEMU's board, which models no compare pins, so its trigger
+    /// drives nothing a test can see: its samples are flagged all the same.
+    Software,
     /// [`Channel::Trigger`], an output compare whose counter reads the
     /// measurement counter modulo 2^`bits` (Nucleo, planned: TIM3, 16 bits,
     /// started with TIM2 by its TRGO). It rises in hardware at the
@@ -251,8 +257,11 @@ pub struct HwLoop {
     retry_at: Option<u64>,
     /// The scope trigger's level: a stimulus is out, its answer not in.
     marker: bool,
-    /// The trigger compare is too far ahead to arm: come back then.
+    /// The trigger compare is too far ahead to arm, or a software pulse
+    /// is to fall: come back then.
     trigger_wake: Option<u64>,
+    /// A software trigger pulse is high until this tick.
+    soft_fall: Option<u64>,
     stats: LoopStats,
 }
 
@@ -276,6 +285,7 @@ impl HwLoop {
             retry_at: None,
             marker: false,
             trigger_wake: None,
+            soft_fall: None,
             stats: LoopStats {
                 soft_stimuli: 0,
                 skew_clamped: 0,

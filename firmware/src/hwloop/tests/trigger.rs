@@ -125,3 +125,25 @@ fn a_duplicated_capture_and_a_timeout_do_not_confuse_the_next_stimulus() {
 
 /// Roughly when the first stimulus comes after Start (the arm lead).
 const LOOP_LEAD: u64 = 100 * US;
+
+#[test]
+fn a_software_trigger_flags_by_the_rule_and_pulses_late_by_the_task() {
+    // QEMU's kind of board: no compare; the engine task decides.
+    static SCRIPT: [Option<u64>; 4] = [Some(THR - 10 * US), Some(THR + 30 * US), None, Some(THR)];
+    let cfg = LoopConfig { trigger: TriggerOut::Software, ..boards::nucleo_f411re::LOOP };
+    let mut s = Sim::new(cfg, trig_board(), 1_000_000);
+    s.hw.target = Target::GpioEcho { edge: Edge::Rising, latency: 0, pulse: Some(20 * US) };
+    s.hw.script = Some(&SCRIPT);
+    let mut c = echo(Mode::GpioEcho, Stimulus::Edge(Edge::Rising), 4);
+    c.trigger_ticks = THR as u32;
+    let st = s.measure(c, 10 * MS);
+    assert_eq!(st.taken, 4);
+    let flags: Vec<bool> = s.host.samples.iter().map(|x| x.triggered).collect();
+    assert_eq!(flags, [false, true, true, false]);
+    // Forced high when the task ran, at or after the threshold.
+    let rises: Vec<u64> = s.hw.trigger_edges.iter().filter(|e| e.1).map(|e| e.0).collect();
+    assert_eq!(rises.len(), 2, "{:?}", s.hw.trigger_edges);
+    for (r, x) in rises.iter().zip(&s.host.samples[1..3]) {
+        assert!(*r > x.stimulus_tick + THR, "rose at {r} for a stimulus at {}", x.stimulus_tick);
+    }
+}
