@@ -322,8 +322,9 @@ impl Request {
                 if !caps.contains(Capabilities::TRIGGER) {
                     return Err(Error::Config(
                         "--trigger-above: this probe has no trigger output (its Hello does not announce \
-                         one; the Pico's is a follow-up): leave --trigger-above out, or use a Nucleo-F411RE \
-                         (trigger on PB4) or the virtual probe (latprobe demo)"
+                         one): leave --trigger-above out. Probes with one today: the virtual probe (latprobe \
+                         demo, a FIFO) and the qemu board (flags only); the Nucleo-F411RE's (PB4) and the \
+                         Pico's are to come"
                             .into(),
                     ));
                 }
