@@ -181,6 +181,16 @@ impl Front {
         hw.take_compare(Channel::Trigger);
         hw.set_compare_irq(Channel::Trigger, true);
         self.trigger = TriggerPhase::High { fall_at };
+        // The interrupt came later than the width: the fall's tick has
+        // passed and would match only a counter period later (655 µs on a
+        // 16-bit counter). Lowered now instead.
+        let now = self.now(hw);
+        if now >= fall_at && !hw.compare_pending(Channel::Trigger) {
+            hw.set_trigger_output(OutputMode::ForceLow);
+            hw.set_trigger_output(OutputMode::Frozen);
+            hw.set_compare_irq(Channel::Trigger, false);
+            self.trigger = TriggerPhase::Idle;
+        }
     }
 
     /// Cancel an armed trigger: frozen first (a later match does nothing),

@@ -147,3 +147,27 @@ fn a_software_trigger_flags_by_the_rule_and_pulses_late_by_the_task() {
         assert!(*r > x.stimulus_tick + THR, "rose at {r} for a stimulus at {}", x.stimulus_tick);
     }
 }
+
+#[test]
+fn an_interrupt_later_than_the_pulse_width_still_ends_the_pulse_at_once() {
+    // The rise is the hardware's, at the threshold; the match's interrupt
+    // comes 20 µs later, past the 10 µs fall: the pin is lowered then,
+    // not a 16-bit counter period (655 µs) later.
+    static SCRIPT: [Option<u64>; 2] = [None, Some(THR + 50 * US)];
+    let mut s = Sim::new(trig_cfg(), trig_board(), 1_000_000);
+    s.irq_latency = 20 * US;
+    s.hw.target = Target::GpioEcho { edge: Edge::Rising, latency: 0, pulse: Some(20 * US) };
+    s.hw.script = Some(&SCRIPT);
+    let mut c = echo(Mode::GpioEcho, Stimulus::Edge(Edge::Rising), 2);
+    c.trigger_ticks = THR as u32;
+    let st = s.measure(c, 10 * MS);
+    assert_eq!(st.taken, 2);
+    let e = &s.hw.trigger_edges;
+    assert_eq!(e.len(), 4, "{e:?}");
+    for (p, x) in e.chunks(2).zip(&s.host.samples) {
+        assert_eq!(p[0], (x.stimulus_tick + THR + 1, true), "the rise is exact: {e:?}");
+        let width = p[1].0 - p[0].0;
+        assert!(p[1].1 == false && (WIDTH..WIDTH + 30 * US).contains(&width), "width {width}: {e:?}");
+    }
+    assert!(s.host.samples.iter().all(|x| x.triggered));
+}
