@@ -167,7 +167,7 @@ fn an_interrupt_later_than_the_pulse_width_still_ends_the_pulse_at_once() {
     for (p, x) in e.chunks(2).zip(&s.host.samples) {
         assert_eq!(p[0], (x.stimulus_tick + THR + 1, true), "the rise is exact: {e:?}");
         let width = p[1].0 - p[0].0;
-        assert!(p[1].1 == false && (WIDTH..WIDTH + 30 * US).contains(&width), "width {width}: {e:?}");
+        assert!(!p[1].1 && (WIDTH..WIDTH + 30 * US).contains(&width), "width {width}: {e:?}");
     }
     assert!(s.host.samples.iter().all(|x| x.triggered));
 }
