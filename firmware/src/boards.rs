@@ -1,12 +1,12 @@
 //! What each board is, as constants the board binary, the capture loop and
 //! the host share: clocks, baud rates, the input filter's delay.
 
-use crate::hwloop::LoopConfig;
+use crate::hwloop::{LoopConfig, TriggerOut};
 use crate::ticks::TimerBits;
 
 /// The reference probe: STM32F411RE at 100 MHz, TIM2 (32 bits) capturing.
 pub mod nucleo_f411re {
-    use super::{LoopConfig, TimerBits};
+    use super::{LoopConfig, TimerBits, TriggerOut};
 
     /// SYSCLK, and TIM2's clock (APB1 at 50 MHz, doubled for its timers):
     /// one tick is one core cycle, 10 ns.
@@ -49,13 +49,14 @@ pub mod nucleo_f411re {
         tx_capture: true,
         capture_delay_ticks: CAPTURE_FILTER_TICKS,
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
+        trigger: TriggerOut::None,
     };
 }
 
 /// The Raspberry Pi Pico (RP2040 at 125 MHz): PIO0 counts, captures and
 /// makes the stimulus (`board::pico`).
 pub mod rp2040_pico {
-    use super::{LoopConfig, TimerBits};
+    use super::{LoopConfig, TimerBits, TriggerOut};
 
     /// clk_sys from the 12 MHz crystal through PLL_SYS (RP2040 datasheet
     /// §2.18.2: 12 MHz × 125 / (6 × 2) = 125 MHz, rp2040-hal's default).
@@ -93,13 +94,14 @@ pub mod rp2040_pico {
         tx_capture: true,
         capture_delay_ticks: CAPTURE_DELAY_TICKS,
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
+        trigger: TriggerOut::None,
     };
 }
 
 /// QEMU's netduinoplus2 (STM32F405): no capture or compare hardware; the
 /// counter is read in software.
 pub mod qemu {
-    use super::{LoopConfig, TimerBits};
+    use super::{LoopConfig, TimerBits, TriggerOut};
 
     /// TIM2 at 1 GHz / (PSC + 1) of virtual time, PSC = 9.
     pub const TIMER_HZ: u32 = 100_000_000;
@@ -113,6 +115,8 @@ pub mod qemu {
         tx_capture: false,
         capture_delay_ticks: 0,
         loopback_skew_ticks: 0,
+        // No compare pins in QEMU: the engine task decides (flags only).
+        trigger: TriggerOut::Software,
     };
 }
 

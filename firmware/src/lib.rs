@@ -174,8 +174,8 @@ pub mod ticks;
 pub mod uart;
 
 pub use engine::{
-    BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, DEFAULT_TX_QUEUE, FIRMWARE_VERSION,
-    MAX_BOARD_NAME,
+    BoardInfo, Engine, EngineStats, RunTotals, StimulusRequest, TriggerRequest, DEFAULT_TX_QUEUE,
+    FIRMWARE_VERSION, MAX_BOARD_NAME,
 };
 pub use hwloop::seam::TimerHw;
 pub use hwloop::{Front, HwLoop, LoopConfig, Timer, TimerLock};

@@ -69,6 +69,7 @@ fuzz_target!(|data: &[u8]| {
                     count: (arg % 3 != 0).then_some(u64::from(arg) + 1),
                     seed: u64::from(arg),
                     stimulus,
+                    trigger_ticks: 0,
                 };
                 for msg in [
                     HostMsg::Hello { protocol_version: PROTOCOL_VERSION },

@@ -70,6 +70,7 @@ fn preamble(out: &mut Vec<u8>) {
         count: None,
         seed: 1,
         stimulus: Stimulus::Identified,
+        trigger_ticks: 0,
     };
     frame(&ProbeMsg::Configured(config), out);
     frame(&ProbeMsg::Started { start_tick: 0, first_seq: 0 }, out);
@@ -106,7 +107,12 @@ impl Gen {
                 let tail = if (r >> 40) % 100 == 0 { (r >> 8) % 17_000 } else { 0 };
                 Outcome::Response((base + tail) as u32)
             };
-            let s = Sample { seq: self.seq, stimulus_tick: self.tick + (r >> 50) % 2_000, outcome };
+            let s = Sample {
+                seq: self.seq,
+                stimulus_tick: self.tick + (r >> 50) % 2_000,
+                outcome,
+                triggered: false,
+            };
             if self.batch.push(&s).is_err() {
                 frame(&ProbeMsg::SampleBatch(self.batch.batch()), out);
                 self.batch.clear();
@@ -148,6 +154,7 @@ fn periodic_preamble(out: &mut Vec<u8>) {
         count: None,
         seed: 1,
         stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+        trigger_ticks: 0,
     };
     frame(&ProbeMsg::Configured(config), out);
     frame(&ProbeMsg::Started { start_tick: 0, first_seq: 0 }, out);

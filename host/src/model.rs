@@ -69,6 +69,10 @@ pub struct Request {
     /// against the probe before the run.
     #[serde(default)]
     pub calibration: Option<Calibration>,
+    /// Raise the probe's trigger output when a stimulus has gone this long
+    /// unanswered (`--trigger-above`), and flag its sample; `None`: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_ns: Option<u64>,
 }
 
 /// The probe's Hello, owned.

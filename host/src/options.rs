@@ -36,6 +36,22 @@ pub struct TimingArgs {
     pub silence_timeout: Duration,
 }
 
+/// The trigger output, shared by `run` and `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct TriggerArgs {
+    /// Raise the probe's trigger output the moment a stimulus has gone this long without an answer (while the target is still late, so its trace can be stopped with the cause in flight), and flag the sample; must be below --timeout; needs a probe that announces a trigger output (the virtual probe of `demo`: a FIFO; qemu: flags only)
+    #[arg(long, value_name = "DURATION", value_parser = parse_trigger_ns, allow_hyphen_values = true)]
+    pub trigger_above: Option<u64>,
+}
+
+/// A duration longer than 0, in ns (`--trigger-above`).
+fn parse_trigger_ns(text: &str) -> Result<u64, String> {
+    match parse_duration_ns(text)? {
+        0 => Err("must be longer than 0 (leave --trigger-above out for no trigger)".into()),
+        ns => Ok(ns),
+    }
+}
+
 /// `--count N`: a whole number of samples. A minus sign reaches this
 /// parser (`allow_hyphen_values`), so that `--count -1` is named as such
 /// rather than taken for an unknown flag `-1`.

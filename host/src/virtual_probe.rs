@@ -16,6 +16,16 @@
 //! response tick the clock read right after the `read()` returns. In a
 //! periodic run nothing is written, and every byte read is an edge,
 //! stamped right after the `read()`.
+//!
+//! Its trigger output (`--trigger-above`), when it is given a FIFO
+//! ([`Options::trigger_fifo`]), is one byte `b'T'` written to that FIFO the
+//! moment the engine finds a stimulus unanswered past the threshold
+//! ([`Engine::trigger_due`]): the same decision a board makes in software
+//! (QEMU), where a Nucleo arms a compare. The FIFO is opened `O_RDWR |
+//! O_NONBLOCK`, so the write never blocks, whether or not anyone reads it
+//! (a full FIFO loses the byte; the sample is flagged either way). On a
+//! board the trigger is a GPIO the responder waits on; here the FIFO stands
+//! in for that wire.
 
 use std::ffi::CStr;
 use std::io::{self, Read as _, Write as _};
@@ -53,6 +63,33 @@ pub struct VirtualProbe {
     thread: Option<JoinHandle<io::Result<()>>>,
     /// The SCHED_FIFO priority the engine thread runs at, if it got one.
     rt_priority: Option<u8>,
+}
+
+/// How to start a [`VirtualProbe`].
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Run the engine thread at this SCHED_FIFO priority, when permitted.
+    pub priority: Option<u8>,
+    /// The trigger output: a FIFO (made by the caller, e.g. with mkfifo)
+    /// that gets one byte `b'T'` per triggered stimulus. With it the probe
+    /// announces `Capabilities::TRIGGER`; without it, none.
+    pub trigger_fifo: Option<PathBuf>,
+}
+
+/// The trigger output's byte.
+pub const TRIGGER_BYTE: u8 = b'T';
+
+/// Open the trigger FIFO for writing without ever blocking: `O_RDWR` so
+/// the open succeeds with no reader, `O_NONBLOCK` so a write to a full
+/// FIFO fails instead of waiting.
+fn open_trigger(path: &std::path::Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(format!("virtual probe: cannot open its trigger FIFO {}", path.display()), e))
 }
 
 /// Put the calling thread in SCHED_FIFO at `priority`.
@@ -133,6 +170,14 @@ impl VirtualProbe {
     /// one warning says so and it runs anyway). Returns the probe and the
     /// host's end of its link, to be wrapped in a [`crate::link::Link`].
     pub fn start(priority: Option<u8>) -> Result<(Self, Socket<UnixStream>), Error> {
+        Self::start_with(Options { priority, ..Options::default() })
+    }
+
+    /// [`VirtualProbe::start`] with every option, the trigger output among
+    /// them.
+    pub fn start_with(options: Options) -> Result<(Self, Socket<UnixStream>), Error> {
+        let priority = options.priority;
+        let trigger = options.trigger_fifo.as_deref().map(open_trigger).transpose()?;
         let (master, slave, slave_path) = open_pty()?;
         let name = format!("virtual probe (pty {})", slave_path.display());
         let (host_end, probe_end) =
@@ -144,7 +189,7 @@ impl VirtualProbe {
             .name("virtual-probe".into())
             .spawn(move || {
                 let _ = rt_tx.send(priority.map(|p| (p, set_fifo(p))));
-                engine_loop(master, probe_end, &flag)
+                engine_loop(master, probe_end, &flag, trigger)
             })
             .map_err(|e| Error::io("virtual probe: cannot start its thread", e))?;
         let rt_priority = match rt_rx.recv() {
@@ -197,7 +242,12 @@ impl Drop for VirtualProbe {
 
 /// The board side of the engine seam, in the order lib.rs of the engine
 /// prescribes: now, events, poll, requests, output.
-fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::Result<()> {
+fn engine_loop(
+    master: OwnedFd,
+    mut host: UnixStream,
+    stop: &AtomicBool,
+    mut trigger: Option<std::fs::File>,
+) -> io::Result<()> {
     // Timer slack (50 µs by default) would make every sleep that much late;
     // the stimulus would still be stamped right, but the schedule would slip.
     // SAFETY: prctl(PR_SET_TIMERSLACK) affects only this thread.
@@ -205,6 +255,7 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
     host.set_nonblocking(true)?;
     // Periodic too: each byte the responder writes is an edge.
     let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
+    let caps = if trigger.is_some() { caps | Capabilities::TRIGGER } else { caps };
     let board = BoardInfo::new(BOARD, TIMER_HZ, TimerBits::B64, caps);
     let mut engine: Engine<TX_QUEUE> = Engine::new(board);
     let mut fired: Option<u32> = None;
@@ -233,6 +284,10 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
             }
         }
 
+        // The trigger before the responses: an answer not read yet gets a
+        // tick after this `now`, so it is late by the same rule the
+        // trigger applies, and every late sample has its byte first.
+        raise_trigger(&mut engine, trigger.as_mut());
         // Responses first: the echoed bytes, stamped right after the read.
         if fds[0].revents & libc::POLLIN != 0 {
             loop {
@@ -260,6 +315,9 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
             // polling the master rather than spin on it.
             master_ok = false;
         }
+        // And one the answers just read showed late (read after a sleep
+        // past the threshold), at once.
+        raise_trigger(&mut engine, trigger.as_mut());
         // Host bytes.
         if fds[1].revents != 0 {
             loop {
@@ -283,6 +341,9 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
         engine.poll(now_ns());
         // And the stimulus the poll just planned, if it is due already.
         fire(&mut engine, master.as_raw_fd(), &mut fired);
+        // A trigger that fell due during the poll: its tick is behind the
+        // engine's `now` now, so `next_deadline` no longer wakes for it.
+        raise_trigger(&mut engine, trigger.as_mut());
 
         // Output: whole frames, in order, to the host.
         loop {
@@ -301,6 +362,16 @@ fn engine_loop(master: OwnedFd, mut host: UnixStream, stop: &AtomicBool) -> io::
         }
     }
     Ok(())
+}
+
+/// Write the trigger byte for every stimulus the engine finds due now.
+fn raise_trigger<const N: usize>(engine: &mut Engine<N>, fifo: Option<&mut std::fs::File>) {
+    let Some(fifo) = fifo else { return };
+    while engine.trigger_due(now_ns()).is_some() {
+        // Non-blocking: a full FIFO (nobody reading) loses the byte, and
+        // the sample is flagged all the same.
+        let _ = fifo.write(&[TRIGGER_BYTE]);
+    }
 }
 
 /// Produce the requested stimulus if it is due and not yet produced:

@@ -215,6 +215,7 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
         edge: EdgeArg::Rising,
         line: None,
         calibration: None,
+        trigger_ns: None,
     };
     let ctx = RunContext {
         tool_version: latprobe::TOOL_VERSION.into(),

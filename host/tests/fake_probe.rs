@@ -510,6 +510,7 @@ fn a_raw_file_of_another_protocol_version_is_a_clear_error() {
             edge: EdgeArg::Rising,
             line: None,
             calibration: None,
+            trigger_ns: None,
         },
         histfile_max_us: 1000,
         target: None,

@@ -71,6 +71,7 @@ fn config(mode: Mode, stimulus: Stimulus) -> Config {
         count: None,
         seed: 1,
         stimulus,
+        trigger_ticks: 0,
     }
 }
 
@@ -82,8 +83,12 @@ fn batches(first: u64, n: u64, skip: Option<u64>) -> Vec<u8> {
     let mut seq = first;
     let end = first + (n - 1);
     loop {
-        let s =
-            Sample { seq, stimulus_tick: 1_000 + (seq - first) * 100_000, outcome: Outcome::Response(2_000) };
+        let s = Sample {
+            seq,
+            stimulus_tick: 1_000 + (seq - first) * 100_000,
+            outcome: Outcome::Response(2_000),
+            triggered: false,
+        };
         if b.push(&s).is_err() {
             if Some(b.batch().first_seq) != skip {
                 out.extend(frame(&ProbeMsg::SampleBatch(b.batch())));

@@ -53,13 +53,17 @@ fn expected_rows() -> Vec<String> {
     rows
 }
 
-/// The CSV's rows, the stimulus byte column cut off (checked apart).
+/// The CSV's rows, the stimulus byte column cut off (checked apart), and
+/// the last, `triggered`, too: 0 on every row (the run had no
+/// `--trigger-above`).
 fn csv_rows(path: &Path) -> (String, Vec<String>, Vec<String>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().to_string();
     let (mut rows, mut bytes) = (Vec::new(), Vec::new());
     for l in lines {
+        let (l, triggered) = l.rsplit_once(',').unwrap();
+        assert_eq!(triggered, "0", "{l}");
         let (row, byte) = l.rsplit_once(',').unwrap();
         rows.push(format!("{row},"));
         bytes.push(byte.to_string());
@@ -83,7 +87,7 @@ fn every_sample_is_one_row_duplicates_once_lost_none_late_answers_censored() {
         show(&o)
     );
     let (header, rows, bytes) = csv_rows(&csv);
-    assert_eq!(header, "seq,time_ns,latency_ns,censored,bound_ns,stimulus_byte");
+    assert_eq!(header, "seq,time_ns,latency_ns,censored,bound_ns,stimulus_byte,triggered");
     assert_eq!(rows.len() as u64, n, "one row per sample of the report");
     let mut sorted = rows.clone();
     sorted.sort_by_key(|r| r.split(',').next().unwrap().parse::<u64>().unwrap());

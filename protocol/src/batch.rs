@@ -11,7 +11,11 @@
 //! ```text
 //!   i > 0: zigzag(d_i - d_{i-1})                                    varint
 //! ```
-//! A timeout is its own code, never a large latency.
+//! A timeout is its own code, never a large latency. Which samples
+//! triggered travels in the header, a bit per sample (`triggered`, bit `i`
+//! for sample `first_seq + i`; [`MAX_BATCH_COUNT`] is 64): triggers are the
+//! rare tail, so a varint of 0 (one byte a batch) is the usual cost, and
+//! the flag can never be lost apart from its sample.
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +42,9 @@ pub struct Sample {
     pub stimulus_tick: u64,
     /// Latency or timeout.
     pub outcome: Outcome,
+    /// The probe raised its trigger output for this stimulus: it went
+    /// `Config::trigger_ticks` without an answer.
+    pub triggered: bool,
 }
 
 /// One periodic-mode edge (or byte start) timestamp.
@@ -103,6 +110,8 @@ pub struct SampleBatch<'a> {
     pub interval_ticks: u32,
     /// Number of samples in `data`.
     pub count: u16,
+    /// Bit `i` set: sample `first_seq + i` triggered (module docs).
+    pub triggered: u64,
     /// The packed samples (module docs).
     pub data: &'a [u8],
 }
@@ -156,6 +165,7 @@ pub struct SampleBatchBuilder {
     base_tick: u64,
     last_tick: u64,
     interval_ticks: u32,
+    triggered: u64,
 }
 
 impl SampleBatchBuilder {
@@ -173,6 +183,7 @@ impl SampleBatchBuilder {
             base_tick: 0,
             last_tick: 0,
             interval_ticks,
+            triggered: 0,
         }
     }
 
@@ -200,7 +211,10 @@ impl SampleBatchBuilder {
         if self.count == 0 {
             self.first_seq = s.seq;
             self.base_tick = s.stimulus_tick;
+            self.triggered = 0;
         }
+        // count < max_count <= 64: the shift is in range.
+        self.triggered |= u64::from(s.triggered) << self.count;
         self.count += 1;
         self.last_tick = s.stimulus_tick;
         Ok(())
@@ -228,6 +242,7 @@ impl SampleBatchBuilder {
             base_tick: self.base_tick,
             interval_ticks: self.interval_ticks,
             count: self.count,
+            triggered: self.triggered,
             data: &self.buf[..self.len],
         }
     }
@@ -236,6 +251,7 @@ impl SampleBatchBuilder {
     pub fn clear(&mut self) {
         self.len = 0;
         self.count = 0;
+        self.triggered = 0;
     }
 }
 
@@ -281,9 +297,12 @@ impl SampleIter<'_> {
             c => Outcome::Response(u32::try_from(c - 1).map_err(|_| BatchError::Overflow)?),
         };
         let seq = self.batch.first_seq.checked_add(u64::from(self.index)).ok_or(BatchError::Overflow)?;
+        // A bit past 63 is never set: such a batch has more samples than a
+        // u64 has bits, and none of them is flagged.
+        let triggered = self.batch.triggered.checked_shr(u32::from(self.index)).is_some_and(|b| b & 1 == 1);
         self.prev_tick = tick;
         self.index += 1;
-        Ok(Sample { seq, stimulus_tick: tick, outcome })
+        Ok(Sample { seq, stimulus_tick: tick, outcome, triggered })
     }
 }
 

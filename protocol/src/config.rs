@@ -71,6 +71,12 @@ impl Capabilities {
     /// The probe is emulated or virtual (QEMU, the host's virtual probe):
     /// its figures are not physical.
     pub const EMULATED: Self = Self(1 << 9);
+    /// The probe accepts [`Config::trigger_ticks`]: it raises its trigger
+    /// output when a stimulus has gone that long unanswered, and flags the
+    /// sample ([`Sample::triggered`](crate::Sample::triggered)). A probe
+    /// without it refuses a threshold (`ErrorCode::NoTrigger`), and the
+    /// host refuses `--trigger-above` before it sends one.
+    pub const TRIGGER: Self = Self(1 << 10);
 
     /// No capability.
     pub const fn empty() -> Self {
@@ -229,6 +235,32 @@ pub const fn min_interval_ticks(stimulus: Stimulus, byte_ticks: u64, guard_ticks
     }
 }
 
+/// Why a trigger threshold does not fit a configuration ([`trigger_fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TriggerFault {
+    /// A threshold outside an echo mode: nothing is unanswered in periodic mode.
+    NotEcho,
+    /// A threshold at or above the timeout: the sample times out first, so
+    /// the trigger would say nothing the timeout does not.
+    NotBelowTimeout,
+}
+
+/// The trigger rule, in any one unit: a threshold (0 = off) needs an echo
+/// mode and must be below the timeout. Both the probe's `validate`
+/// (`BadTrigger`) and the host (before it sends, naming `--trigger-above`
+/// and `--timeout`) apply this one rule.
+pub const fn trigger_fault(mode: Mode, trigger: u64, timeout: u64) -> Option<TriggerFault> {
+    if trigger == 0 {
+        None
+    } else if !mode.is_echo() {
+        Some(TriggerFault::NotEcho)
+    } else if trigger >= timeout {
+        Some(TriggerFault::NotBelowTimeout)
+    } else {
+        None
+    }
+}
+
 /// A measurement's parameters, all in probe ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -257,4 +289,10 @@ pub struct Config {
     pub seed: u64,
     /// What the stimulus is.
     pub stimulus: Stimulus,
+    /// Raise the trigger output when a stimulus has gone more than this
+    /// many ticks without an answer (the pin rises at `stimulus +
+    /// trigger_ticks + 1`, while the target is still late), and flag its
+    /// sample; 0 = off. Needs [`Capabilities::TRIGGER`] and an echo mode,
+    /// and must be below `timeout_ticks` ([`trigger_fault`]).
+    pub trigger_ticks: u32,
 }

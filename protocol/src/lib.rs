@@ -32,8 +32,8 @@ pub use batch::{
     SampleBatchBuilder, SampleIter,
 };
 pub use config::{
-    byte_ticks, min_interval_ticks, timing_fault, Capabilities, Config, Edge, Mode, ResponseLine, Stimulus,
-    TimingFault,
+    byte_ticks, min_interval_ticks, timing_fault, trigger_fault, Capabilities, Config, Edge, Mode,
+    ResponseLine, Stimulus, TimingFault, TriggerFault,
 };
 pub use framing::{
     decode_message, encode_message, DecoderStats, EncodeError, Feed, FrameDecoder, FrameError, MessageError,
@@ -60,7 +60,15 @@ pub use ticks::{ns_to_ticks, ticks_to_ns};
 /// a byte stimulus needs an interval of at least a byte time plus the
 /// guard ([`ErrorCode::ShortInterval`]), and [`Anomalies`] (in every
 /// Heartbeat and in Stopped) count the probe's host-link receive errors.
-pub const PROTOCOL_VERSION: u8 = 3;
+///
+/// Version 4: the trigger. [`Config::trigger_ticks`] (0 = off) asks a
+/// probe with [`Capabilities::TRIGGER`] to raise its trigger output when a
+/// stimulus has gone that long unanswered; a [`SampleBatch`] carries
+/// `triggered`, a bit per sample (one byte per batch when none triggered,
+/// rather than a bit in every sample's varint or a message per trigger);
+/// [`ErrorCode::BadTrigger`] and [`ErrorCode::NoTrigger`] refuse a
+/// threshold.
+pub const PROTOCOL_VERSION: u8 = 4;
 
 /// Largest frame on the wire, both `0x00` delimiters included.
 pub const MAX_FRAME_LEN: usize = 256;
@@ -70,7 +78,8 @@ pub const MAX_RAW_LEN: usize = MAX_FRAME_LEN - 3;
 /// Largest postcard-encoded message body.
 pub const MAX_MESSAGE_LEN: usize = MAX_RAW_LEN - 1 - 4;
 /// Largest packed sample or edge data carried in one batch. With the batch
-/// header (at most 31 bytes) it always fits in [`MAX_MESSAGE_LEN`].
+/// header (at most 41 bytes: the `triggered` bits add up to 10) it always
+/// fits in [`MAX_MESSAGE_LEN`].
 pub const MAX_BATCH_DATA: usize = 200;
 /// Largest number of samples or edges in one batch.
 pub const MAX_BATCH_COUNT: u16 = 64;

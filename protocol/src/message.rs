@@ -195,6 +195,12 @@ pub enum ErrorCode {
     /// last one still shifts out, and its start bit could not be told from
     /// the last one's data edges.
     ShortInterval,
+    /// A trigger threshold at or above the timeout, or outside an echo mode
+    /// ([`trigger_fault`](crate::trigger_fault)).
+    BadTrigger,
+    /// A trigger threshold for a board without a trigger output
+    /// ([`Capabilities::TRIGGER`]).
+    NoTrigger,
 }
 
 /// The probe's answer when it refuses or fails something.

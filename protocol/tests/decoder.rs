@@ -27,8 +27,13 @@ fn frames(n: usize, salt: u64) -> Vec<Vec<u8>> {
                 for k in 0..(i % 40 + 1) {
                     let lat = (salt.wrapping_add(k * 7919) % 100_000) as u32;
                     let outcome = if lat % 17 == 0 { Outcome::Timeout } else { Outcome::Response(lat) };
-                    b.push(&Sample { seq: i * 100 + k, stimulus_tick: 1 << 40 | (k * 100_003), outcome })
-                        .unwrap();
+                    b.push(&Sample {
+                        seq: i * 100 + k,
+                        stimulus_tick: 1 << 40 | (k * 100_003),
+                        outcome,
+                        triggered: false,
+                    })
+                    .unwrap();
                 }
                 frame(&ProbeMsg::SampleBatch(b.batch()))
             }
@@ -215,6 +220,7 @@ fn largest_messages_fit_a_frame() {
         base_tick: u64::MAX,
         interval_ticks: u32::MAX,
         count: u16::MAX,
+        triggered: u64::MAX,
         data: &data,
     });
     assert!(frame(&msg).len() <= MAX_FRAME_LEN);

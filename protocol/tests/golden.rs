@@ -17,7 +17,13 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
     {
         let i = i as u64;
         samples
-            .push(&Sample { seq: 1000 + i, stimulus_tick: 7_000_000 + i * 100_000 + i * 3, outcome })
+            .push(&Sample {
+                seq: 1000 + i,
+                stimulus_tick: 7_000_000 + i * 100_000 + i * 3,
+                outcome,
+                // The timeout and the 99 999-tick answer went past a threshold.
+                triggered: i == 1 || i == 3,
+            })
             .unwrap();
     }
     let mut edges = EdgeBatchBuilder::new(64);
@@ -37,6 +43,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 count: Some(2000),
                 seed: 0x1234_5678,
                 stimulus: Stimulus::Byte(0x55),
+                trigger_ticks: 20_000,
             })),
         ),
         (
@@ -50,6 +57,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 count: None,
                 seed: 1,
                 stimulus: Stimulus::Identified,
+                trigger_ticks: 0,
             })),
         ),
         (
@@ -63,6 +71,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 count: Some(5000),
                 seed: 0,
                 stimulus: Stimulus::None(ResponseLine::Gpio),
+                trigger_ticks: 0,
             })),
         ),
         ("host_start", frame(&HostMsg::Start)),

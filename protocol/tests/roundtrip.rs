@@ -123,7 +123,7 @@ proptest! {
     /// Arbitrary batch bytes never panic the iterators.
     #[test]
     fn garbage_batch_data_never_panics(data in prop::collection::vec(any::<u8>(), 0..64), count: u16, base: u64, iv: u32) {
-        let sb = SampleBatch { first_seq: u64::MAX - 3, base_tick: base, interval_ticks: iv, count, data: &data };
+        let sb = SampleBatch { first_seq: u64::MAX - 3, base_tick: base, interval_ticks: iv, count, triggered: 0, data: &data };
         let _ = sb.iter().count();
         let eb = EdgeBatch { first_seq: u64::MAX - 3, base_tick: base, count, data: &data };
         let _ = eb.iter().count();
@@ -131,24 +131,63 @@ proptest! {
 }
 
 #[test]
+fn triggered_flags_travel_per_sample_for_a_byte_a_batch() {
+    let flag = |i: u64| i % 7 == 3 || i == 63;
+    let mut b = SampleBatchBuilder::new(1000, 64);
+    for i in 0..64u64 {
+        let s = Sample {
+            seq: 10 + i,
+            stimulus_tick: 5 + i * 1000,
+            outcome: Outcome::Response(3),
+            triggered: flag(i),
+        };
+        b.push(&s).unwrap();
+    }
+    let batch = b.batch();
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let n = encode_message(&ProbeMsg::SampleBatch(batch), &mut buf).unwrap();
+    assert!(n <= MAX_FRAME_LEN);
+    let got: Vec<bool> = batch.iter().map(|s| s.unwrap().triggered).collect();
+    assert_eq!(got, (0..64).map(flag).collect::<Vec<_>>());
+    // Nothing triggered: the bits cost one byte over a batch without them.
+    let plain = |t: bool| {
+        let mut b = SampleBatchBuilder::new(1000, 64);
+        b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Timeout, triggered: t }).unwrap();
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        encode_message(&ProbeMsg::SampleBatch(b.batch()), &mut buf).unwrap()
+    };
+    assert_eq!(plain(false), plain(true));
+    // A cleared builder forgets the flags.
+    b.clear();
+    b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Timeout, triggered: false }).unwrap();
+    assert_eq!(b.batch().triggered, 0);
+}
+
+#[test]
 fn builder_refuses_gaps_and_backwards_ticks() {
     let mut b = SampleBatchBuilder::new(100, 8);
-    b.push(&Sample { seq: 5, stimulus_tick: 1000, outcome: Outcome::Response(7) }).unwrap();
+    b.push(&Sample { seq: 5, stimulus_tick: 1000, outcome: Outcome::Response(7), triggered: false }).unwrap();
     assert_eq!(
-        b.push(&Sample { seq: 7, stimulus_tick: 1100, outcome: Outcome::Timeout }),
+        b.push(&Sample { seq: 7, stimulus_tick: 1100, outcome: Outcome::Timeout, triggered: false }),
         Err(BatchError::NotContiguous { expected: 6, got: 7 })
     );
     assert_eq!(
-        b.push(&Sample { seq: 6, stimulus_tick: 999, outcome: Outcome::Timeout }),
+        b.push(&Sample { seq: 6, stimulus_tick: 999, outcome: Outcome::Timeout, triggered: false }),
         Err(BatchError::Backwards)
     );
     assert_eq!(b.len(), 1);
     for i in 0..7 {
-        b.push(&Sample { seq: 6 + i, stimulus_tick: 1100 + 100 * i, outcome: Outcome::Timeout }).unwrap();
+        b.push(&Sample {
+            seq: 6 + i,
+            stimulus_tick: 1100 + 100 * i,
+            outcome: Outcome::Timeout,
+            triggered: false,
+        })
+        .unwrap();
     }
     assert!(b.is_full());
     assert_eq!(
-        b.push(&Sample { seq: 13, stimulus_tick: 9000, outcome: Outcome::Timeout }),
+        b.push(&Sample { seq: 13, stimulus_tick: 9000, outcome: Outcome::Timeout, triggered: false }),
         Err(BatchError::Full)
     );
     b.clear();
@@ -158,24 +197,27 @@ fn builder_refuses_gaps_and_backwards_ticks() {
 #[test]
 fn timeout_is_distinct_from_every_latency() {
     let mut b = SampleBatchBuilder::new(10, 4);
-    b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(u32::MAX) }).unwrap();
-    b.push(&Sample { seq: 1, stimulus_tick: 10, outcome: Outcome::Timeout }).unwrap();
-    b.push(&Sample { seq: 2, stimulus_tick: 20, outcome: Outcome::Response(0) }).unwrap();
+    b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(u32::MAX), triggered: false })
+        .unwrap();
+    b.push(&Sample { seq: 1, stimulus_tick: 10, outcome: Outcome::Timeout, triggered: false }).unwrap();
+    b.push(&Sample { seq: 2, stimulus_tick: 20, outcome: Outcome::Response(0), triggered: false }).unwrap();
     let v: Vec<_> = b.batch().iter().map(|s| s.unwrap().outcome).collect();
     assert_eq!(v, [Outcome::Response(u32::MAX), Outcome::Timeout, Outcome::Response(0)]);
 }
 
 #[test]
 fn malformed_batches_are_errors() {
-    let sb = SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 2, data: &[1] };
+    let sb =
+        SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 2, triggered: 0, data: &[1] };
     let v: Vec<_> = sb.iter().collect();
     assert_eq!(v[1], Err(BatchError::Truncated));
-    let sb = SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 1, data: &[1, 1] };
+    let sb =
+        SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 1, triggered: 0, data: &[1, 1] };
     let v: Vec<_> = sb.iter().collect();
     assert_eq!(
         v,
         [
-            Ok(Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(0) }),
+            Ok(Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(0), triggered: false }),
             Err(BatchError::TrailingData)
         ]
     );

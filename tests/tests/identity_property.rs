@@ -85,6 +85,7 @@ proptest! {
             count: Some(n),
             seed,
             stimulus: Stimulus::Identified,
+            trigger_ticks: 0,
         };
         let caps = Capabilities::UART_ECHO | Capabilities::EMULATED;
         let mut e: Engine = Engine::new(BoardInfo::new("prop", 1_000_000, TimerBits::B64, caps));

@@ -77,6 +77,7 @@ fn run(ppm: f64, seed: u64, n: u64) -> Outcome {
         count: Some(edges),
         seed: 0,
         stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+        trigger_ticks: 0,
     };
     let mut sim = Sim::new(p);
     let state = Rc::new(RefCell::new(RunState::new(1_000, true)));
@@ -192,6 +193,7 @@ fn check(o: &Outcome, ppm: f64) {
         edge: EdgeArg::Rising,
         line: None,
         calibration: None,
+        trigger_ns: None,
     };
     let ctx = latprobe::model::RunContext {
         tool_version: "test".into(),

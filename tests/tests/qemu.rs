@@ -162,6 +162,42 @@ fn uart_echo_identity_measures_answers_later_than_the_interval() {
     assert_eq!(r["config"]["identity"].as_bool(), Some(true), "{:#}", r["config"]);
 }
 
+/// `--trigger-above` on the real firmware: QEMU has no compare pin, so the
+/// capture loop decides in software and the samples are flagged. Against a
+/// target answering one byte in 40 four ms late, every sample past the
+/// threshold (and only those) is flagged, and the report counts them.
+#[test]
+fn uart_echo_trigger_above_flags_the_late_samples_of_the_real_firmware() {
+    let _serial = harness::serial();
+    let bench = Bench::start();
+    let echo = harness::SlowEcho::connect(&bench.target_sock(), 40, Duration::from_millis(4));
+    let port = format!("unix:{}", bench.host_sock().display());
+    let extra = ["--trigger-above", "2ms", "--raw", "r.raw"];
+    let (_, r) = measure(&bench, &port, ("uart-echo", "1ms", 400), &extra, Duration::from_secs(120));
+    echo.stop();
+    assert_complete_echo_run(&r, 400);
+    assert_eq!(r["config"]["trigger_ns"], 2_000_000, "{:#}", r["config"]);
+    let caps = r["probe"]["capability_names"].to_string();
+    assert!(caps.contains("trigger"), "{caps}");
+    // The samples table: flagged exactly when past 2 ms or timed out.
+    run_ok(&bench, &["report", "r.raw", "--samples", "s.csv"], Duration::from_secs(60));
+    let csv = std::fs::read_to_string(bench.dir.path().join("s.csv")).expect("the samples table");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let col =
+        |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
+    let (lat, trig) = (col("latency_ns"), col("triggered"));
+    let mut flagged = 0u64;
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let late = f[lat].parse::<u64>().map_or(true, |ns| ns > 2_000_000);
+        assert_eq!(f[trig] == "1", late, "{l}");
+        flagged += u64::from(late);
+    }
+    assert_eq!(count(&r, "triggered"), flagged, "{:#}", r["counts"]);
+    assert!(flagged >= 5, "one in 40 answers 4 ms late: {flagged} flagged\n{:#}", r["counts"]);
+}
+
 #[test]
 fn uart_echo_through_a_pty_with_the_serial_port_path() {
     let _serial = harness::serial();
@@ -280,6 +316,7 @@ fn config(mode: Mode, stimulus: Stimulus) -> Config {
         count: Some(50),
         seed: 7,
         stimulus,
+        trigger_ticks: 0,
     }
 }
 

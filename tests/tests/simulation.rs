@@ -30,6 +30,7 @@ fn echo_config(hz: u32, count: Option<u64>, seed: u64) -> Config {
         count,
         seed,
         stimulus: Stimulus::Edge(Edge::Rising),
+        trigger_ticks: 0,
     }
 }
 
@@ -190,6 +191,7 @@ fn slow_host(stop: Option<u64>) -> Sim {
         count: if stop.is_some() { None } else { Some(200_000) },
         seed: 5,
         stimulus: Stimulus::Edge(Edge::Falling),
+        trigger_ticks: 0,
     };
     let mut sim = boot(p, config);
     if let Some(at) = stop {
@@ -265,6 +267,7 @@ fn periodic_edges_across_32_bit_wraps() {
         count: Some(n),
         seed: 0,
         stimulus: Stimulus::None(latprobe_protocol::ResponseLine::Uart),
+        trigger_ticks: 0,
     };
     let mut sim = boot(p, config);
     sim.run_to_stop(10_000_000);
@@ -293,6 +296,7 @@ fn identified_config(hz: u32, count: u64, seed: u64) -> Config {
         count: Some(count),
         seed,
         stimulus: Stimulus::Identified,
+        trigger_ticks: 0,
     }
 }
 

@@ -7,6 +7,7 @@
 //!   schedule.rs  when each stimulus is requested (Next, anchor, dither, ids)
 //!   window.rs    answers matched to slots, samples in order (Slot, heard, emit)
 //!   outbox.rs    batches and replies into the output queue (txq.rs)
+//!   trigger.rs   the trigger output: what to arm, when due, whether a sample triggered
 //!   validate.rs  the rules a Configure must meet     rng.rs  the dither PCG32
 //!   mod.rs       the Engine and its run, totals, counters and poll(now)
 //! ```
@@ -16,6 +17,7 @@ mod control;
 mod outbox;
 pub mod rng;
 mod schedule;
+mod trigger;
 pub mod txq;
 pub mod validate;
 mod window;
@@ -28,6 +30,7 @@ use latprobe_protocol::{
 pub use board::{BoardInfo, FIRMWARE_VERSION, MAX_BOARD_NAME};
 use rng::Pcg32;
 use schedule::Next;
+pub use trigger::TriggerRequest;
 use txq::{Class, TxQueue};
 use window::Slot;
 
@@ -89,6 +92,11 @@ pub struct EngineStats {
     pub control_lost: u32,
     /// Frames queued for the host.
     pub tx_frames: u64,
+    /// Trigger outputs raised ([`Engine::on_trigger`], [`Engine::trigger_due`]).
+    pub triggers: u64,
+    /// Trigger reports for a stimulus whose sample was already sent, or
+    /// with no run: counted, never attached to another sample.
+    pub late_triggers: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +121,9 @@ struct Run {
     /// or late (echo). With an in-order target nothing more can come for
     /// any earlier stimulus.
     heard_max: Option<u64>,
+    /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
+    /// (cleared when the slot takes its next stimulus).
+    raised: u16,
     rng: Pcg32,
     heartbeat_at: u64,
     /// The host asked to stop: no new stimulus; the run ends when every

@@ -63,6 +63,13 @@ impl<const Q: usize> Engine<Q> {
                     }
                 }
             }
+            if let Some(t) = self.trigger_request() {
+                // A software board raises it then; a hardware one has it
+                // armed, and the wake-up costs one poll.
+                if t.at > self.last_now {
+                    earliest(t.at);
+                }
+            }
             let lag = u64::from(self.board.response_lag_ticks);
             for slot in &run.slots[..run.window] {
                 if let Slot::Out { tick, .. } = *slot {
@@ -103,6 +110,7 @@ impl<const Q: usize> Engine<Q> {
         }
         let i = run.slot_of(req.seq);
         run.slots[i] = Slot::Out { seq: req.seq, tick };
+        run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
         run.next = Next::Done;
         // Pipelined: with identity the next stimulus is planned at once.
@@ -131,6 +139,7 @@ impl<const Q: usize> Engine<Q> {
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_max: None,
+            raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
             stopping: false,

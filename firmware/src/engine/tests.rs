@@ -169,6 +169,7 @@ fn echo(count: Option<u64>) -> Config {
         count,
         seed: 7,
         stimulus: Stimulus::Edge(Edge::Rising),
+        trigger_ticks: 0,
     }
 }
 
@@ -379,7 +380,12 @@ fn echo_run_measures_and_stops_at_count() {
         let stim = b.fire();
         let lat = 20 + (k * 37) % 400;
         b.respond(stim + lat);
-        truth.push(Sample { seq: k, stimulus_tick: stim, outcome: Outcome::Response(lat as u32) });
+        truth.push(Sample {
+            seq: k,
+            stimulus_tick: stim,
+            outcome: Outcome::Response(lat as u32),
+            triggered: false,
+        });
         got.extend(b.drain());
     }
     assert!(b.e.stimulus_request().is_none());
@@ -419,9 +425,9 @@ fn timeout_boundary_and_late_answer() {
     assert_eq!(
         samples(&got),
         [
-            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(500) },
-            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Timeout },
-            Sample { seq: 2, stimulus_tick: s2, outcome: Outcome::Timeout },
+            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(500), triggered: false },
+            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Timeout, triggered: false },
+            Sample { seq: 2, stimulus_tick: s2, outcome: Outcome::Timeout, triggered: false },
         ]
     );
     let s = stopped(&got);
@@ -449,8 +455,8 @@ fn late_response_is_not_matched_to_the_next_stimulus() {
     assert_eq!(
         samples(&got),
         [
-            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Timeout },
-            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Response(42) },
+            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Timeout, triggered: false },
+            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Response(42), triggered: false },
         ]
     );
     // Both are reported to the host, not only counted on the probe.
@@ -574,7 +580,10 @@ fn stop_finishes_what_is_in_flight_then_stops() {
     assert_eq!(b.e.next_deadline(), Some(s + 501));
     b.poll_at(s + 501);
     let got = b.drain();
-    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s, outcome: Outcome::Timeout }]);
+    assert_eq!(
+        samples(&got),
+        [Sample { seq: 0, stimulus_tick: s, outcome: Outcome::Timeout, triggered: false }]
+    );
     assert_eq!(stopped(&got).timeouts, 1);
     // A second Stop does not wait: what is in flight is abandoned.
     b.configure(echo(None));
@@ -762,6 +771,7 @@ fn periodic_mode_stamps_edges_and_counts_them() {
         count: Some(150),
         seed: 0,
         stimulus: Stimulus::None(ResponseLine::Gpio),
+        trigger_ticks: 0,
     };
     b.configure(c);
     let start = b.start();
@@ -844,7 +854,12 @@ fn sixteen_bit_board_across_many_wraps() {
         let now = view(h, (k * 6151) % 30_000, &mut ticks);
         e.on_capture(ticks.capture(cap & 0xffff, now), now);
         e.poll(now);
-        truth.push(Sample { seq: k, stimulus_tick: req.at, outcome: Outcome::Response(lat as u32) });
+        truth.push(Sample {
+            seq: k,
+            stimulus_tick: req.at,
+            outcome: Outcome::Response(lat as u32),
+            triggered: false,
+        });
         drain(&mut e, &mut rx);
     }
     drain(&mut e, &mut rx);
@@ -871,7 +886,10 @@ fn uart_echo_faster_than_the_line_is_an_earlier_stimulus_echo() {
     // The real answer, one byte time and a little later.
     b.respond(s0 + 120);
     let got = b.drain();
-    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(120) }]);
+    assert_eq!(
+        samples(&got),
+        [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(120), triggered: false }]
+    );
     assert_eq!(stopped(&got).anomalies.late, 1);
 }
 
@@ -884,7 +902,10 @@ fn the_uart_floor_leaves_other_modes_alone() {
     let s0 = b.fire();
     b.respond(s0 + 3);
     let got = b.drain();
-    assert_eq!(samples(&got), [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(3) }]);
+    assert_eq!(
+        samples(&got),
+        [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(3), triggered: false }]
+    );
     assert_eq!(stopped(&got).anomalies.late, 0);
     assert_eq!(BoardInfo::new("b", 1_000_000, TimerBits::B32, ALL).uart_echo_floor_ticks, 0);
 }
@@ -901,6 +922,7 @@ fn identified(count: Option<u64>) -> Config {
         count,
         seed: 7,
         stimulus: Stimulus::Identified,
+        trigger_ticks: 0,
     }
 }
 
@@ -1119,3 +1141,5 @@ fn a_stimulus_produced_late_is_a_slip_and_the_schedule_reanchors() {
     assert_eq!((next.seq, next.at), (2, late + 1_000), "start {start}");
     assert!(b.drain().iter().all(|g| !matches!(g, Got::Error(..))));
 }
+
+mod trigger;

@@ -13,6 +13,8 @@
 //! | echo modes: `timeout_ticks > 0`; one in flight (`Edge`, `Byte`): `timeout_ticks < interval_ticks`; `Identified`: `timeout_ticks < 9 · interval_ticks` | `BadTimeout` |
 //! | echo modes: `dither_ticks + timeout_ticks + guard_ticks <= w · interval_ticks`, `w` = 1, or 9 for `Identified` | `BadDither` |
 //! | a byte stimulus on a line with bit timing: `interval_ticks >=` [`min_interval_ticks`] (a byte time, plus `guard_ticks` for a fixed byte) | `ShortInterval` |
+//! | `trigger_ticks > 0`: the board announces `TRIGGER` | `NoTrigger` |
+//! | `trigger_ticks > 0`: an echo mode, and `trigger_ticks < timeout_ticks` ([`trigger_fault`]) | `BadTrigger` |
 //!
 //! The last rule is what makes the guard free when the target keeps up: a
 //! stimulus is at most `dither` late against its slot, its sample ends at
@@ -26,8 +28,8 @@
 //! anything (0 included).
 
 use latprobe_protocol::{
-    min_interval_ticks, timing_fault, Capabilities, Config, ErrorCode, Mode, ResponseLine, Stimulus,
-    TimingFault,
+    min_interval_ticks, timing_fault, trigger_fault, Capabilities, Config, ErrorCode, Mode, ResponseLine,
+    Stimulus, TimingFault, TriggerFault,
 };
 
 /// A refusal: the code and a short detail (at most `MAX_ERROR_DETAIL` bytes).
@@ -80,6 +82,14 @@ pub fn validate(config: &Config, caps: Capabilities, byte_ticks: u64) -> Result<
     if config.count == Some(0) {
         return Err((ErrorCode::ZeroCount, "count must be None or at least 1"));
     }
+    if config.trigger_ticks > 0 && !caps.contains(Capabilities::TRIGGER) {
+        return Err((ErrorCode::NoTrigger, "this board has no trigger output"));
+    }
+    if trigger_fault(config.mode, config.trigger_ticks.into(), config.timeout_ticks.into())
+        == Some(TriggerFault::NotEcho)
+    {
+        return Err((ErrorCode::BadTrigger, "a trigger needs an echo mode"));
+    }
     if !config.mode.is_echo() {
         return Ok(());
     }
@@ -115,6 +125,9 @@ pub fn validate(config: &Config, caps: Capabilities, byte_ticks: u64) -> Result<
             ));
         }
         None => {}
+    }
+    if trigger_fault(config.mode, config.trigger_ticks.into(), config.timeout_ticks.into()).is_some() {
+        return Err((ErrorCode::BadTrigger, "need trigger_ticks < timeout_ticks"));
     }
     if u64::from(config.interval_ticks) < min_interval_ticks(config.stimulus, byte_ticks, config.guard_ticks)
     {
@@ -152,6 +165,7 @@ mod tests {
             count: Some(10),
             seed: 1,
             stimulus: Stimulus::Edge(Edge::Rising),
+            trigger_ticks: 0,
         }
     }
 
@@ -164,6 +178,21 @@ mod tests {
             assert!(detail.len() <= MAX_ERROR_DETAIL, "detail too long: {detail}");
             code
         })
+    }
+
+    #[test]
+    fn a_trigger_needs_the_capability_an_echo_mode_and_room_below_the_timeout() {
+        use ErrorCode::*;
+        let trig = ALL | Capabilities::TRIGGER;
+        let g = Config { trigger_ticks: 499, ..good() };
+        assert_eq!(code(g, trig), None);
+        assert_eq!(code(g, ALL), Some(NoTrigger));
+        assert_eq!(code(Config { trigger_ticks: 500, ..g }, trig), Some(BadTrigger));
+        assert_eq!(code(Config { trigger_ticks: u32::MAX, ..g }, trig), Some(BadTrigger));
+        let periodic = Config { mode: Mode::Periodic, stimulus: Stimulus::None(ResponseLine::Gpio), ..g };
+        assert_eq!(code(periodic, trig), Some(BadTrigger));
+        // Off is off, on any board.
+        assert_eq!(code(Config { trigger_ticks: 0, ..g }, ALL), None);
     }
 
     #[test]

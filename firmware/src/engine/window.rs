@@ -144,16 +144,25 @@ impl<const Q: usize> Engine<Q> {
                     return;
                 }
             };
-            let stimulus_tick = match run.slots[run.slot_of(seq)] {
+            let i = run.slot_of(seq);
+            let stimulus_tick = match run.slots[i] {
                 Slot::Answered { tick, .. } | Slot::TimedOut { tick, .. } => tick,
                 _ => 0,
             };
+            let triggered = self.triggered(
+                i,
+                match outcome {
+                    Outcome::Response(l) => Some(l),
+                    Outcome::Timeout => None,
+                },
+            );
+            let Some(run) = self.run.as_mut() else { return };
             run.emit_seq += 1;
             self.totals.taken += 1;
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;
             }
-            self.record_sample(&Sample { seq, stimulus_tick, outcome }, now);
+            self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered }, now);
             if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
                 self.finish(StopReason::CountReached, now);
                 return;

@@ -9,7 +9,7 @@ use latprobe_protocol::{Edge, Stimulus, IDENTITY_COUNT};
 
 use super::front::Front;
 use super::seam::{Channel, OutputMode, Polarity, TimerHw};
-use super::HwLoop;
+use super::{HwLoop, TriggerOut, TriggerPhase};
 use crate::engine::{Engine, StimulusRequest};
 
 /// Whether this run found the TX start-bit wire.
@@ -87,6 +87,7 @@ impl HwLoop {
                 }
             }
         }
+        self.plan_trigger(cx);
         // Service the timer, not only read it: a start-bit capture that
         // latched while the lock held its interrupt back is taken now, so
         // the fallback below never calls a wired byte unwired (and the rest
@@ -104,6 +105,9 @@ impl HwLoop {
             earliest(deadline);
         }
         if let Some(t) = self.retry_at {
+            earliest(t);
+        }
+        if let Some(t) = self.trigger_wake {
             earliest(t);
         }
         let Some(due) = due else {
@@ -127,6 +131,64 @@ impl HwLoop {
                 cx.hw.set_compare_irq(Channel::Wake, false);
                 false
             }
+        }
+    }
+
+    /// The trigger compare follows the engine's [`Engine::trigger_request`]:
+    /// armed for the stimulus it names (when within half the compare's
+    /// counter period: else a wake-up comes back for it), disarmed when it
+    /// names another or none, raised in software at once when its tick
+    /// passed before it could be armed. A pulse still high holds the
+    /// compare until it falls (10 µs): the next arming waits for that.
+    fn plan_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
+        self.trigger_wake = None;
+        let bits = match self.cfg.trigger {
+            TriggerOut::None => return,
+            TriggerOut::Software => return self.soft_trigger(cx),
+            TriggerOut::Compare { bits } => bits,
+        };
+        cx.front.set_trigger(bits, self.cfg.trigger_width_ticks());
+        let want = cx.engine.trigger_request();
+        let phase = cx.front.trigger_phase();
+        if let TriggerPhase::Armed { seq, at, .. } = phase {
+            if want.is_some_and(|w| w.seq == seq && w.at == at) {
+                return;
+            }
+            cx.front.disarm_trigger(cx.hw);
+        }
+        let Some(w) = want else { return };
+        if cx.front.trigger_phase() != TriggerPhase::Idle {
+            // High: its fall's interrupt runs this again.
+            return;
+        }
+        let now = cx.front.now(cx.hw);
+        let half = 1u64 << (bits.clamp(2, 63) - 1);
+        if w.at <= now {
+            cx.front.force_trigger(cx.hw, w.seq, now);
+        } else if w.at - now < half {
+            // One stimulus in flight: its answer's capture disarms it.
+            cx.front.arm_trigger(cx.hw, w.seq, w.at, !self.identity && self.cfg.response_capture);
+        } else {
+            self.trigger_wake = Some(w.at - half / 2);
+        }
+    }
+
+    /// [`TriggerOut::Software`]: every trigger due now raised (the answers
+    /// latched so far are delivered before this runs), the pin forced
+    /// high and lowered `trigger_width` later.
+    fn soft_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
+        let now = cx.front.now(cx.hw);
+        while cx.engine.trigger_due(now).is_some() {
+            cx.hw.set_trigger_output(OutputMode::ForceHigh);
+            self.soft_fall = Some(now + self.cfg.trigger_width_ticks());
+        }
+        match self.soft_fall {
+            Some(f) if now >= f => {
+                cx.hw.set_trigger_output(OutputMode::ForceLow);
+                self.soft_fall = None;
+            }
+            Some(f) => self.trigger_wake = Some(f),
+            None => {}
         }
     }
 

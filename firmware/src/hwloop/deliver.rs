@@ -50,6 +50,8 @@ impl HwLoop {
                 }
                 Event::Byte { byte, at } => self.on_byte(engine, byte, at, now),
                 Event::LineError => engine.count_line_error(),
+                // Logged before the answer whose capture found it out.
+                Event::Trigger { seq, .. } => engine.on_trigger(seq, now),
             }
         }
         engine.poll(now);

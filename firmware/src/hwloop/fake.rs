@@ -11,6 +11,8 @@
 //! ```text
 //!   Stimulus (CH1) pin ──gpio_loopback──▶ Response (CH2)
 //!        └──────────▶ Target::GpioEcho ─▶ Response
+//!   Trigger (TIM3 CH1, a counter of `trigger_bits` reading the same
+//!   ticks) pin ──▶ trigger_edges
 //!   UART TX ──tx_capture──▶ TxStart (CH3)
 //!        ├──uart_loopback──▶ Response + RX byte
 //!        └──────────▶ Target::UartEcho ─▶ Response + RX byte
@@ -107,8 +109,15 @@ pub struct Fake {
     script_at: usize,
     uif: bool,
     cap: [Cap; 2],
-    cmp: [Cmp; 2],
+    cmp: [Cmp; 3],
     mode: OutputMode,
+    /// The trigger compare's counter width: it reads `t mod 2^bits`.
+    pub trigger_bits: u32,
+    trigger_mode: OutputMode,
+    /// The trigger pin.
+    pub trigger_pin: bool,
+    /// Every change of the trigger pin: (tick, new level).
+    pub trigger_edges: Vec<(u64, bool)>,
     /// The stimulus pin.
     pub pin: bool,
     /// Every change of the stimulus pin: (tick, new level).
@@ -142,6 +151,7 @@ const fn cmp_index(ch: Channel) -> Option<usize> {
     match ch {
         Channel::Stimulus => Some(0),
         Channel::Wake => Some(1),
+        Channel::Trigger => Some(2),
         _ => None,
     }
 }
@@ -165,8 +175,12 @@ impl Fake {
             script_at: 0,
             uif: false,
             cap: [Cap::default(); 2],
-            cmp: [Cmp::default(); 2],
+            cmp: [Cmp::default(); 3],
             mode: OutputMode::Frozen,
+            trigger_bits: 16,
+            trigger_mode: OutputMode::Frozen,
+            trigger_pin: false,
+            trigger_edges: Vec::new(),
             pin: false,
             pin_edges: Vec::new(),
             response_level: false,
@@ -188,10 +202,14 @@ impl Fake {
         (t % self.period) as u32
     }
 
-    /// The next time after `t` at which the counter equals `ccr`.
-    fn next_match(&self, t: u64, ccr: u32) -> u64 {
-        let d = (u64::from(ccr) + self.period - t % self.period) % self.period;
-        t + if d == 0 { self.period } else { d }
+    /// The next time after `t` at which a counter of `period` equals `ccr`.
+    fn next_match_in(period: u64, t: u64, ccr: u32) -> u64 {
+        let d = (u64::from(ccr) % period + period - t % period) % period;
+        t + if d == 0 { period } else { d }
+    }
+
+    fn trigger_period(&self) -> u64 {
+        1u64 << self.trigger_bits
     }
 
     /// The earliest thing that will happen after now.
@@ -233,12 +251,16 @@ impl Fake {
                     i += 1;
                 }
             }
-            for k in 0..2 {
+            for k in 0..3 {
                 if self.cmp[k].next == Some(next) {
-                    self.cmp[k].next = Some(next + self.period);
+                    let period = if k == 2 { self.trigger_period() } else { self.period };
+                    self.cmp[k].next = Some(next + period);
                     self.cmp[k].flag = true;
                     if k == 0 {
                         self.on_match();
+                    }
+                    if k == 2 {
+                        self.on_trigger_match();
                     }
                 }
             }
@@ -270,6 +292,22 @@ impl Fake {
             OutputMode::LowOnMatch => self.drive(false),
             OutputMode::ToggleOnMatch => self.drive(!self.pin),
             OutputMode::Frozen | OutputMode::ForceHigh | OutputMode::ForceLow => {}
+        }
+    }
+
+    fn on_trigger_match(&mut self) {
+        match self.trigger_mode {
+            OutputMode::HighOnMatch => self.drive_trigger(true),
+            OutputMode::LowOnMatch => self.drive_trigger(false),
+            OutputMode::ToggleOnMatch => self.drive_trigger(!self.trigger_pin),
+            OutputMode::Frozen | OutputMode::ForceHigh | OutputMode::ForceLow => {}
+        }
+    }
+
+    fn drive_trigger(&mut self, level: bool) {
+        if level != self.trigger_pin {
+            self.trigger_pin = level;
+            self.trigger_edges.push((self.t, level));
         }
     }
 
@@ -441,8 +479,9 @@ impl TimerHw for Fake {
     fn set_compare(&mut self, ch: Channel, raw: u32) {
         self.access();
         if let Some(i) = cmp_index(ch) {
+            let period = if i == 2 { self.trigger_period() } else { self.period };
             self.cmp[i].ccr = raw;
-            self.cmp[i].next = Some(self.next_match(self.t, raw));
+            self.cmp[i].next = Some(Self::next_match_in(period, self.t, raw));
         }
     }
 
@@ -466,6 +505,21 @@ impl TimerHw for Fake {
     fn output_level(&mut self) -> bool {
         self.access();
         self.pin
+    }
+
+    fn set_trigger_output(&mut self, mode: OutputMode) {
+        self.access();
+        self.trigger_mode = mode;
+        match mode {
+            OutputMode::ForceHigh => self.drive_trigger(true),
+            OutputMode::ForceLow => self.drive_trigger(false),
+            _ => {}
+        }
+    }
+
+    fn trigger_level(&mut self) -> bool {
+        self.access();
+        self.trigger_pin
     }
 
     fn tx_wire_present(&mut self) -> Option<bool> {

@@ -4,6 +4,17 @@
 //! [`Batch`]. Owns the tick extender (the one place `now` is read), the
 //! event log and the flags the engine task has not seen yet. A [`Timer`]
 //! pairs it with the board's timer, as one resource.
+//!
+//! It also owns the trigger output's phase ([`TriggerPhase`]): the engine
+//! task arms the compare; the rise is the hardware's; the top half sees
+//! the match, logs it and programs the fall 10 µs later; and in
+//! one-in-flight modes the answer's capture disarms it here, at the top
+//! priority, *in software*: no plain timer stops one channel's compare on
+//! another's capture (TRIGGER-NOTES.md). The disarm is one write (the
+//! compare frozen) and one read (the pin's level), a few cycles after the
+//! capture's interrupt entry; an answer that latched less than that before
+//! the match still lets the pulse out, and the pin's level says so: the
+//! pulse is then logged before the answer and its sample is flagged.
 
 use embedded_hal_nb::nb;
 use embedded_hal_nb::serial::Read;
@@ -33,6 +44,36 @@ pub enum Event {
     },
     /// A receive error on the target line (framing, noise, overrun).
     LineError,
+    /// The trigger pin rose for stimulus `seq` at extended tick `tick` (a
+    /// compare match, or forced in software when its tick had passed).
+    Trigger {
+        /// The stimulus it watched.
+        seq: u64,
+        /// When it rose.
+        tick: u64,
+    },
+}
+
+/// Where the trigger output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerPhase {
+    /// Low, nothing armed.
+    Idle,
+    /// The compare raises the pin at `at` for stimulus `seq`; with
+    /// `by_capture`, the answer's capture disarms it.
+    Armed {
+        /// The stimulus it watches.
+        seq: u64,
+        /// Extended tick of the rise.
+        at: u64,
+        /// Disarm on the response capture (one stimulus in flight).
+        by_capture: bool,
+    },
+    /// High; the compare lowers it at `fall_at`.
+    High {
+        /// Extended tick of the fall.
+        fall_at: u64,
+    },
 }
 
 /// The top half: reads the timer at the top priority and logs what it saw.
@@ -49,6 +90,12 @@ pub struct Front {
     stimulus_fired: bool,
     /// The first TX start-bit capture since the channel was opened.
     pub(super) tx_start: Option<(u64, bool)>,
+    /// The trigger output.
+    trigger: TriggerPhase,
+    /// The trigger compare's counter width, as a mask (0: no trigger).
+    trigger_mask: u64,
+    /// The trigger pulse's width, in ticks.
+    trigger_width: u64,
 }
 
 /// What one `Front::collect` handed over.
@@ -78,7 +125,89 @@ impl Front {
             lost: 0,
             stimulus_fired: false,
             tx_start: None,
+            trigger: TriggerPhase::Idle,
+            trigger_mask: 0,
+            trigger_width: 0,
         }
+    }
+
+    /// Give the front a trigger compare of `bits` and pulses of `width`
+    /// ticks (a board with [`crate::hwloop::TriggerOut::Compare`]).
+    pub fn set_trigger(&mut self, bits: u8, width: u64) {
+        self.trigger_mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        self.trigger_width = width.max(1);
+    }
+
+    /// The trigger output's phase.
+    pub fn trigger_phase(&self) -> TriggerPhase {
+        self.trigger
+    }
+
+    /// Engine task, under the lock: arm the trigger compare to raise the
+    /// pin at `at` (less than half the compare's counter period ahead) for
+    /// stimulus `seq`. A tick that passed while it was written is raised
+    /// in software at once (and logged with the tick it rose at).
+    pub(super) fn arm_trigger<T: TimerHw>(&mut self, hw: &mut T, seq: u64, at: u64, by_capture: bool) {
+        // As for the stimulus (RM0383 §13.3.8): frozen while the value
+        // changes, the stale flag cleared, then the match mode.
+        hw.set_trigger_output(OutputMode::Frozen);
+        hw.set_compare(Channel::Trigger, (at & self.trigger_mask) as u32);
+        hw.take_compare(Channel::Trigger);
+        hw.set_trigger_output(OutputMode::HighOnMatch);
+        hw.set_compare_irq(Channel::Trigger, true);
+        self.trigger = TriggerPhase::Armed { seq, at, by_capture };
+        let now = self.now(hw);
+        if now >= at && !hw.compare_pending(Channel::Trigger) {
+            // Passed before the compare held it: no match will come.
+            self.force_trigger(hw, seq, now);
+        }
+    }
+
+    /// Raise the trigger in software now (its tick has passed), log it and
+    /// program its fall.
+    pub(super) fn force_trigger<T: TimerHw>(&mut self, hw: &mut T, seq: u64, now: u64) {
+        hw.set_trigger_output(OutputMode::ForceHigh);
+        self.rose(hw, seq, now);
+    }
+
+    /// The pin rose at `tick` for `seq`: log it, and lower it by the
+    /// compare `trigger_width` later (the mode changes the pin only at the
+    /// match, so it stays high until then).
+    fn rose<T: TimerHw>(&mut self, hw: &mut T, seq: u64, tick: u64) {
+        self.push(Event::Trigger { seq, tick });
+        let fall_at = tick + self.trigger_width;
+        hw.set_trigger_output(OutputMode::LowOnMatch);
+        hw.set_compare(Channel::Trigger, (fall_at & self.trigger_mask) as u32);
+        hw.take_compare(Channel::Trigger);
+        hw.set_compare_irq(Channel::Trigger, true);
+        self.trigger = TriggerPhase::High { fall_at };
+        // The interrupt came later than the width: the fall's tick has
+        // passed and would match only a counter period later (655 µs on a
+        // 16-bit counter). Lowered now instead.
+        let now = self.now(hw);
+        if now >= fall_at && !hw.compare_pending(Channel::Trigger) {
+            hw.set_trigger_output(OutputMode::ForceLow);
+            hw.set_trigger_output(OutputMode::Frozen);
+            hw.set_compare_irq(Channel::Trigger, false);
+            self.trigger = TriggerPhase::Idle;
+        }
+    }
+
+    /// Cancel an armed trigger: frozen first (a later match does nothing),
+    /// then the pin read. High: the match came before the freeze, the pulse
+    /// is out; it is logged and its fall programmed. Low: disarmed in time.
+    /// A pulse already high is left to fall. Returns whether it had risen.
+    pub(super) fn disarm_trigger<T: TimerHw>(&mut self, hw: &mut T) -> bool {
+        let TriggerPhase::Armed { seq, at, .. } = self.trigger else { return false };
+        hw.set_trigger_output(OutputMode::Frozen);
+        if hw.trigger_level() {
+            self.rose(hw, seq, at);
+            return true;
+        }
+        hw.set_compare_irq(Channel::Trigger, false);
+        hw.take_compare(Channel::Trigger);
+        self.trigger = TriggerPhase::Idle;
+        false
     }
 
     /// The tick extender (for tests and logs).
@@ -130,6 +259,13 @@ impl Front {
         }
         // Captures and flags first, `now` second (module docs).
         let response = hw.take_capture(Channel::Response);
+        if response.is_some() {
+            if let TriggerPhase::Armed { by_capture: true, .. } = self.trigger {
+                // The answer: disarm before anything else (module docs).
+                // A pulse that got out is logged here, before the answer.
+                self.disarm_trigger(hw);
+            }
+        }
         let tx = hw.take_capture(Channel::TxStart);
         if tx.is_some() {
             // Our own byte's data edges are not wanted: the channel stays
@@ -143,6 +279,18 @@ impl Front {
             hw.set_output(OutputMode::Frozen);
             hw.set_compare_irq(Channel::Stimulus, false);
             self.stimulus_fired = true;
+        }
+        if self.trigger_mask != 0 && hw.take_compare(Channel::Trigger) {
+            match self.trigger {
+                TriggerPhase::Armed { seq, at, .. } => self.rose(hw, seq, at),
+                TriggerPhase::High { .. } => {
+                    // The fall is made: frozen, quiet until the next arming.
+                    hw.set_trigger_output(OutputMode::Frozen);
+                    hw.set_compare_irq(Channel::Trigger, false);
+                    self.trigger = TriggerPhase::Idle;
+                }
+                TriggerPhase::Idle => hw.set_compare_irq(Channel::Trigger, false),
+            }
         }
         let counter = hw.counter();
         let pending = hw.overflow_pending();

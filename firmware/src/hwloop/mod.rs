@@ -87,6 +87,7 @@ use latprobe_protocol::{Mode, IDENTITY_COUNT};
 use crate::engine::Engine;
 use crate::ticks::TimerBits;
 use arm::{Armed, TxWire};
+pub use front::TriggerPhase;
 use line::Line;
 use pairer::StartBitPairer;
 use seam::{Channel, Polarity, TimerHw};
@@ -130,6 +131,30 @@ pub struct LoopConfig {
     /// In loopback, how many ticks an answer may latch before its stimulus
     /// and still be its answer (two channels see one edge).
     pub loopback_skew_ticks: u32,
+    /// The trigger output (`--trigger-above`).
+    pub trigger: TriggerOut,
+}
+
+/// A board's trigger output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerOut {
+    /// None: the board announces no `TRIGGER`.
+    None,
+    /// Decided in software when the engine task runs
+    /// ([`Engine::trigger_due`], after the answers are delivered), the pin
+    /// (if any) forced high, and low again 10 µs later: late by the task's
+    /// latency. QEMU's board, which models no compare pins, so its trigger
+    /// drives nothing a test can see: its samples are flagged all the same.
+    Software,
+    /// [`Channel::Trigger`], an output compare whose counter reads the
+    /// measurement counter modulo 2^`bits` (Nucleo, planned: TIM3, 16 bits,
+    /// started with TIM2 by its TRGO). It rises in hardware at the
+    /// request's tick; the answer's capture disarms it in the top half, in
+    /// one-in-flight modes (module docs of `front`).
+    Compare {
+        /// Width of the trigger compare's counter.
+        bits: u8,
+    },
 }
 
 impl LoopConfig {
@@ -157,6 +182,11 @@ impl LoopConfig {
         } else {
             t
         }
+    }
+
+    /// How long the trigger pulse stays high: 10 µs.
+    pub const fn trigger_width_ticks(&self) -> u64 {
+        self.late_rest_ticks()
     }
 
     /// One 8N1 byte (10 bits), in ticks.
@@ -227,6 +257,11 @@ pub struct HwLoop {
     retry_at: Option<u64>,
     /// The scope trigger's level: a stimulus is out, its answer not in.
     marker: bool,
+    /// The trigger compare is too far ahead to arm, or a software pulse
+    /// is to fall: come back then.
+    trigger_wake: Option<u64>,
+    /// A software trigger pulse is high until this tick.
+    soft_fall: Option<u64>,
     stats: LoopStats,
 }
 
@@ -249,6 +284,8 @@ impl HwLoop {
             cost_from: None,
             retry_at: None,
             marker: false,
+            trigger_wake: None,
+            soft_fall: None,
             stats: LoopStats {
                 soft_stimuli: 0,
                 skew_clamped: 0,

@@ -12,6 +12,8 @@
 //!   Response   TIM2 CH2, PA1, capture     the answer: an edge, or a UART start bit
 //!   TxStart    TIM2 CH3, PB10, capture    our own TX start bit (PA9 wired to PB10)
 //!   Wake       TIM2 CH4, no pin, compare  the engine's next deadline
+//!   Trigger    TIM3 CH1, PB4, compare     the trigger output (planned: a
+//!              16-bit slave of TIM2 counting its low half, TRIGGER-NOTES.md)
 //! ```
 //!
 //! A board without a channel (QEMU has no capture or compare hardware)
@@ -30,6 +32,9 @@ pub enum Channel {
     TxStart,
     /// Output compare without a pin: the wake-up interrupt.
     Wake,
+    /// Output compare on the trigger pin, on a counter that reads the
+    /// measurement counter modulo 2^bits ([`crate::hwloop::TriggerOut`]).
+    Trigger,
 }
 
 /// Which edges an input capture channel latches.
@@ -106,6 +111,14 @@ pub trait TimerHw {
     fn set_output(&mut self, mode: OutputMode);
     /// The stimulus pin's level as it is now (STM32: the GPIO's IDR bit).
     fn output_level(&mut self) -> bool;
+    /// Set what the trigger compare does to its pin (STM32: TIM3 OC1M);
+    /// nothing on a board without one.
+    fn set_trigger_output(&mut self, _mode: OutputMode) {}
+    /// The trigger pin's level as it is now (STM32: PB4's IDR bit); `false`
+    /// on a board without one.
+    fn trigger_level(&mut self) -> bool {
+        false
+    }
     /// Put one byte into the stimulus UART's transmitter without waiting:
     /// on an idle line its start bit begins at once. `false` if the
     /// transmitter has no room (the loop tries again a bit time later).

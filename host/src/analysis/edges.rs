@@ -63,9 +63,9 @@ impl Analysis {
                     }
                     if ns > self.timeout_ns {
                         self.late_edges += 1;
-                        self.timed_out(cycle, tick);
+                        self.timed_out(cycle, tick, false);
                     } else {
-                        self.record(cycle, tick, ns);
+                        self.record(cycle, tick, ns, false);
                     }
                 }
                 CycleEvent::Missed { first, count } => {
@@ -82,7 +82,7 @@ impl Analysis {
                     }
                     if let Some(rows) = &mut self.rows {
                         for c in first..first.saturating_add(count) {
-                            rows.timeout(c, None, self.timeout_ns);
+                            rows.timeout(c, None, self.timeout_ns, false);
                         }
                     }
                 }

@@ -90,6 +90,9 @@ pub struct Analysis {
     /// probe sends one (it reports a timeout then), so each is taken as a
     /// timeout, counted here, and noted in the report.
     pub beyond_timeout: u64,
+    /// Samples the probe flagged as triggered (`--trigger-above`): its
+    /// trigger output rose for them.
+    pub triggered: u64,
     /// The probe's timeout before any calibration, ns (0: none).
     probe_timeout_ns: u64,
     /// Samples with a response: measured latencies.
@@ -168,6 +171,7 @@ impl Analysis {
             floor_ns: 0,
             below_calibration: 0,
             beyond_timeout: 0,
+            triggered: 0,
             probe_timeout_ns: timeout_ns,
             responses: 0,
             timeouts: 0,
@@ -249,27 +253,28 @@ impl Analysis {
             if self.seq.observe(s.seq) == SeqVerdict::Duplicate {
                 continue;
             }
+            self.triggered += u64::from(s.triggered);
             match s.outcome {
-                Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick),
+                Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick, s.triggered),
                 Outcome::Response(t)
                     if self.probe_timeout_ns > 0 && self.conv.ns32(t) > self.probe_timeout_ns =>
                 {
                     self.beyond_timeout += 1;
-                    self.timed_out(s.seq, s.stimulus_tick);
+                    self.timed_out(s.seq, s.stimulus_tick, s.triggered);
                 }
                 Outcome::Response(t) => {
                     let raw = self.conv.ns32(t);
                     if raw < self.floor_ns {
                         self.below_calibration += 1;
                     }
-                    self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns));
+                    self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns), s.triggered);
                 }
             }
         }
     }
 
     /// A timeout sample of the stimulus (periodic: the edge) at `tick`.
-    fn timed_out(&mut self, seq: u64, tick: u64) {
+    fn timed_out(&mut self, seq: u64, tick: u64, triggered: bool) {
         self.timeouts += 1;
         self.overflow(seq);
         let ticks = tick.saturating_sub(self.start_tick);
@@ -279,7 +284,7 @@ impl Analysis {
         }
         self.tail.push(seq, self.conv.ns(ticks), self.timeout_ns, true);
         if let Some(rows) = &mut self.rows {
-            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns);
+            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns, triggered);
         }
     }
 
@@ -293,7 +298,7 @@ impl Analysis {
     }
 
     #[inline]
-    fn record(&mut self, seq: u64, stimulus_tick: u64, ns: u64) {
+    fn record(&mut self, seq: u64, stimulus_tick: u64, ns: u64, triggered: bool) {
         self.responses += 1;
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
@@ -305,7 +310,7 @@ impl Analysis {
         }
         self.tail.push_with(seq, ns, || self.conv.ns(ticks));
         if let Some(rows) = &mut self.rows {
-            rows.measured(seq, self.conv.ns(ticks), ns);
+            rows.measured(seq, self.conv.ns(ticks), ns, triggered);
         }
         if ns > self.max_ns || self.worst.is_none() {
             self.max_ns = self.max_ns.max(ns);

@@ -45,6 +45,8 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
+    pub trigger: crate::options::TriggerArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
     pub gates: crate::options::GateArgs,
@@ -73,10 +75,57 @@ impl From<DemoMode> for ModeArg {
     }
 }
 
+/// The demo's trigger line (`--trigger-above`): a FIFO in the demo's temp
+/// dir, written by the virtual probe (one byte `T` per triggered stimulus)
+/// and read by whoever waits on it (the responder's `--trigger-fifo`);
+/// removed when the demo ends. A board's trigger is a GPIO instead.
+#[derive(Debug)]
+pub struct TriggerFifo {
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+impl TriggerFifo {
+    /// The FIFO, made if `--trigger-above` was given.
+    pub fn make(
+        args: &crate::options::TriggerArgs,
+        stem: &std::path::Path,
+    ) -> Result<Option<Self>, crate::Error> {
+        if args.trigger_above.is_none() {
+            return Ok(None);
+        }
+        let path = stem.with_extension("trigger");
+        let _ = std::fs::remove_file(&path);
+        let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+            .map_err(|_| crate::Error::Config(format!("{}: a NUL in the temp dir's name", path.display())))?;
+        // SAFETY: `c` is a valid NUL-terminated path for the call.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+            return Err(crate::Error::io(
+                format!("demo --trigger-above: cannot make the trigger FIFO {}", path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        crate::stderr_line!(
+            "latprobe demo: trigger line: the FIFO {} gets a byte 'T' the moment a stimulus has gone {} \
+             unanswered",
+            path.display(),
+            crate::units::format_ns(args.trigger_above.unwrap_or(0))
+        );
+        Ok(Some(Self { path }))
+    }
+}
+
+impl Drop for TriggerFifo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Run `latprobe demo`.
 pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let mode = ModeArg::from(args.mode);
     let req = crate::measure::request(mode, &args.timing, Some(args.duration), args.byte, EdgeArg::Rising);
+    let req = crate::measure::request::with_trigger(req, &args.trigger);
     let req =
         if args.timing.count.is_some() { crate::model::Request { duration_ns: None, ..req } } else { req };
     req.validate()?;
@@ -95,8 +144,12 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         Some(r) => PathBuf::from(&r.responder),
     };
 
-    let (probe, host_end) = VirtualProbe::start(args.priority)?;
     let stem = std::env::temp_dir().join(format!("latprobe-demo-{}", std::process::id()));
+    let trigger = TriggerFifo::make(&args.trigger, &stem)?;
+    let (probe, host_end) = VirtualProbe::start_with(crate::virtual_probe::Options {
+        priority: args.priority,
+        trigger_fifo: trigger.as_ref().map(|t| t.path.clone()),
+    })?;
     let meta = stem.with_extension("target.json");
     // Periodic: the responder's own log, kept where --target-log says, else
     // in a temporary file removed at the end.

@@ -44,6 +44,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub timing: TimingArgs,
     #[command(flatten)]
+    pub trigger: crate::options::TriggerArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
     pub gates: crate::options::GateArgs,
@@ -125,6 +127,7 @@ pub fn parse_byte(text: &str) -> Result<u8, String> {
 /// Run `latprobe run`.
 pub fn run(args: RunArgs) -> Result<(), crate::Error> {
     let mut req = request(args.mode, &args.timing, args.duration, args.byte, args.edge);
+    req = crate::measure::request::with_trigger(req, &args.trigger);
     req.line = args.line;
     req.calibration = args.calibration.as_deref().map(Calibration::read).transpose()?;
     req.validate()?;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::model::{EdgeArg, ModeArg, Request};
-use crate::options::{OutputArgs, TimingArgs};
+use crate::options::{OutputArgs, TimingArgs, TriggerArgs};
 use crate::Error;
 
 /// The request the timing flags describe.
@@ -29,7 +29,14 @@ pub fn request(
         edge,
         line: None,
         calibration: None,
+        trigger_ns: None,
     }
+}
+
+/// The trigger threshold of `run` and `demo` (`--trigger-above`), into
+/// the request.
+pub fn with_trigger(req: Request, trigger: &TriggerArgs) -> Request {
+    Request { trigger_ns: trigger.trigger_above, ..req }
 }
 
 /// How long to wait for the last batches and Stopped after Stop: the probe

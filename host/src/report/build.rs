@@ -296,6 +296,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
                 guard: c.guard_ticks,
             }),
             calibration: req.calibration.clone(),
+            trigger_ns: (c.trigger_ticks > 0).then(|| ticks_to_ns(c.trigger_ticks.into(), hz)),
         },
         _ => ConfigReport {
             mode: req.mode,
@@ -310,6 +311,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             identity: req.assumed_stimulus().has_identity(),
             ticks: None,
             calibration: req.calibration.clone(),
+            trigger_ns: req.trigger_ns,
         },
     };
     let a = state.analysis.as_ref();
@@ -344,6 +346,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         probe_taken: state.stopped.map(|s| s.taken),
         host_resends: state.resent,
         refused: state.refused + a.map_or(0, |a| a.beyond_timeout),
+        triggered: config.trigger_ns.map(|_| a.map_or(0, |a| a.triggered)),
     };
     let histogram = HistReport {
         bin_ns: 1000,

@@ -113,6 +113,10 @@ pub struct ConfigReport {
     /// (`--calibration`), as its file says.
     #[serde(default)]
     pub calibration: Option<crate::model::Calibration>,
+    /// The trigger threshold (`--trigger-above`), as the probe accepted it;
+    /// absent when the run had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_ns: Option<u64>,
 }
 
 /// Accepted configuration in ticks.
@@ -179,6 +183,10 @@ pub struct Counts {
     /// not 0 (reports before protocol 3 have none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub host_rx_errors: u64,
+    /// Samples the probe flagged as triggered: its trigger output rose for
+    /// them (`--trigger-above`); absent when the run had no threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggered: Option<u64>,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// The probe's own total.

@@ -76,6 +76,7 @@ pub(crate) fn run(timeouts: u64) -> Report {
             identity: true,
             ticks: None,
             calibration: None,
+            trigger_ns: None,
         },
         started_at: "2025-06-01T12:00:00.000Z".into(),
         ended_at: "2025-06-01T12:00:00.350Z".into(),

@@ -22,6 +22,7 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
         edge: EdgeArg::Rising,
         line: None,
         calibration: None,
+        trigger_ns: None,
     };
     let ctx = RunContext {
         tool_version: "test".into(),
@@ -57,7 +58,7 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
     state.on_incoming(Incoming::Message(ProbeMsg::Started { start_tick: 0, first_seq: 0 }));
     let mut b = SampleBatchBuilder::new(config.interval_ticks, 64);
     for seq in 0..300 {
-        let s = Sample { seq, stimulus_tick: seq * 1_000_000, outcome: outcome(seq) };
+        let s = Sample { seq, stimulus_tick: seq * 1_000_000, outcome: outcome(seq), triggered: false };
         if b.push(&s).is_err() {
             state.on_incoming(Incoming::Message(ProbeMsg::SampleBatch(b.batch())));
             b.clear();

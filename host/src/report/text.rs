@@ -149,6 +149,14 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
             c.duplicates, c.out_of_order, c.dropped_by_probe, c.bad_frames
         );
     }
+    if let (Some(n), Some(t)) = (c.triggered, r.config.trigger_ns) {
+        let _ = writeln!(
+            s,
+            "{n} of {} samples triggered (unanswered after {}: the probe raised its trigger output)",
+            c.samples,
+            format_ns(t)
+        );
+    }
     if c.any_anomaly() {
         // Only what happened: each anomaly that is not zero.
         let mut parts = Vec::new();

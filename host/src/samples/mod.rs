@@ -40,6 +40,9 @@ pub struct Row {
     /// The byte sent as the stimulus (uart-echo; with identity, the
     /// stimulus's identity byte), `None` for an edge or a periodic run.
     pub byte: Option<u8>,
+    /// The probe raised its trigger output for this stimulus
+    /// (`--trigger-above`): it went the threshold without an answer.
+    pub triggered: bool,
 }
 
 impl Row {
@@ -50,7 +53,8 @@ impl Row {
 }
 
 /// The names of a row's columns, in order, for both formats.
-pub const COLUMNS: [&str; 6] = ["seq", "time_ns", "latency_ns", "censored", "bound_ns", "stimulus_byte"];
+pub const COLUMNS: [&str; 7] =
+    ["seq", "time_ns", "latency_ns", "censored", "bound_ns", "stimulus_byte", "triggered"];
 
 /// Where the rows go.
 pub trait Sink: std::fmt::Debug + Send {
@@ -79,17 +83,24 @@ impl Feed {
 
     /// A measured sample.
     #[inline]
-    pub fn measured(&mut self, seq: u64, time_ns: u64, latency_ns: u64) {
+    pub fn measured(&mut self, seq: u64, time_ns: u64, latency_ns: u64, triggered: bool) {
         let byte = self.byte(seq);
-        self.put(Row { seq, time_ns: Some(time_ns), latency_ns: Some(latency_ns), bound_ns: None, byte });
+        self.put(Row {
+            seq,
+            time_ns: Some(time_ns),
+            latency_ns: Some(latency_ns),
+            bound_ns: None,
+            byte,
+            triggered,
+        });
     }
 
     /// A timeout sample at `time_ns` (periodic: `None` for a missed cycle),
     /// known only to exceed `bound_ns`.
     #[inline]
-    pub fn timeout(&mut self, seq: u64, time_ns: Option<u64>, bound_ns: u64) {
+    pub fn timeout(&mut self, seq: u64, time_ns: Option<u64>, bound_ns: u64, triggered: bool) {
         let byte = self.byte(seq);
-        self.put(Row { seq, time_ns, latency_ns: None, bound_ns: Some(bound_ns), byte });
+        self.put(Row { seq, time_ns, latency_ns: None, bound_ns: Some(bound_ns), byte, triggered });
     }
 
     fn byte(&self, seq: u64) -> Option<u8> {
@@ -296,10 +307,10 @@ mod tests {
     fn the_stimulus_byte_is_the_identity_of_the_sequence_number() {
         let keep = Keep::default();
         let mut f = Feed::new(Box::new(keep.clone()), Stimulus::Identified);
-        f.measured(10, 5, 7);
-        f.timeout(11, Some(9), 100);
+        f.measured(10, 5, 7, false);
+        f.timeout(11, Some(9), 100, true);
         let mut g = Feed::new(Box::new(keep.clone()), Stimulus::Byte(0x55));
-        g.measured(3, 1, 2);
+        g.measured(3, 1, 2, false);
         assert_eq!(f.finish(&RunInfo::default()).unwrap(), 2);
         assert_eq!(g.finish(&RunInfo::default()).unwrap(), 1);
         let rows = keep.0.lock().unwrap().clone();
@@ -311,7 +322,8 @@ mod tests {
                 time_ns: Some(9),
                 latency_ns: None,
                 bound_ns: Some(100),
-                byte: Some(identity_byte(11))
+                byte: Some(identity_byte(11)),
+                triggered: true,
             }
         );
         assert_eq!(rows[2].byte, Some(0x55));
@@ -339,7 +351,7 @@ mod tests {
     fn a_write_error_is_kept_for_the_end() {
         let mut f = Feed::new(Box::new(Fails(0)), Stimulus::Byte(1));
         for s in 0..5 {
-            f.measured(s, s, s);
+            f.measured(s, s, s, false);
         }
         assert_eq!(f.finish(&RunInfo::default()).unwrap_err().to_string(), "disk full");
     }

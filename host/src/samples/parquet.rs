@@ -23,6 +23,7 @@ const SCHEMA: &str = "message latprobe_samples {
     REQUIRED BOOLEAN censored;
     OPTIONAL INT64 bound_ns;
     OPTIONAL INT32 stimulus_byte (INTEGER(8,false));
+    REQUIRED BOOLEAN triggered;
 }";
 
 /// One row group's columns, filled row by row.
@@ -34,6 +35,7 @@ struct Group {
     censored: Vec<bool>,
     bound: Opt<i64>,
     byte: Opt<i32>,
+    triggered: Vec<bool>,
 }
 
 /// An optional column: the values present, and a definition level per row.
@@ -124,8 +126,11 @@ impl ParquetSink {
                 4 => {
                     col.typed::<Int64Type>().write_batch(&g.bound.values, Some(&g.bound.defs), None)?;
                 }
-                _ => {
+                5 => {
                     col.typed::<Int32Type>().write_batch(&g.byte.values, Some(&g.byte.defs), None)?;
+                }
+                _ => {
+                    col.typed::<BoolType>().write_batch(&g.triggered, None, None)?;
                 }
             }
             col.close()?;
@@ -138,6 +143,7 @@ impl ParquetSink {
         g.censored.clear();
         g.bound.clear();
         g.byte.clear();
+        g.triggered.clear();
         Ok(())
     }
 }
@@ -151,6 +157,7 @@ impl Sink for ParquetSink {
         g.censored.push(r.censored());
         g.bound.push(r.bound_ns.map(i64_of));
         g.byte.push(r.byte.map(i32::from));
+        g.triggered.push(r.triggered);
         if g.seq.len() >= parquet_rows_per_group() {
             self.flush_group().map_err(io)?;
         }

@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use latprobe_protocol::{
-    byte_ticks, min_interval_ticks, ns_to_ticks, ticks_to_ns, timing_fault, Capabilities, Config, Edge,
-    ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped, TimingFault,
-    DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
+    byte_ticks, min_interval_ticks, ns_to_ticks, ticks_to_ns, timing_fault, trigger_fault, Capabilities,
+    Config, Edge, ErrorCode, Heartbeat, HostMsg, Mode, ProbeMsg, ResponseLine, Stimulus, StopReason, Stopped,
+    TimingFault, TriggerFault, DEFAULT_HORIZON_INTERVALS, PROTOCOL_VERSION,
 };
 
 use crate::analysis::Analysis;
@@ -269,6 +269,8 @@ impl Driver<'_> {
                  passed) before the next"
             }
             ErrorCode::Busy => "the probe is busy with another measurement: reset it",
+            ErrorCode::BadTrigger => "make --trigger-above shorter than --timeout, in an echo mode",
+            ErrorCode::NoTrigger => "this probe has no trigger output: leave --trigger-above out",
             _ => "check the flags against the probe's capabilities",
         };
         Error::Link(LinkError::Refused {

@@ -203,6 +203,9 @@ impl Request {
             let values = [self.interval_ns, self.dither_ns, self.timeout_ns_for(w), self.guard_ns()];
             check_timing(w, values, self.timeout_ns.is_some(), &format_ns).map_err(Error::Config)?;
         }
+        if let Some(t) = self.trigger_ns {
+            check_trigger(self.mode.mode(), t, self.timeout_ns(), self.timeout_ns.is_some(), &format_ns)?;
+        }
         if self.count == Some(0) {
             return Err(Error::Config("--count must be at least 1".into()));
         }
@@ -313,6 +316,24 @@ impl Request {
             check_timing(stimulus.window(), values, self.timeout_ns.is_some(), &show)
                 .map_err(Error::Config)?;
         }
+        let trigger = match self.trigger_ns {
+            None => 0,
+            Some(ns) => {
+                if !caps.contains(Capabilities::TRIGGER) {
+                    return Err(Error::Config(
+                        "--trigger-above: this probe has no trigger output (its Hello does not announce \
+                         one): leave --trigger-above out. Probes with one today: the virtual probe (latprobe \
+                         demo, a FIFO) and the qemu board (flags only); the Nucleo-F411RE's (PB4) and the \
+                         Pico's are to come"
+                            .into(),
+                    ));
+                }
+                let t = ticks("--trigger-above", ns)?;
+                let show = |t: u64| format_ns(ticks_to_ns(t, timer_hz));
+                check_trigger(mode, t.into(), timeout.into(), self.timeout_ns.is_some(), &show)?;
+                t
+            }
+        };
         Ok(Config {
             mode,
             interval_ticks: interval,
@@ -322,7 +343,34 @@ impl Request {
             count: self.count,
             seed: self.seed,
             stimulus,
+            trigger_ticks: trigger,
         })
+    }
+}
+
+/// The probe's trigger rule ([`trigger_fault`]) in any unit, the error
+/// naming `--trigger-above` and `--timeout`.
+fn check_trigger(
+    mode: Mode,
+    trigger: u64,
+    timeout: u64,
+    given: bool,
+    show: &dyn Fn(u64) -> String,
+) -> Result<(), Error> {
+    match trigger_fault(mode, trigger, timeout) {
+        None => Ok(()),
+        Some(TriggerFault::NotEcho) => Err(Error::Config(
+            "--trigger-above applies to the echo modes: in --mode periodic no stimulus waits for an answer"
+                .into(),
+        )),
+        Some(TriggerFault::NotBelowTimeout) => Err(Error::Config(format!(
+            "--trigger-above {} must be shorter than --timeout {}{}: a stimulus that long unanswered is a \
+             timeout sample already, so the trigger would say nothing more; lower --trigger-above or raise \
+             --timeout",
+            show(trigger),
+            show(timeout),
+            if given { "" } else { " (the default)" }
+        ))),
     }
 }
 
@@ -381,6 +429,9 @@ impl ProbeHello {
         }
         if c.contains(Capabilities::EMULATED) {
             v.push("emulated".into());
+        }
+        if c.contains(Capabilities::TRIGGER) {
+            v.push("trigger".into());
         }
         v
     }

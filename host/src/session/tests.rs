@@ -15,6 +15,7 @@ fn req(mode: ModeArg, byte: Option<u8>) -> Request {
         edge: EdgeArg::Rising,
         line: (mode == ModeArg::Loopback).then_some(LineArg::Uart),
         calibration: None,
+        trigger_ns: None,
     }
 }
 
@@ -51,6 +52,32 @@ fn periodic_names_its_line() {
     // Echo modes still have their own line.
     let m = usage(Request { line: Some(LineArg::Gpio), ..req(ModeArg::GpioEcho, None) }.validate());
     assert!(m.contains("has its own line"), "{m}");
+}
+
+/// Issue 24: `--trigger-above` goes to the probe in ticks, below the
+/// timeout; a probe without a trigger output, a threshold at or past the
+/// timeout and a periodic run are refused naming the flags.
+#[test]
+fn trigger_above_is_checked_against_the_timeout_and_the_probe() {
+    let trig = Capabilities(UART.0 | Capabilities::TRIGGER.0);
+    let r = Request { trigger_ns: Some(200_000), ..req(ModeArg::UartEcho, None) };
+    r.validate().unwrap();
+    assert_eq!(r.config(100_000_000, trig).unwrap().trigger_ticks, 20_000);
+    assert_eq!(req(ModeArg::UartEcho, None).config(100_000_000, trig).unwrap().trigger_ticks, 0);
+    let m = usage(r.config(100_000_000, UART));
+    assert!(m.contains("--trigger-above") && m.contains("no trigger output"), "{m}");
+    // One in flight: the default timeout is the interval less the guard (900us).
+    let fixed = Request { trigger_ns: Some(900_000), byte: Some(0x55), ..r.clone() };
+    let m = usage(fixed.validate());
+    assert!(m.contains("--trigger-above 900us") && m.contains("--timeout 900us (the default)"), "{m}");
+    let given = Request { timeout_ns: Some(150_000), ..r.clone() };
+    let m = usage(given.validate());
+    assert!(m.contains("--trigger-above 200us must be shorter than --timeout 150us:"), "{m}");
+    let periodic = Request { trigger_ns: Some(200_000), ..req(ModeArg::Periodic, None) };
+    assert!(usage(periodic.validate()).contains("echo modes"));
+    // Shorter than a tick of the probe's timer.
+    let tiny = Request { trigger_ns: Some(4), ..r };
+    assert!(usage(tiny.config(100_000_000, trig)).contains("--trigger-above 4ns"));
 }
 
 /// Issue 17, finding 7: a byte stimulus faster than the target line

@@ -377,6 +377,7 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 seq,
                 stimulus_tick: start_tick + seq * u64::from(c.interval_ticks),
                 outcome: (opts.outcomes)(seq),
+                triggered: false,
             };
             if b.push(&sample).is_err() {
                 break;

@@ -58,6 +58,7 @@ pub fn config() -> impl Strategy<Value = Config> {
                     count,
                     seed,
                     stimulus,
+                    trigger_ticks: 0,
                 }
             },
         )
@@ -95,7 +96,7 @@ pub fn samples(max: usize) -> impl Strategy<Value = (u32, Vec<Sample>)> {
                     if i > 0 {
                         tick += u64::from(interval) + u64::from(jitter);
                     }
-                    Sample { seq: first_seq + i as u64, stimulus_tick: tick, outcome }
+                    Sample { seq: first_seq + i as u64, stimulus_tick: tick, outcome, triggered: false }
                 })
                 .collect();
             (interval, samples)

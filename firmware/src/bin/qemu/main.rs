@@ -29,6 +29,10 @@
 //!   the stimulus byte's tick the read right before its write (a soft
 //!   tick). The Hello says `EMULATED` and not `HW_CAPTURE`: these figures
 //!   are not physical. Tests check counts, never timing.
+//! - No trigger pin (`--trigger-above`): QEMU models no output compare,
+//!   so the capture loop decides in software (`TriggerOut::Software`: the
+//!   engine's `trigger_due` when the engine task runs, after the answers)
+//!   and the samples are flagged; there is nothing to drive.
 //! - The wake-up compare is SysTick as a one-shot alarm: it runs at the
 //!   modelled 168 MHz core clock (checked against TIM2 under `-icount
 //!   shift=0`).
@@ -264,7 +268,10 @@ mod app {
         rcc.apb1enr().modify(|_, w| w.tim2en().set_bit());
         let timer = Timer::new(QemuTimer::start(dp.TIM2, cx.core.SYST, target_tx), LOOP.timer_bits);
 
-        let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
+        // TRIGGER: decided in software by the capture loop
+        // (`TriggerOut::Software`); QEMU models no pin for it.
+        let caps =
+            Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED | Capabilities::TRIGGER;
         // No uart-echo floor: QEMU's UART has no bit timing, an echo can come
         // back faster than a byte would take on a wire.
         let engine = Engine::new(BoardInfo::new("qemu", TIMER_HZ, TimerBits::B32, caps));

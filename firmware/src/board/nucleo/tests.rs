@@ -513,6 +513,7 @@ fn echo(mode: Mode, stimulus: Stimulus, count: u64) -> Config {
         count: Some(count),
         seed: 1,
         stimulus,
+        trigger_ticks: 0,
     }
 }
 

@@ -148,6 +148,9 @@ const fn number(ch: Channel) -> u8 {
         Channel::Response => 2,
         Channel::TxStart => 3,
         Channel::Wake => 4,
+        // Not a TIM2 channel (TRIGGER-NOTES.md: TIM3 CH1, not wired up
+        // yet); every method below leaves it out before asking.
+        Channel::Trigger => 0,
     }
 }
 
@@ -230,7 +233,7 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn take_capture(&mut self, ch: Channel) -> Option<Capture> {
         let n = match ch {
             Channel::Response | Channel::TxStart => number(ch),
-            Channel::Stimulus | Channel::Wake => return None,
+            Channel::Stimulus | Channel::Wake | Channel::Trigger => return None,
         };
         if self.bus.tim_read(TimReg::Sr) & sr_ccif(n) == 0 {
             return None;
@@ -249,7 +252,7 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn set_capture(&mut self, ch: Channel, polarity: Option<Polarity>) {
         let n = match ch {
             Channel::Response | Channel::TxStart => number(ch),
-            Channel::Stimulus | Channel::Wake => return,
+            Channel::Stimulus | Channel::Wake | Channel::Trigger => return,
         };
         // RM0383 §13.4.9 (CCER): CCxP/CCxNP = 0/0 rising, 1/0 falling,
         // 1/1 both edges; changed with the channel off.
@@ -274,7 +277,7 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn take_compare(&mut self, ch: Channel) -> bool {
         let n = match ch {
             Channel::Stimulus | Channel::Wake => number(ch),
-            Channel::Response | Channel::TxStart => return false,
+            Channel::Response | Channel::TxStart | Channel::Trigger => return false,
         };
         let set = self.bus.tim_read(TimReg::Sr) & sr_ccif(n) != 0;
         if set {
@@ -286,7 +289,7 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn compare_pending(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus | Channel::Wake => self.bus.tim_read(TimReg::Sr) & sr_ccif(number(ch)) != 0,
-            Channel::Response | Channel::TxStart => false,
+            Channel::Response | Channel::TxStart | Channel::Trigger => false,
         }
     }
 

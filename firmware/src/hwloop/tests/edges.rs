@@ -421,7 +421,7 @@ fn the_target_receive_burst_logs_bytes_and_errors_and_stops_when_empty() {
                 Some(byte)
             }
             Event::LineError => None,
-            Event::Response { .. } => panic!("no capture was armed"),
+            Event::Response { .. } | Event::Trigger { .. } => panic!("no capture was armed"),
         })
         .collect();
     assert_eq!(got, [Some(0x41), None, Some(0x42)]);

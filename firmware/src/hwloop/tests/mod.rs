@@ -214,6 +214,7 @@ fn echo(mode: Mode, stimulus: Stimulus, count: u64) -> Config {
         count: Some(count),
         seed: 1,
         stimulus,
+        trigger_ticks: 0,
     }
 }
 
@@ -466,3 +467,4 @@ fn a_late_engine_task_loses_no_timing() {
 }
 
 mod edges;
+mod trigger;
