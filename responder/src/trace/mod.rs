@@ -19,7 +19,6 @@ mod trigger;
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,10 +63,10 @@ pub struct TraceArgs {
     #[arg(long, value_name = "N", default_value_t = 5, requires = "trace")]
     pub trace_keep: u32,
     /// The probe's trigger output on this GPIO line, CHIP:LINE (rising edge), e.g. /dev/gpiochip0:22
-    #[arg(long, value_name = "CHIP:LINE", value_parser = gpio::parse_line_spec, conflicts_with = "trigger_fifo")]
+    #[arg(long, value_name = "CHIP:LINE", value_parser = gpio::parse_line_spec, conflicts_with = "trigger_fifo", requires = "trace")]
     pub trigger_gpio: Option<gpio::LineSpec>,
     /// A named pipe the trigger arrives on as a byte 'T' (the demo's virtual probe; a board uses --trigger-gpio)
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "trace")]
     pub trigger_fifo: Option<PathBuf>,
     /// The tracefs mount [default: /sys/kernel/tracing, mounted if needed]
     #[arg(long, value_name = "DIR", default_value = tracefs::DEFAULT_ROOT, hide = true)]
@@ -100,7 +99,12 @@ pub struct TraceReport {
     pub stop_latencies_ns: Vec<u64>,
     /// GPIO only: the kernel's edge timestamp → `tracing_on` written, ns.
     pub edge_to_stop_ns: Vec<u64>,
+    /// Answers counted (the seq of the next marker).
+    pub answers: u64,
+    /// Markers written: fewer than the answers while tracing is stopped
+    /// (the kernel refuses a marker then).
     pub markers: u64,
+    pub marker_failures: u64,
     /// The marker's write(2), timed after the answer: mean and max, ns.
     pub marker_mean_ns: Option<u64>,
     pub marker_max_ns: Option<u64>,
@@ -123,6 +127,7 @@ pub struct Trace {
     shared: Arc<Shared>,
     marker: Option<File>,
     next_seq: Cell<u64>,
+    marked: Cell<u64>,
     marker_total_ns: Cell<u64>,
     marker_max_ns: Cell<u64>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -141,6 +146,7 @@ impl Trace {
             }),
             marker: None,
             next_seq: Cell::new(0),
+            marked: Cell::new(0),
             marker_total_ns: Cell::new(0),
             marker_max_ns: Cell::new(0),
             thread: None,
@@ -215,14 +221,26 @@ impl Trace {
             48 - w.len()
         };
         let t0 = trigger::monotonic_ns();
-        // trace_marker ignores the offset; write_at takes &File.
-        let ok = f.write_at(&buf[..len], 0).is_ok();
+        // One write(2): trace_marker takes each write as one event.
+        let written = (&mut &*f).write(&buf[..len]);
         let took = trigger::monotonic_ns().saturating_sub(t0);
-        if ok {
-            self.shared.last_seq.store(seq, Ordering::Release);
-            self.marker_total_ns.set(self.marker_total_ns.get() + took);
-            self.marker_max_ns.set(self.marker_max_ns.get().max(took));
-            self.next_seq.set(seq + 1);
+        // The seq counts answers, marked or not, so that it stays in step
+        // with the probe's samples.
+        self.shared.last_seq.store(seq, Ordering::Release);
+        self.next_seq.set(seq + 1);
+        match written {
+            Ok(_) => {
+                self.marked.set(self.marked.get() + 1);
+                self.marker_total_ns.set(self.marker_total_ns.get() + took);
+                self.marker_max_ns.set(self.marker_max_ns.get().max(took));
+            }
+            Err(e) => {
+                let mut r = self.shared.report.lock().unwrap_or_else(|p| p.into_inner());
+                r.marker_failures += 1;
+                if r.marker_failures == 1 {
+                    r.warnings.push(format!("a trace marker could not be written (seq {seq}): {e}"));
+                }
+            }
         }
     }
 
@@ -232,7 +250,8 @@ impl Trace {
         if !r.enabled && r.reason.is_none() && r.trigger.is_none() {
             return None;
         }
-        r.markers = self.next_seq.get();
+        r.answers = self.next_seq.get();
+        r.markers = self.marked.get();
         r.marker_mean_ns = self.marker_total_ns.get().checked_div(r.markers);
         r.marker_max_ns = (r.markers > 0).then(|| self.marker_max_ns.get());
         Some(r)
@@ -244,10 +263,11 @@ impl Trace {
         if !r.enabled {
             return format!(", untraced ({})", r.reason.unwrap_or_default());
         }
-        let mut s = format!(", {} trace markers", r.markers);
+        let mut s = format!(", {} answers marked in the trace ({} markers written", r.answers, r.markers);
         if let (Some(mean), Some(max)) = (r.marker_mean_ns, r.marker_max_ns) {
-            s.push_str(&format!(" ({mean} ns mean, {max} ns max each)"));
+            s.push_str(&format!(", {mean} ns mean, {max} ns max each"));
         }
+        s.push(')');
         s.push_str(&format!(", {} triggers, {} snapshots", r.triggers, r.snapshots.len()));
         if let Some(max) = r.stop_latencies_ns.iter().max() {
             s.push_str(&format!(" (trigger to tracing_on 0 at most {max} ns)"));
