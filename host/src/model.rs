@@ -221,6 +221,10 @@ pub struct TraceSource {
     /// How long a stimulus had gone unanswered when the trigger fired
     /// (`--trigger-above`), when known: the window's start.
     pub threshold_ns: Option<u64>,
+    /// The responder's metadata as it rewrites it at its exit, with the
+    /// trace's outcome (triggers, stop latencies); else the report's `target`.
+    #[serde(default)]
+    pub meta: Option<String>,
 }
 
 /// One phase of a load schedule: `idle` (no load) or `load` (the loads run).

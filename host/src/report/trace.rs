@@ -70,7 +70,13 @@ pub struct SnapshotReport {
 /// them to samples; its `target` holds the responder's trace section).
 pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
     let dir = Path::new(&src.dir);
-    let meta = r.target.as_ref().and_then(|t| t.get("trace"));
+    let at_exit: Option<serde_json::Value> = src
+        .meta
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|m| m.get("trace").cloned());
+    let meta = at_exit.as_ref().or_else(|| r.target.as_ref().and_then(|t| t.get("trace")));
     let get_u64 = |k: &str| meta.and_then(|m| m.get(k)).and_then(serde_json::Value::as_u64);
     let mut section = TraceSection {
         dir: src.dir.clone(),
@@ -280,7 +286,8 @@ mod tests {
             std::fs::copy(fixtures.join(f), dir.path().join(f)).unwrap();
         }
         let mut r = super::super::testkit::run(0);
-        let src = TraceSource { dir: dir.path().display().to_string(), threshold_ns: Some(5_000_000) };
+        let src =
+            TraceSource { dir: dir.path().display().to_string(), threshold_ns: Some(5_000_000), meta: None };
         let t = load(&src, &r);
         assert_eq!(t.snapshots.len(), 1);
         let s = &t.snapshots[0];

@@ -1,6 +1,7 @@
 //! The responder started for a run: on this machine (the demo), or on the
 //! target over SSH ([`Remote`]), with the metadata it wrote at its start.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,9 +50,23 @@ pub fn start_local(
     priority: Option<u8>,
     role: &Role,
 ) -> Result<Started, Error> {
+    start_local_with(bin, device, meta, priority, role, &[])
+}
+
+/// [`start_local`] with more of the responder's flags after the role's
+/// (`--trace ...`).
+pub fn start_local_with(
+    bin: &Path,
+    device: &Path,
+    meta: &Path,
+    priority: Option<u8>,
+    role: &Role,
+    extra: &[OsString],
+) -> Result<Started, Error> {
     let mut cmd = Command::new(bin);
     let line = Line::Tty { device: device.to_path_buf(), baud: None };
     cmd.args(role.argv(&line, meta.as_os_str(), priority));
+    cmd.args(extra);
     let named = Named {
         who: format!("the demo's responder {}", bin.display()),
         fix: "give a working one with --responder PATH".into(),
