@@ -247,6 +247,9 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
         match &a.findings.culprit {
             Some(c) => {
                 let _ = writeln!(s, "    likely culprit (heuristic): {}", holder_line(c));
+                for h in a.findings.holders.iter().skip(1).take(3) {
+                    let _ = writeln!(s, "      then: {}", holder_line(h));
+                }
             }
             None => {
                 let _ = writeln!(s, "    likely culprit (heuristic): nothing held the CPU in the window");

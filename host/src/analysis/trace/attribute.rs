@@ -41,7 +41,8 @@ pub struct ResponderSeen {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Findings {
     pub responder: ResponderSeen,
-    /// The longest holder of each kind on the responder's CPU, longest first.
+    /// On the responder's CPU: the longest irq, softirq and timer callback
+    /// and the three longest task slices, longest first.
     pub holders: Vec<Holder>,
     /// The heuristic's pick: the first of `holders`.
     pub culprit: Option<Holder>,
@@ -55,14 +56,11 @@ pub fn analyse(snap: &Snapshot, start: u64, end: u64, responder_pid: Option<u32>
     all.extend(tasks(&snap.events, start, end, responder_pid));
     let cpu = responder.cpu;
     let mut holders: Vec<Holder> = Vec::new();
-    for kind in ["irq", "softirq", "hrtimer", "task"] {
-        let best = all
-            .iter()
-            .filter(|h| h.kind == kind && cpu.is_none_or(|c| h.cpu == c))
-            .max_by_key(|h| (h.duration_ns, std::cmp::Reverse(h.start_ns)));
-        if let Some(b) = best {
-            holders.push(b.clone());
-        }
+    for (kind, keep) in [("irq", 1), ("softirq", 1), ("hrtimer", 1), ("task", 3)] {
+        let mut of_kind: Vec<&Holder> =
+            all.iter().filter(|h| h.kind == kind && cpu.is_none_or(|c| h.cpu == c)).collect();
+        of_kind.sort_by_key(|h| (std::cmp::Reverse(h.duration_ns), h.start_ns));
+        holders.extend(of_kind.into_iter().take(keep).cloned());
     }
     holders.sort_by_key(|h| std::cmp::Reverse(h.duration_ns));
     let culprit = holders.first().cloned();
