@@ -174,10 +174,15 @@ fn snapshot(side: &Path, threshold_ns: Option<u64>, r: &Report) -> SnapshotRepor
 }
 
 fn holder_line(h: &Holder) -> String {
+    // irq and softirq names say their kind already.
+    let what = match h.kind.as_str() {
+        "task" => format!("task {}", h.name),
+        "hrtimer" => format!("timer {}", h.name),
+        _ => h.name.clone(),
+    };
     format!(
-        "{} {} on CPU {} for {}{}",
-        h.kind,
-        h.name,
+        "{} on CPU {} for {}{}",
+        what,
         h.cpu,
         format_ns(h.duration_ns),
         if h.open { ", still running at the trigger" } else { "" }
@@ -257,12 +262,13 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
         }
         for cpu in &a.excerpt {
             let _ = writeln!(s, "    CPU {}:", cpu.cpu);
-            for l in cpu.lines.iter().take(excerpt_lines) {
-                let _ = writeln!(s, "      {l}");
+            let skip = cpu.lines.len().saturating_sub(excerpt_lines);
+            let earlier = cpu.omitted + skip;
+            if earlier > 0 {
+                let _ = writeln!(s, "      … {earlier} earlier in {}", snap.file);
             }
-            let more = cpu.omitted + cpu.lines.len().saturating_sub(excerpt_lines);
-            if more > 0 {
-                let _ = writeln!(s, "      … {more} more in {}", snap.file);
+            for l in cpu.lines.iter().skip(skip) {
+                let _ = writeln!(s, "      {l}");
             }
         }
     }
@@ -305,7 +311,9 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("the responder was not woken in the window"), "{out}");
-        assert!(out.contains("more in trace-seq-2.txt"), "{out}");
+        assert!(out.contains("earlier in trace-seq-2.txt"), "{out}");
+        // The last lines before the trigger: the trigger thread's wake-up on CPU 1.
+        assert!(out.contains("sched_wakeup: comm=trace-trigger"), "{out}");
         // With timeouts, the sample is not guessed.
         r.counts.timeouts = 1;
         let t = load(&src, &r);

@@ -44,9 +44,11 @@ pub struct Window {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuExcerpt {
     pub cpu: u32,
-    /// `+12.345us task-pid event: details`, time from the window's start.
+    /// `+12.345us task-pid event: details`, time from the window's start;
+    /// the last events before the trigger.
     pub lines: Vec<String>,
-    /// Events left out beyond the line limit.
+    /// Earlier events of the window left out (the lines are the last ones,
+    /// nearest the trigger).
     pub omitted: usize,
 }
 
@@ -124,9 +126,11 @@ pub fn analyse(
             if inside.is_empty() {
                 return None;
             }
+            // The last lines: nearest the trigger, where the cause is in flight.
+            let skip = inside.len().saturating_sub(max_lines);
             let lines = inside
                 .iter()
-                .take(max_lines)
+                .skip(skip)
                 .map(|e| {
                     let dt = e.ts_ns - start;
                     format!(
@@ -140,7 +144,7 @@ pub fn analyse(
                     )
                 })
                 .collect();
-            Some(CpuExcerpt { cpu, lines, omitted: inside.len().saturating_sub(max_lines) })
+            Some(CpuExcerpt { cpu, lines, omitted: skip })
         })
         .collect();
     SnapshotAnalysis {
