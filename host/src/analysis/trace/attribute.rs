@@ -143,7 +143,7 @@ fn tasks(events: &[Event], start: u64, end: u64, responder: Option<u32>) -> Vec<
     for e in events.iter().filter(|e| e.name == "sched_switch" && e.ts_ns <= end) {
         let Some((prev, prev_pid, next, next_pid)) = parse_switch(&e.details) else { continue };
         let from = current.remove(&e.cpu).map_or(start.min(e.ts_ns), |(f, _, _)| f);
-        if prev_pid != 0 && Some(prev_pid) != responder {
+        if counts_as_task(&prev, prev_pid, responder) {
             push_clipped(
                 &mut out,
                 "task",
@@ -159,11 +159,17 @@ fn tasks(events: &[Event], start: u64, end: u64, responder: Option<u32>) -> Vec<
         current.insert(e.cpu, (e.ts_ns, next, next_pid));
     }
     for (cpu, (from, name, pid)) in current {
-        if pid != 0 && Some(pid) != responder {
+        if counts_as_task(&name, pid, responder) {
             push_clipped(&mut out, "task", format!("{name} (pid {pid})"), cpu, from, end, start, end, true);
         }
     }
     out
+}
+
+/// Not idle, not the responder, not its own trigger thread (which runs
+/// because the trigger came).
+fn counts_as_task(name: &str, pid: u32, responder: Option<u32>) -> bool {
+    pid != 0 && Some(pid) != responder && name != "trace-trigger"
 }
 
 #[allow(clippy::too_many_arguments)]
