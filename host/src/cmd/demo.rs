@@ -113,7 +113,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // callers): only this responder's end may abort this run.
     crate::signals::clear_abort();
     // --trace: the responder's flags, its trigger FIFO, the snapshots' dir.
-    let trace = demo_trace(&args.trace, &stem, &args.out, &args.gates, &meta, remote.is_some())?;
+    let trace = demo_trace(&args.trace, &stem, &args.out, &args.gates, &meta, remote.as_ref())?;
     let mut out = args.out.clone();
     out.trace = trace.as_ref().map(|t| t.source.clone());
     let started = match &remote {
@@ -123,9 +123,12 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
             }
             None => start_local(&bin, probe.slave_path(), &meta, args.priority, &role)?,
         },
-        Some(r) => {
-            r.start(&Line::Tty { device: probe.slave_path().into(), baud: None }, args.priority, &role)?
-        }
+        Some(r) => r.start_with(
+            &Line::Tty { device: probe.slave_path().into(), baud: None },
+            args.priority,
+            &role,
+            trace.as_ref().map_or(&[][..], |t| &t.responder_args),
+        )?,
     };
     let responder = started.responder;
     if target.is_none() {
@@ -217,6 +220,12 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
             if let (Some(r), Some(local)) = (&remote, &log_path) {
                 r.fetch_log(local);
             }
+            // Its snapshots and its last metadata, beside the report.
+            if let (Some(r), Some(t)) = (&remote, &trace) {
+                if let Some(there) = &t.remote_dir {
+                    r.fetch_trace(there, std::path::Path::new(&t.source.dir), &r.meta_path(), &t.meta);
+                }
+            }
         },
     );
     if let Some(p) = probe.take() {
@@ -268,8 +277,11 @@ pub struct DemoTrace {
     pub fifo: PathBuf,
     /// What the report reads after the run.
     pub source: crate::model::TraceSource,
-    /// The responder's metadata, written again at its exit.
+    /// The responder's metadata, written again at its exit (fetched back
+    /// here from an SSH target).
     meta: PathBuf,
+    /// Over SSH: the snapshots' directory on the target.
+    remote_dir: Option<String>,
 }
 
 impl Drop for DemoTrace {
@@ -287,18 +299,11 @@ fn demo_trace(
     out: &OutputArgs,
     gates: &crate::options::GateArgs,
     meta: &std::path::Path,
-    remote: bool,
+    remote: Option<&Remote>,
 ) -> Result<Option<DemoTrace>, crate::Error> {
     use std::os::unix::ffi::OsStrExt;
     if !t.trace {
         return Ok(None);
-    }
-    if remote {
-        return Err(crate::Error::Config(
-            "demo --trace runs with the local responder only (the trigger FIFO is on this machine): \
-             drop --target, or use run --trace on a board"
-                .into(),
-        ));
     }
     let dir = t.trace_dir.clone().unwrap_or_else(|| {
         let beside = out.output.as_ref().or(gates.html.as_ref());
@@ -322,10 +327,13 @@ fn demo_trace(
             std::io::Error::last_os_error()
         )));
     }
+    // Over SSH (the demo's target is this machine, so the FIFO is shared):
+    // the snapshots go in the run's directory there and are fetched back.
+    let remote_dir = remote.map(|r| format!("{}/trace", r.dir));
     let mut a: Vec<std::ffi::OsString> = vec![
         "--trace".into(),
         "--trace-dir".into(),
-        dir.clone().into(),
+        remote_dir.clone().map_or_else(|| dir.clone().into(), Into::into),
         "--trace-keep".into(),
         t.trace_keep.to_string().into(),
         "--trigger-fifo".into(),
@@ -347,5 +355,5 @@ fn demo_trace(
         threshold_ns: None,
         meta: Some(meta.display().to_string()),
     };
-    Ok(Some(DemoTrace { responder_args: a, fifo, source, meta: meta.to_path_buf() }))
+    Ok(Some(DemoTrace { responder_args: a, fifo, source, meta: meta.to_path_buf(), remote_dir }))
 }
