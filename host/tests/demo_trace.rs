@@ -102,7 +102,15 @@ fn demo_trace_saves_a_snapshot_beside_the_report_and_names_it() {
         "{seen:?}"
     );
     // Into the run, once answers are being marked.
-    std::thread::sleep(Duration::from_millis(1500));
+    loop {
+        let line =
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the demo starts");
+        seen.push(line.clone());
+        if line.contains("latprobe demo: uart-echo") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1000));
     std::fs::OpenOptions::new().write(true).open(&fifo).unwrap().write_all(b"T").unwrap();
     let out = child.wait_with_output().unwrap();
     seen.extend(rx.try_iter());

@@ -524,7 +524,13 @@ fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
             break rest.split_once(' ').map_or(rest, |p| p.0).to_string();
         }
     };
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the measurement is under way (answers are being marked).
+    while !rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the demo starts")
+        .contains("latprobe demo: uart-echo")
+    {}
+    std::thread::sleep(Duration::from_millis(1000));
     std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).open(&fifo).unwrap(), b"T")
         .unwrap();
     let status = child.wait().unwrap();
