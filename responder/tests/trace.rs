@@ -429,3 +429,60 @@ fn a_trigger_flag_without_trace_or_a_missing_fifo_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--trigger-fifo") && err.contains("mkfifo"), "{err}");
 }
+
+#[test]
+fn periodic_marks_every_cycle_and_a_trigger_saves_them() {
+    let _lock = TRACEFS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    need_tracefs!();
+    let before = tracefs_state();
+    let _put_back = PutBack(before.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trigger");
+    mkfifo(&fifo);
+    let trace_dir = dir.path().join("trace");
+    let (master, slave) = common::open_pty();
+    let r = Responder::spawn(&[
+        "periodic",
+        "--device",
+        slave.to_str().unwrap(),
+        "--interval",
+        "2ms",
+        "--trace",
+        "--trace-events",
+        "sched_switch",
+        "--trigger-fifo",
+        fifo.to_str().unwrap(),
+        "--trace-dir",
+        trace_dir.to_str().unwrap(),
+    ]);
+    // Drain the marks (an undrained pty would block the responder).
+    let mut marks = 0;
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        if read_byte(&master, Duration::from_millis(50)).is_some() {
+            marks += 1;
+        }
+    }
+    assert!(marks > 20, "{marks} marks");
+    std::fs::OpenOptions::new().write(true).open(&fifo).unwrap().write_all(b"T").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let snap = loop {
+        let found = std::fs::read_dir(&trace_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"));
+        if let Some(p) = found {
+            break p.with_extension("txt");
+        }
+        assert!(Instant::now() < deadline, "no snapshot");
+        let _ = read_byte(&master, Duration::from_millis(20));
+    };
+    r.stop();
+    let text = std::fs::read_to_string(&snap).unwrap();
+    // Periodic has no identity byte: `latprobe seq=N` alone, from 0.
+    assert!(text.contains("tracing_mark_write: latprobe seq=0\n"), "{text:.1500}");
+    assert!(!text.contains(" id=0x"));
+    assert_eq!(tracefs_state(), before);
+}
