@@ -198,6 +198,25 @@ fn pin_fifo(cpu: usize, priority: i32) {
     }
 }
 
+/// Puts the calling thread back to SCHED_OTHER on every CPU (with
+/// `--test-threads=1` the test runs on the harness's own thread).
+struct Unpin;
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        // SAFETY: plain data; pid 0 is this thread.
+        unsafe {
+            let p: libc::sched_param = std::mem::zeroed();
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            let mut all: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut all);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &all);
+        }
+    }
+}
+
 fn hog(cpu: usize, ns: u64) -> std::thread::JoinHandle<()> {
     let (tx, rx) = mpsc::channel();
     let h = std::thread::Builder::new()
@@ -237,6 +256,7 @@ fn a_trigger_while_an_answer_is_late_saves_a_snapshot_with_the_marker_and_restor
     // This thread plays the probe: on CPU 1, ahead of anything else there,
     // so its 5 ms to the trigger are 5 ms however busy the machine is.
     pin_fifo(1, 40);
+    let _unpin = Unpin;
     let r = Responder::spawn(&[
         "uart",
         "--device",
