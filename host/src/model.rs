@@ -216,6 +216,21 @@ pub struct RunContext {
     pub phases: Vec<Phase>,
 }
 
+/// Where a run's target trace snapshots are (`--trace`): read into the
+/// report's `trace` section after the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSource {
+    /// The snapshot directory, on this machine.
+    pub dir: String,
+    /// How long a stimulus had gone unanswered when the trigger fired
+    /// (`--trigger-above`), when known: the window's start.
+    pub threshold_ns: Option<u64>,
+    /// The responder's metadata as it rewrites it at its exit, with the
+    /// trace's outcome (triggers, stop latencies); else the report's `target`.
+    #[serde(default)]
+    pub meta: Option<String>,
+}
+
 /// One phase of a load schedule: `idle` (no load) or `load` (the loads run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phase {

@@ -87,6 +87,10 @@ pub struct OutputArgs {
     /// Periodic mode: also print the delays measured against the nominal schedule (what a tool trusting the target's clock would show)
     #[arg(long)]
     pub show_naive: bool,
+    /// The target's trace snapshots to read into the report (set by
+    /// `demo --trace`, not a flag of its own).
+    #[arg(skip)]
+    pub trace: Option<crate::model::TraceSource>,
 }
 
 /// Limits and the outputs CI reads, shared by `run`, `demo` and `report`.

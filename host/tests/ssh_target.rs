@@ -484,3 +484,67 @@ fn run_target_without_the_line_names_the_flag_it_needs() {
         latprobe().args(["run", "--port", "/dev/null", "--target-device", "/dev/ttyS1"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "--target-device alone: {}", show(&o));
 }
+
+/// `demo --trace` over SSH: the responder writes its snapshots in the run's
+/// directory on the target, and they come back beside the report. The
+/// demo's target is this machine, so the trigger FIFO is shared; this test
+/// writes the trigger byte as the virtual probe will.
+#[test]
+fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
+    let _one = lock();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/tracing_on").exists() {
+        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).output();
+        if !Path::new("/sys/kernel/tracing/tracing_on").exists() {
+            eprintln!(
+                "skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)"
+            );
+            return;
+        }
+    }
+    let sshd = Sshd::start();
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("t.json");
+    let mut child = demo(&sshd, &["--duration", "3s", "--trace", "-o", report.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let fifo = loop {
+        let line = rx.recv_timeout(Duration::from_secs(20)).expect("the demo names its FIFO");
+        if let Some((_, rest)) = line.split_once("trigger FIFO ") {
+            break rest.split_once(' ').map_or(rest, |p| p.0).to_string();
+        }
+    };
+    // Once the measurement is under way (answers are being marked).
+    while !rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the demo starts")
+        .contains("latprobe demo: uart-echo")
+    {}
+    std::thread::sleep(Duration::from_millis(1000));
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).open(&fifo).unwrap(), b"T")
+        .unwrap();
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(status.success(), "{rest:?}");
+    let r = json(&report);
+    let t = &r["trace"];
+    assert_eq!(t["triggers"], 1, "{t}");
+    let file = t["snapshots"][0]["file"].as_str().unwrap();
+    let saved = std::fs::read_to_string(out.path().join("t-trace").join(file)).unwrap();
+    assert!(saved.contains("tracing_mark_write: latprobe seq="));
+    assert!(t["snapshots"][0]["stop_latency_ns"].as_u64().unwrap() > 0);
+    assert_eq!(
+        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/enable").unwrap().trim(),
+        "0"
+    );
+}

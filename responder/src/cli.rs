@@ -35,6 +35,8 @@ pub enum Cmd {
         line: LineArgs,
         #[command(flatten)]
         rt: RtArgs,
+        #[command(flatten)]
+        trace: crate::trace::TraceArgs,
     },
     /// Mark every period, timed by this board: a byte on a serial line or a toggle of a GPIO line (periodic mode), logging each cycle's own wake-up latency
     // One marker line, named either way: without one the error names both
@@ -61,6 +63,8 @@ pub enum Cmd {
         log: Option<PathBuf>,
         #[command(flatten)]
         rt: RtArgs,
+        #[command(flatten)]
+        trace: crate::trace::TraceArgs,
     },
     /// Toggle a GPIO output at once on every edge of a GPIO input (gpio-echo mode), logging the kernel's timestamp of each edge
     GpioEcho {
@@ -81,6 +85,8 @@ pub enum Cmd {
         log: Option<PathBuf>,
         #[command(flatten)]
         rt: RtArgs,
+        #[command(flatten)]
+        trace: crate::trace::TraceArgs,
     },
     /// Print this board's facts (kernel, preemption, boot parameters...) as JSON
     Metadata {

@@ -17,6 +17,7 @@ mod guard;
 mod meta;
 mod rt;
 mod signals;
+mod trace;
 mod tty;
 
 use std::fmt;
@@ -29,6 +30,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use crate::cli::{Cli, Cmd, EdgeArg, LineArgs, RtArgs};
+use crate::trace::TraceArgs;
 
 use crate::rt::{RtGuard, RtReport};
 use crate::tty::{is_hangup, Tty};
@@ -97,7 +99,7 @@ fn run(cli: Cli) -> Result<()> {
             meta::write(&meta, &dest).map_err(|e| UsageError(format!("{e:#} (check --output)")))?;
             Ok(())
         }
-        Cmd::Uart { line, rt } => {
+        Cmd::Uart { line, rt, trace } => {
             let run_info = meta::RunInfo {
                 mode: "uart",
                 device: line.device.display().to_string(),
@@ -106,7 +108,7 @@ fn run(cli: Cli) -> Result<()> {
                 byte: None,
                 log: None,
             };
-            let session = Session::start(Some(&line), &rt, run_info)?;
+            let session = Session::start(Some(&line), &rt, &trace, run_info)?;
             eprintln!(
                 "latprobe-responder: ready: echoing on {} at {} baud ({})",
                 line.device.display(),
@@ -114,15 +116,15 @@ fn run(cli: Cli) -> Result<()> {
                 session.rt_summary()
             );
             let mut guard = guard::CpuGuard::new();
-            let (ended, echoed) = echo(session.tty()?, &mut guard)?;
+            let (ended, echoed) = echo(session.tty()?, &mut guard, &session.trace)?;
             session.finish(ended, &format!("echoed {echoed} bytes{}", guard.summary()));
             Ok(())
         }
-        Cmd::Periodic { device, baud, gpio, interval, byte, log, rt } => {
-            periodic_cmd(device, baud, gpio, interval, byte, log, &rt)
+        Cmd::Periodic { device, baud, gpio, interval, byte, log, rt, trace } => {
+            periodic_cmd(device, baud, gpio, interval, byte, log, &rt, &trace)
         }
-        Cmd::GpioEcho { chip, input, output, edge, log, rt } => {
-            gpio_echo_cmd(&chip, input, output, edge, log, &rt)
+        Cmd::GpioEcho { chip, input, output, edge, log, rt, trace } => {
+            gpio_echo_cmd(&chip, input, output, edge, log, &rt, &trace)
         }
     }
 }
@@ -146,6 +148,8 @@ impl cycles::Marker for TtyMarker<'_> {
     }
 }
 
+// The subcommand's own fields, one by one, as clap parsed them.
+#[allow(clippy::too_many_arguments)]
 fn periodic_cmd(
     device: Option<PathBuf>,
     baud: u32,
@@ -154,6 +158,7 @@ fn periodic_cmd(
     byte: u8,
     log: Option<PathBuf>,
     rt: &RtArgs,
+    trace: &TraceArgs,
 ) -> Result<()> {
     let period_ns =
         u64::try_from(interval.as_nanos()).map_err(|_| UsageError("--interval is too long".to_string()))?;
@@ -184,14 +189,14 @@ fn periodic_cmd(
                 );
             }
             let line = LineArgs { device: dev.clone(), baud };
-            session = Session::start(Some(&line), rt, run_info)?;
+            session = Session::start(Some(&line), rt, trace, run_info)?;
             what = format!("writing 0x{byte:02x} every {interval:?} on {} at {baud} baud", dev.display());
             marker = Box::new(TtyMarker { tty: session.tty()?, byte });
         }
         (None, Some(g)) => {
             // The line first: a wrong chip fails before any RT warning.
             let toggle = gpio::GpioToggle::open(g).map_err(|e| UsageError(format!("{e} (check --gpio)")))?;
-            session = Session::start(None, rt, run_info)?;
+            session = Session::start(None, rt, trace, run_info)?;
             what = format!("toggling {}:{} every {interval:?}", g.chip.display(), g.line);
             marker = Box::new(toggle);
         }
@@ -208,7 +213,8 @@ fn periodic_cmd(
     };
     eprintln!("latprobe-responder: ready: {what} ({})", session.rt_summary());
     let mut guard = guard::CpuGuard::new();
-    let mut guarded = guard::Guarded { inner: marker.as_mut(), guard: &mut guard };
+    let mut traced = trace::Traced { inner: marker.as_mut(), trace: &session.trace };
+    let mut guarded = guard::Guarded { inner: &mut traced, guard: &mut guard };
     let result = cycles::run(
         &mut clock,
         &mut guarded,
@@ -249,6 +255,7 @@ fn gpio_echo_cmd(
     edge: EdgeArg,
     log: Option<PathBuf>,
     rt: &RtArgs,
+    trace: &TraceArgs,
 ) -> Result<()> {
     use gpiocdev::line::EdgeDetection;
     let chip = gpio::chip_path(chip);
@@ -272,7 +279,7 @@ fn gpio_echo_cmd(
         byte: None,
         log: log.as_ref().map(|p| p.display().to_string()),
     };
-    let session = Session::start(None, rt, run_info)?;
+    let session = Session::start(None, rt, trace, run_info)?;
     if let Some(l) = log_out.as_mut() {
         gpio::start_echo_log(l).context("cannot write --log")?;
     }
@@ -284,7 +291,8 @@ fn gpio_echo_cmd(
     );
     let mut clock = cycles::SystemClock;
     let mut guard = guard::CpuGuard::new();
-    let mut guarded = guard::Guarded { inner: &mut toggle, guard: &mut guard };
+    let mut traced = trace::Traced { inner: &mut toggle, trace: &session.trace };
+    let mut guarded = guard::Guarded { inner: &mut traced, guard: &mut guard };
     let stats = gpio::echo(
         &mut edges_in,
         &mut guarded,
@@ -307,15 +315,24 @@ fn gpio_echo_cmd(
 /// What a serial-line run holds for its whole length.
 struct Session {
     tty: Option<Tty>,
+    /// Dropped (trigger thread ended, tracefs restored) before the RT guard.
+    trace: trace::Trace,
     _rt_guard: RtGuard,
     rt: RtReport,
+    /// Written again at the end with the trace's outcome.
+    meta: Option<(meta::Metadata, PathBuf)>,
 }
 
 impl Session {
     /// Signals, the line, RT set-up, then the metadata, in that order: the
     /// line first so a wrong --device fails before any RT warning clutters the
     /// screen, the metadata last so it records what the run really got.
-    fn start(line: Option<&LineArgs>, rt_args: &RtArgs, run_info: meta::RunInfo) -> Result<Session> {
+    fn start(
+        line: Option<&LineArgs>,
+        rt_args: &RtArgs,
+        trace_args: &TraceArgs,
+        run_info: meta::RunInfo,
+    ) -> Result<Session> {
         signals::install().context("cannot install signal handlers")?;
         if rt_args.exit_with_stdin {
             signals::exit_with_stdin().context("cannot watch stdin (--exit-with-stdin)")?;
@@ -325,11 +342,15 @@ impl Session {
         for warning in &report.warnings {
             eprintln!("warning: {warning}");
         }
+        let trace = trace::Trace::start(trace_args, rt_args.priority)?;
+        let mut kept = None;
         if let Some(dest) = &rt_args.metadata {
-            let meta = meta::collect(Some(run_info), report.clone());
+            let mut meta = meta::collect(Some(run_info), report.clone());
+            meta.trace = trace.report();
             write_metadata(&meta, dest)?;
+            kept = Some((meta, dest.clone()));
         }
-        Ok(Session { tty, _rt_guard: guard, rt: report })
+        Ok(Session { tty, trace, _rt_guard: guard, rt: report, meta: kept })
     }
 
     fn tty(&self) -> Result<&Tty> {
@@ -355,10 +376,21 @@ impl Session {
     }
 
     /// Restores the line before saying so.
-    fn finish(self, ended: Ended, summary: &str) {
+    fn finish(mut self, ended: Ended, summary: &str) {
         let device =
             self.tty.as_ref().map_or_else(|| "the line".to_string(), |t| t.path().display().to_string());
-        drop(self.tty);
+        drop(self.tty.take());
+        let traced = self.trace.finish();
+        let summary = format!("{summary}{}", self.trace.summary());
+        if let (Some((mut meta, dest)), Some(t)) = (self.meta.take(), traced) {
+            // stdout had its copy at the start; a file gets the outcome.
+            if dest != Path::new("-") {
+                meta.trace = Some(t);
+                if let Err(e) = write_metadata(&meta, &dest) {
+                    eprintln!("warning: cannot write the trace's outcome to --metadata: {e:#}");
+                }
+            }
+        }
         match ended {
             Ended::Signal => {
                 eprintln!("latprobe-responder: {summary} (stopped by {})", signals::stop_signal_name())
@@ -383,7 +415,7 @@ enum Ended {
 /// The uart-echo loop: one blocking read, one write of whatever it returned.
 /// No poll in between, so the wake-up on the byte is the only latency added;
 /// the CPU guard looks at the clock after the answer is out.
-fn echo(tty: &Tty, guard: &mut guard::CpuGuard) -> Result<(Ended, u64)> {
+fn echo(tty: &Tty, guard: &mut guard::CpuGuard, trace: &trace::Trace) -> Result<(Ended, u64)> {
     let mut buf = [0u8; 4096];
     let mut echoed = 0u64;
     loop {
@@ -402,6 +434,10 @@ fn echo(tty: &Tty, guard: &mut guard::CpuGuard) -> Result<(Ended, u64)> {
         match tty.write_all(&buf[..n]) {
             Ok(()) => {
                 echoed += n as u64;
+                // Each byte is one stimulus's identity, marked after the answer.
+                for &b in &buf[..n] {
+                    trace.mark(Some(b));
+                }
                 guard.after_work();
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok((Ended::Signal, echoed)),

@@ -43,6 +43,9 @@ pub struct Metadata {
     pub kernel_config: Option<KernelConfig>,
     /// The clock source the kernel keeps time with, and the others it could use.
     pub clocksource: Option<Clocksource>,
+    /// `--trace`: armed or why not, events, snapshots, stop latencies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceReport>,
 }
 
 /// The options a kernel was built with, from `/proc/config.gz` or
@@ -176,6 +179,7 @@ pub fn collect(run: Option<RunInfo>, rt: RtReport) -> Metadata {
         rt,
         kernel_config: config.map(|(text, source)| parse_kernel_config(&text, source)),
         clocksource: clocksource(Path::new("/sys/devices/system/clocksource/clocksource0")),
+        trace: None,
     }
 }
 

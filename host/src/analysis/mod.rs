@@ -27,6 +27,7 @@
 //! | [`phases`] | the figures of each phase of a load schedule |
 //! | [`targetlog`] | the target's own log set beside the probe's view |
 //! | [`tail`] | the run's worst samples kept, and the tail model made from them |
+//! | [`trace`] | the target's trace snapshots: parsed, windowed, the culprit guessed |
 
 use hdrhistogram::Histogram;
 use latprobe_protocol::{Outcome, SampleBatch};
@@ -41,6 +42,7 @@ pub mod tail;
 pub mod targetlog;
 mod tick;
 pub mod timeline;
+pub mod trace;
 
 pub use edges::EdgeStats;
 pub use figure::{rank, Figure};

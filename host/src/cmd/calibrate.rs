@@ -86,6 +86,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
     req.line = Some(args.line);
     req.validate()?;
     let out = OutputArgs {
+        trace: None,
         output: args.report.clone(),
         histfile: None,
         histfile_max_us: 1000,

@@ -14,7 +14,7 @@ use crate::options::{OutputArgs, TargetArgs, TimingArgs};
 use crate::rawfile::RawWriter;
 use crate::session::SessionOptions;
 use crate::target::load::{Host as LoadHost, Scheduled};
-use crate::target::{find_responder, start_local, Line, Remote, Role};
+use crate::target::{find_responder, start_local, start_local_with, Line, Remote, Role};
 use crate::units::parse_duration_ns;
 use crate::virtual_probe::VirtualProbe;
 use crate::{timefmt, TOOL_VERSION};
@@ -54,6 +54,8 @@ pub struct DemoArgs {
     /// --target is this machine (`ssh://127.0.0.1`): the SSH path, tested.
     #[command(flatten)]
     pub target: TargetArgs,
+    #[command(flatten)]
+    pub trace: DemoTraceArgs,
 }
 
 /// The modes the demo runs: this machine has no GPIO lines to wire, so
@@ -163,11 +165,23 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // A fresh process may have run a demo before (the tests' library
     // callers): only this responder's end may abort this run.
     crate::signals::clear_abort();
+    // --trace: the responder's flags, its trigger FIFO, the snapshots' dir.
+    let trace = demo_trace(&args.trace, &stem, &args.out, &args.gates, &meta, remote.as_ref())?;
+    let mut out = args.out.clone();
+    out.trace = trace.as_ref().map(|t| t.source.clone());
     let started = match &remote {
-        None => start_local(&bin, probe.slave_path(), &meta, args.priority, &role)?,
-        Some(r) => {
-            r.start(&Line::Tty { device: probe.slave_path().into(), baud: None }, args.priority, &role)?
-        }
+        None => match &trace {
+            Some(t) => {
+                start_local_with(&bin, probe.slave_path(), &meta, args.priority, &role, &t.responder_args)?
+            }
+            None => start_local(&bin, probe.slave_path(), &meta, args.priority, &role)?,
+        },
+        Some(r) => r.start_with(
+            &Line::Tty { device: probe.slave_path().into(), baud: None },
+            args.priority,
+            &role,
+            trace.as_ref().map_or(&[][..], |t| &t.responder_args),
+        )?,
     };
     let responder = started.responder;
     if target.is_none() {
@@ -242,7 +256,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         Link::new(Box::new(host_end), raw),
         &ctx,
         &opts,
-        &args.out,
+        &out,
         &gates,
         log_path.as_deref().map(|p| match args.out.target_log {
             Some(_) => crate::measure::TargetLog::Given(p),
@@ -259,12 +273,19 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
             if let (Some(r), Some(local)) = (&remote, &log_path) {
                 r.fetch_log(local);
             }
+            // Its snapshots and its last metadata, beside the report.
+            if let (Some(r), Some(t)) = (&remote, &trace) {
+                if let Some(there) = &t.remote_dir {
+                    r.fetch_trace(there, std::path::Path::new(&t.source.dir), &r.meta_path(), &t.meta);
+                }
+            }
         },
     );
     if let Some(p) = probe.take() {
         stopped = p.stop();
     }
     drop(responder);
+    drop(trace);
     drop(loads);
     let _ = std::fs::remove_dir_all(&load_dir);
     // The target's directory goes with `remote`.
@@ -275,4 +296,117 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     result?;
     stopped?;
     Ok(())
+}
+
+/// `demo --trace`: the target's ftrace, stopped by the trigger while an
+/// answer is late, its snapshots beside the report.
+#[derive(Debug, Clone, Args)]
+pub struct DemoTraceArgs {
+    /// Have the responder arm this machine's ftrace (root; tracefs is mounted if needed), mark every answer in it, and save a snapshot when the trigger arrives on its FIFO; the report ties each snapshot to its sample and names the likely culprit (a heuristic)
+    #[arg(long)]
+    pub trace: bool,
+    /// Where the snapshots go [default: beside --output or --html, as NAME-trace/, else ./latprobe-trace]
+    #[arg(long, value_name = "DIR", requires = "trace")]
+    pub trace_dir: Option<PathBuf>,
+    /// Keep the first N snapshots (the responder's --trace-keep)
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "trace")]
+    pub trace_keep: u32,
+    /// The events to record, comma-separated (the responder's --trace-events) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
+    #[arg(long, value_name = "LIST", requires = "trace")]
+    pub trace_events: Option<String>,
+    /// An ftrace tracer beside the events, e.g. function (the responder's --tracer)
+    #[arg(long, value_name = "NAME", requires = "trace")]
+    pub tracer: Option<String>,
+}
+
+/// The demo's side of `--trace`; the FIFO goes when it is dropped.
+#[derive(Debug)]
+pub struct DemoTrace {
+    /// The responder's flags after its role's.
+    pub responder_args: Vec<std::ffi::OsString>,
+    /// The trigger line on this machine: a FIFO the responder reads (open
+    /// read-write, so it never sees an end) and the virtual probe writes
+    /// `T` to (a board's probe raises a GPIO edge instead).
+    pub fifo: PathBuf,
+    /// What the report reads after the run.
+    pub source: crate::model::TraceSource,
+    /// The responder's metadata, written again at its exit (fetched back
+    /// here from an SSH target).
+    meta: PathBuf,
+    /// Over SSH: the snapshots' directory on the target.
+    remote_dir: Option<String>,
+}
+
+impl Drop for DemoTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.fifo);
+        let _ = std::fs::remove_file(&self.meta);
+    }
+}
+
+/// Make the trigger FIFO in the demo's temporary files (`stem`), choose
+/// the snapshots' directory, and the responder's flags.
+fn demo_trace(
+    t: &DemoTraceArgs,
+    stem: &std::path::Path,
+    out: &OutputArgs,
+    gates: &crate::options::GateArgs,
+    meta: &std::path::Path,
+    remote: Option<&Remote>,
+) -> Result<Option<DemoTrace>, crate::Error> {
+    use std::os::unix::ffi::OsStrExt;
+    if !t.trace {
+        return Ok(None);
+    }
+    let dir = t.trace_dir.clone().unwrap_or_else(|| {
+        let beside = out.output.as_ref().or(gates.html.as_ref());
+        match beside {
+            Some(f) => {
+                let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                f.with_file_name(format!("{name}-trace"))
+            }
+            None => PathBuf::from("latprobe-trace"),
+        }
+    });
+    let fifo = stem.with_extension("trigger");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes())
+        .map_err(|_| crate::Error::Config(format!("{} has a NUL byte", fifo.display())))?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(crate::Error::Config(format!(
+            "cannot make the trigger FIFO {}: {}",
+            fifo.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    // Over SSH (the demo's target is this machine, so the FIFO is shared):
+    // the snapshots go in the run's directory there and are fetched back.
+    let remote_dir = remote.map(|r| format!("{}/trace", r.dir));
+    let mut a: Vec<std::ffi::OsString> = vec![
+        "--trace".into(),
+        "--trace-dir".into(),
+        remote_dir.clone().map_or_else(|| dir.clone().into(), Into::into),
+        "--trace-keep".into(),
+        t.trace_keep.to_string().into(),
+        "--trigger-fifo".into(),
+        fifo.clone().into(),
+    ];
+    if let Some(e) = &t.trace_events {
+        a.extend(["--trace-events".into(), e.into()]);
+    }
+    if let Some(tr) = &t.tracer {
+        a.extend(["--tracer".into(), tr.into()]);
+    }
+    crate::stderr_line!(
+        "latprobe demo: trace: snapshots into {}; trigger FIFO {} (the virtual probe writes 'T' there; a board uses a GPIO edge)",
+        dir.display(),
+        fifo.display()
+    );
+    let source = crate::model::TraceSource {
+        dir: dir.display().to_string(),
+        threshold_ns: None,
+        meta: Some(meta.display().to_string()),
+    };
+    Ok(Some(DemoTrace { responder_args: a, fifo, source, meta: meta.to_path_buf(), remote_dir }))
 }

@@ -176,6 +176,9 @@ pub fn measure(
         }
         (ok, _) => ok,
     };
+    if let Some(src) = &out.trace {
+        r.trace = Some(rep::trace::load(src, &r));
+    }
     // Before the measurement started there is nothing to summarise; the
     // error says what went wrong, and the files still record the attempt.
     // `deliver` writes the files first: a summary nobody can read (a

@@ -426,6 +426,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         periodic,
         timeline: a.filter(|a| a.samples() > 0).map(|a| a.timeline.report()),
         tail: None,
+        trace: None,
         verdicts: Vec::new(),
         notes,
     };

@@ -72,6 +72,9 @@ pub fn render(r: &Report) -> String {
     figures(&mut h, r);
     limits(&mut h, r);
     tail(&mut h, r);
+    if let Some(t) = &r.trace {
+        super::trace::html(&mut h, t);
+    }
     plots(&mut h, r);
     target(&mut h, r);
     if !r.notes.is_empty() {

@@ -64,6 +64,10 @@ pub struct Report {
     /// samples, absent in reports of older versions.
     #[serde(default)]
     pub tail: Option<crate::analysis::tail::TailReport>,
+    /// The target's trace snapshots (`--trace`, see [`super::trace`]);
+    /// absent without `--trace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::trace::TraceSection>,
     /// The limits this report was judged against (`--max`,
     /// `--percentile`, …, see [`crate::gates`]); absent when none was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -103,6 +103,7 @@ pub(crate) fn run(timeouts: u64) -> Report {
         periodic: None,
         timeline: None,
         tail: None,
+        trace: None,
         verdicts: Vec::new(),
         notes: Vec::new(),
     }

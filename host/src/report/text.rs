@@ -231,6 +231,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     if let Some(t) = &r.tail {
         s.push_str(&super::tail::text(t));
     }
+    if let Some(t) = &r.trace {
+        s.push_str(&super::trace::text(t, 12));
+    }
     if !r.verdicts.is_empty() {
         verdict_section(&mut s, &r.verdicts);
     }

@@ -13,7 +13,7 @@ pub mod load;
 mod remote;
 pub mod ssh;
 
-pub use remote::{find_responder, start_local, Remote, Started};
+pub use remote::{find_responder, start_local, start_local_with, Remote, Started};
 
 use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader};

@@ -1,6 +1,7 @@
 //! The responder started for a run: on this machine (the demo), or on the
 //! target over SSH ([`Remote`]), with the metadata it wrote at its start.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,9 +50,23 @@ pub fn start_local(
     priority: Option<u8>,
     role: &Role,
 ) -> Result<Started, Error> {
+    start_local_with(bin, device, meta, priority, role, &[])
+}
+
+/// [`start_local`] with more of the responder's flags after the role's
+/// (`--trace ...`).
+pub fn start_local_with(
+    bin: &Path,
+    device: &Path,
+    meta: &Path,
+    priority: Option<u8>,
+    role: &Role,
+    extra: &[OsString],
+) -> Result<Started, Error> {
     let mut cmd = Command::new(bin);
     let line = Line::Tty { device: device.to_path_buf(), baud: None };
     cmd.args(role.argv(&line, meta.as_os_str(), priority));
+    cmd.args(extra);
     let named = Named {
         who: format!("the demo's responder {}", bin.display()),
         fix: "give a working one with --responder PATH".into(),
@@ -98,7 +113,19 @@ impl Remote {
 
     /// Start the responder there in `role` on `line`, with `--exit-with-stdin`.
     pub fn start(&self, line: &Line, priority: Option<u8>, role: &Role) -> Result<Started, Error> {
-        let meta = format!("{}/target.json", self.dir);
+        self.start_with(line, priority, role, &[])
+    }
+
+    /// [`Remote::start`] with more of the responder's flags after the
+    /// role's (`--trace ...`).
+    pub fn start_with(
+        &self,
+        line: &Line,
+        priority: Option<u8>,
+        role: &Role,
+        extra: &[OsString],
+    ) -> Result<Started, Error> {
+        let meta = self.meta_path();
         let role = match role {
             Role::Periodic { interval_ns, .. } => {
                 Role::Periodic { interval_ns: *interval_ns, log: format!("{}/target.log", self.dir).into() }
@@ -108,6 +135,7 @@ impl Remote {
         let words: Vec<String> = role
             .argv(line, meta.as_ref(), priority)
             .iter()
+            .chain(extra)
             .map(|w| ssh::quote(&w.to_string_lossy()))
             .collect();
         let remote = format!("exec {} {} --exit-with-stdin", ssh::quote(&self.responder), words.join(" "));
@@ -118,6 +146,53 @@ impl Remote {
         let responder = Responder::spawn(self.ssh.command(&remote), &named, true)?;
         let meta = self.ssh.fetch(&meta)?;
         Ok(Started { responder, meta })
+    }
+
+    /// The responder's metadata there, as it wrote it last (at its exit).
+    pub fn meta_path(&self) -> String {
+        format!("{}/target.json", self.dir)
+    }
+
+    /// Copy the trace snapshots (`trace-seq-*`) of `remote_dir` there into
+    /// `local_dir`, and `remote_file` to `local_file`; how many snapshot
+    /// files came. A failure is said, and the run goes on.
+    pub fn fetch_trace(
+        &self,
+        remote_dir: &str,
+        local_dir: &Path,
+        remote_file: &str,
+        local_file: &Path,
+    ) -> usize {
+        let mut fetched = 0;
+        let listed = self.ssh.run(&format!("ls -1 {}", ssh::quote(remote_dir)), None);
+        let names: Vec<String> = match &listed {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|n| n.starts_with("trace-seq-") && !n.contains('/'))
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Err(e) = std::fs::create_dir_all(local_dir) {
+            crate::stderr_error!(
+                "latprobe: cannot make {} for the trace snapshots: {e}",
+                local_dir.display()
+            );
+            return 0;
+        }
+        for n in names {
+            match self.ssh.fetch(&format!("{remote_dir}/{n}")) {
+                Ok(Some(bytes)) if std::fs::write(local_dir.join(&n), &bytes).is_ok() => fetched += 1,
+                _ => crate::stderr_error!(
+                    "latprobe: cannot fetch the trace snapshot {n} from {}",
+                    self.ssh.url()
+                ),
+            }
+        }
+        if let Ok(Some(bytes)) = self.ssh.fetch(remote_file) {
+            let _ = std::fs::write(local_file, bytes);
+        }
+        fetched
     }
 
     /// Copy the responder's per-cycle log back to `local`; a failure is said.

@@ -1,0 +1,248 @@
+//! tracefs: finding (or mounting) it, and the guard that puts back every
+//! setting `--trace` changes.
+//!
+//! The responder changes only what it names: `tracing_on`, `current_tracer`,
+//! `trace_clock`, `buffer_size_kb` and the `enable` file of each event it
+//! turns on. [`Restore`] reads each one before the first write and writes it
+//! back when dropped, so a run that ends by Ctrl-C, by SIGTERM, by an error
+//! or by a panic leaves the kernel's tracing as it found it. (SIGKILL cannot
+//! be caught: then `tracing_on` and the events stay as the run left them.)
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::tty::os_message;
+
+/// Where tracefs lives on every kernel since 4.1.
+pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
+
+/// A tracefs mount, found or made.
+#[derive(Debug, Clone)]
+pub struct Tracefs {
+    root: PathBuf,
+    /// The responder mounted it (it was not mounted before).
+    pub mounted_here: bool,
+}
+
+impl Tracefs {
+    /// The tracefs at `root`, mounting it there when it is not mounted yet
+    /// (which needs root). The error says why tracing cannot be used.
+    pub fn open(root: &Path) -> Result<Tracefs, String> {
+        if root.join("tracing_on").exists() {
+            return Tracefs::check(root, false);
+        }
+        if !root.is_dir() {
+            return Err(format!("{} does not exist (a kernel without tracefs?)", root.display()));
+        }
+        mount_tracefs(root).map_err(|e| {
+            format!("tracefs is not mounted at {} and mounting it failed: {}", root.display(), os_message(&e))
+        })?;
+        Tracefs::check(root, true)
+    }
+
+    fn check(root: &Path, mounted_here: bool) -> Result<Tracefs, String> {
+        // Writable tracing_on is the whole permission question.
+        OpenOptions::new()
+            .write(true)
+            .open(root.join("tracing_on"))
+            .map_err(|e| format!("cannot write {}/tracing_on: {}", root.display(), os_message(&e)))?;
+        Ok(Tracefs { root: root.to_path_buf(), mounted_here })
+    }
+
+    /// A file under the mount.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Read a tracefs file, trimmed.
+    pub fn read(&self, name: &str) -> io::Result<String> {
+        Ok(fs::read_to_string(self.path(name))?.trim().to_string())
+    }
+
+    /// Write a value (O_TRUNC and one write(2), as the shell's `echo >` does).
+    pub fn write(&self, name: &str, value: &str) -> io::Result<()> {
+        let mut f = OpenOptions::new().write(true).truncate(true).open(self.path(name))?;
+        f.write_all(value.as_bytes()).map_err(|e| {
+            io::Error::new(e.kind(), format!("writing '{value}' to {}: {}", name, os_message(&e)))
+        })
+    }
+
+    /// Empty the ring buffer (as `echo > trace`).
+    pub fn clear_buffer(&self) -> io::Result<()> {
+        OpenOptions::new().write(true).truncate(true).open(self.path("trace")).map(drop)
+    }
+
+    /// Open a file for writing, kept open for the run (`tracing_on`,
+    /// `trace_marker`): one write(2) each time, no open on the hot path.
+    pub fn open_write(&self, name: &str) -> io::Result<File> {
+        OpenOptions::new().write(true).open(self.path(name))
+    }
+
+    /// The bracketed choice of a file such as `trace_clock` or
+    /// `current_tracer` (which has no brackets).
+    pub fn current_choice(&self, name: &str) -> io::Result<String> {
+        let text = self.read(name)?;
+        Ok(bracketed(&text).unwrap_or(&text).to_string())
+    }
+
+    /// An event's directory under `events/`, from `name` or `group/name`.
+    pub fn find_event(&self, spec: &str) -> Option<String> {
+        if spec.contains('/') {
+            return self.path("events").join(spec).join("enable").exists().then(|| spec.to_string());
+        }
+        let groups = fs::read_dir(self.path("events")).ok()?;
+        let mut found: Vec<String> = groups
+            .flatten()
+            .filter(|g| g.path().join(spec).join("enable").exists())
+            .map(|g| format!("{}/{spec}", g.file_name().to_string_lossy()))
+            .collect();
+        found.sort();
+        found.into_iter().next()
+    }
+}
+
+/// `[mono]` in `local global [mono] boot`.
+pub fn bracketed(text: &str) -> Option<&str> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')? + start;
+    Some(&text[start + 1..end])
+}
+
+/// `7 (expanded: 1408)` → `1408`: the size the buffer takes once used, which
+/// is what an untouched kernel would have.
+pub fn buffer_size_to_restore(text: &str) -> String {
+    match text.split_once("(expanded:") {
+        Some((_, rest)) => rest.trim_end_matches(')').trim().to_string(),
+        None => text.trim().to_string(),
+    }
+}
+
+fn mount_tracefs(root: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let target = CString::new(root.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let fstype = c"tracefs";
+    let source = c"nodev";
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives
+    // the call; no mount data.
+    let rc = unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Every setting `--trace` touched, as it was before; written back on drop.
+#[derive(Debug)]
+pub struct Restore {
+    fs: Tracefs,
+    /// `(file, value before)`, in the order they were first changed.
+    saved: Vec<(String, String)>,
+    restored: bool,
+}
+
+impl Restore {
+    /// Nothing saved yet.
+    pub fn new(fs: Tracefs) -> Restore {
+        Restore { fs, saved: Vec::new(), restored: false }
+    }
+
+    /// The mount this guard writes to.
+    pub fn fs(&self) -> &Tracefs {
+        &self.fs
+    }
+
+    /// Write `value` to `file`, remembering the value before the first
+    /// change. `before` turns the file's text into what to write back.
+    pub fn set(&mut self, file: &str, value: &str, before: fn(&str) -> String) -> io::Result<()> {
+        if !self.saved.iter().any(|(f, _)| f == file) {
+            let old = fs::read_to_string(self.fs.path(file))?;
+            self.saved.push((file.to_string(), before(old.trim())));
+        }
+        self.fs.write(file, value)
+    }
+
+    /// Put everything back, last change first; the problems, if any.
+    pub fn restore(&mut self) -> Vec<String> {
+        self.restored = true;
+        let mut problems = Vec::new();
+        // tracing_on was saved first, so it is written back last: the old
+        // events are back before tracing resumes (if it was on).
+        for (file, old) in self.saved.iter().rev() {
+            // A cleared `current_tracer` reads `nop`, which is also what to write.
+            if let Err(e) = self.fs.write(file, old) {
+                problems.push(format!("cannot restore {file} to '{old}': {e}"));
+            }
+        }
+        problems
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if !self.restored {
+            for p in self.restore() {
+                eprintln!("warning: --trace: {p}");
+            }
+        }
+    }
+}
+
+/// Keep the text as it is.
+pub fn as_is(text: &str) -> String {
+    text.to_string()
+}
+
+/// The bracketed choice, for `trace_clock`.
+pub fn choice(text: &str) -> String {
+    bracketed(text).unwrap_or(text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_and_buffer_sizes() {
+        assert_eq!(bracketed("[local] global counter mono"), Some("local"));
+        assert_eq!(bracketed("local global [mono] boot"), Some("mono"));
+        assert_eq!(bracketed("nop"), None);
+        assert_eq!(buffer_size_to_restore("7 (expanded: 1408)"), "1408");
+        assert_eq!(buffer_size_to_restore("2048"), "2048");
+    }
+
+    /// A fake tracefs in a temporary directory: the guard writes back what
+    /// it found, in reverse order, whatever it changed in between.
+    #[test]
+    fn the_guard_writes_back_what_it_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("tracing_on"), "1\n").unwrap();
+        fs::write(root.join("trace_clock"), "[local] global mono\n").unwrap();
+        fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+        fs::write(root.join("events/sched/sched_switch/enable"), "0\n").unwrap();
+        let fs_ = Tracefs::open(root).unwrap();
+        assert!(!fs_.mounted_here);
+        assert_eq!(fs_.find_event("sched_switch").as_deref(), Some("sched/sched_switch"));
+        assert_eq!(fs_.find_event("sched/sched_switch").as_deref(), Some("sched/sched_switch"));
+        assert_eq!(fs_.find_event("nosuch"), None);
+        {
+            let mut g = Restore::new(fs_.clone());
+            g.set("tracing_on", "0", as_is).unwrap();
+            g.set("trace_clock", "mono", choice).unwrap();
+            g.set("events/sched/sched_switch/enable", "1", as_is).unwrap();
+            g.set("tracing_on", "1", as_is).unwrap();
+            assert_eq!(fs::read_to_string(root.join("events/sched/sched_switch/enable")).unwrap(), "1");
+        }
+        assert_eq!(fs::read_to_string(root.join("tracing_on")).unwrap(), "1");
+        assert_eq!(fs::read_to_string(root.join("trace_clock")).unwrap(), "local");
+        assert_eq!(fs::read_to_string(root.join("events/sched/sched_switch/enable")).unwrap(), "0");
+    }
+
+    #[test]
+    fn a_missing_tracefs_says_why() {
+        let e = Tracefs::open(Path::new("/nonexistent/tracing")).unwrap_err();
+        assert!(e.contains("/nonexistent/tracing does not exist"), "{e}");
+    }
+}

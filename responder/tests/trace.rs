@@ -1,0 +1,508 @@
+//! `--trace` end to end on this machine's real tracefs: the built responder
+//! echoes over a pty (the test plays the probe), a SCHED_FIFO hog on the
+//! responder's CPU makes one answer really late, and the test writes the
+//! trigger byte `T` to the FIFO while that answer is out (as the demo's
+//! virtual probe does; a board's probe raises a GPIO edge instead). The
+//! snapshot must hold the marker and the sched events, and tracefs must be
+//! as it was afterwards.
+//!
+//! Needs root and tracefs (mounted here if it is not): elsewhere each test
+//! prints that it skipped and why. The tests that touch tracefs take one
+//! lock, so they never run at once.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_latprobe-responder");
+const TRACEFS: &str = "/sys/kernel/tracing";
+const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+];
+
+static TRACEFS_LOCK: Mutex<()> = Mutex::new(());
+
+/// Why tracefs cannot be used here, or `None` when it can (mounting it).
+fn tracefs_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: tracefs needs root".into());
+    }
+    if !Path::new(TRACEFS).join("tracing_on").exists() {
+        let out = Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]).output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                return Some(format!("cannot mount tracefs: {}", String::from_utf8_lossy(&o.stderr).trim()))
+            }
+            Err(e) => return Some(format!("cannot run mount: {e}")),
+        }
+    }
+    None
+}
+
+macro_rules! need_tracefs {
+    () => {
+        if let Some(why) = tracefs_unavailable() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// What the responder may change, as text, to compare before and after.
+fn tracefs_state() -> Vec<(String, String)> {
+    let mut files: Vec<String> = ["tracing_on", "current_tracer", "trace_clock", "buffer_size_kb"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    files.extend(EVENTS.iter().map(|e| format!("events/{e}/enable")));
+    files
+        .into_iter()
+        .map(|f| {
+            let v = std::fs::read_to_string(Path::new(TRACEFS).join(&f)).unwrap_or_default();
+            (f, v.trim().to_string())
+        })
+        .collect()
+}
+
+/// Puts tracefs back as it was if a test fails half-way (the responder is
+/// then killed, and a killed responder cannot restore it).
+struct PutBack(Vec<(String, String)>);
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        for (f, v) in self.0.iter().rev() {
+            // trace_clock reads `[local] global ...`: write the bracketed one.
+            let v = match (v.find('['), v.find(']')) {
+                (Some(a), Some(b)) if a < b => &v[a + 1..b],
+                _ => v,
+            };
+            let _ = std::fs::write(Path::new(TRACEFS).join(f), v);
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+struct Responder {
+    child: Child,
+    lines: std::sync::Arc<Mutex<Vec<String>>>,
+}
+
+impl Responder {
+    fn spawn(args: &[&str]) -> Responder {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the responder");
+        let stderr = child.stderr.take().unwrap();
+        let lines = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let (tx, ready) = mpsc::channel();
+        let l2 = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains(": ready: ") {
+                    let _ = tx.send(());
+                }
+                l2.lock().unwrap().push(line);
+            }
+        });
+        let r = Responder { child, lines };
+        if ready.recv_timeout(Duration::from_secs(10)).is_err() {
+            panic!("the responder never said ready: {:?}", r.lines.lock().unwrap());
+        }
+        r
+    }
+
+    /// SIGTERM and wait: its stderr.
+    fn stop(mut self) -> Vec<String> {
+        // SAFETY: the child's pid, which we have not reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the responder did not end on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        // SIGTERM first, so that a responder left by a failing test still
+        // restores tracefs; SIGKILL only if it does not end.
+        // SAFETY: the child's pid, not reaped yet.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn write_fd(fd: &OwnedFd, data: &[u8]) {
+    // SAFETY: `data` is valid for reads of its length.
+    let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+    assert_eq!(n, data.len() as isize);
+}
+
+/// One byte back from the master within `timeout`.
+fn read_byte(fd: &OwnedFd, timeout: Duration) -> Option<u8> {
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    if unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) } <= 0 {
+        return None;
+    }
+    let mut b = [0u8; 1];
+    // SAFETY: `b` is valid for one byte.
+    (unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 1) } == 1).then_some(b[0])
+}
+
+/// A SCHED_FIFO 50 thread on `cpu` that spins for `ns`: the responder (at
+/// normal priority, pinned there) cannot answer until it ends.
+/// Pin the calling thread to `cpu` at SCHED_FIFO `priority`.
+fn pin_fifo(cpu: usize, priority: i32) {
+    // SAFETY: plain data; pid 0 is this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+        let mut p: libc::sched_param = std::mem::zeroed();
+        p.sched_priority = priority;
+        let rc = libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+        assert_eq!(rc, 0, "SCHED_FIFO: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// Puts the calling thread back to SCHED_OTHER on every CPU (with
+/// `--test-threads=1` the test runs on the harness's own thread).
+struct Unpin;
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        // SAFETY: plain data; pid 0 is this thread.
+        unsafe {
+            let p: libc::sched_param = std::mem::zeroed();
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            let mut all: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut all);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &all);
+        }
+    }
+}
+
+fn hog(cpu: usize, ns: u64) -> std::thread::JoinHandle<()> {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name("latprobe-hog".into())
+        .spawn(move || {
+            pin_fifo(cpu, 50);
+            // SAFETY: no preconditions.
+            assert_eq!(unsafe { libc::sched_getcpu() }, cpu as i32);
+            tx.send(()).unwrap();
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_nanos(ns) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
+    // Spinning on `cpu` at SCHED_FIFO before the stimulus goes out.
+    rx.recv().unwrap();
+    h
+}
+
+#[test]
+fn a_trigger_while_an_answer_is_late_saves_a_snapshot_with_the_marker_and_restores_tracefs() {
+    let _lock = TRACEFS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    need_tracefs!();
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: one CPU: the hog on the responder's CPU would hold the test's probe too");
+        return;
+    }
+    let before = tracefs_state();
+    let _put_back = PutBack(before.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trigger");
+    mkfifo(&fifo);
+    let trace_dir = dir.path().join("trace");
+    let meta = dir.path().join("meta.json");
+    let (master, slave) = common::open_pty();
+    // This thread plays the probe: on CPU 1, ahead of anything else there,
+    // so its 5 ms to the trigger are 5 ms however busy the machine is.
+    pin_fifo(1, 40);
+    let _unpin = Unpin;
+    let r = Responder::spawn(&[
+        "uart",
+        "--device",
+        slave.to_str().unwrap(),
+        "--cpu",
+        "0",
+        "--metadata",
+        meta.to_str().unwrap(),
+        "--trace",
+        "--trigger-fifo",
+        fifo.to_str().unwrap(),
+        "--trace-dir",
+        trace_dir.to_str().unwrap(),
+    ]);
+    // Armed: tracing on, the events on, the clock CLOCK_MONOTONIC.
+    let read = |f: &str| std::fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap().trim().to_string();
+    assert_eq!(read("tracing_on"), "1");
+    assert_eq!(read("events/sched/sched_switch/enable"), "1");
+    assert!(read("trace_clock").contains("[mono]"), "{}", read("trace_clock"));
+    for id in 1..=3u8 {
+        write_fd(&master, &[id]);
+        assert_eq!(read_byte(&master, Duration::from_secs(2)), Some(id));
+    }
+    // Their markers follow the answers: let the last one out.
+    std::thread::sleep(Duration::from_millis(50));
+    // The late one: the hog holds CPU 0 for 30 ms; the stimulus goes out
+    // 1 ms into it, the trigger 5 ms after the stimulus, while the answer is
+    // still out.
+    let h = hog(0, 30_000_000);
+    write_fd(&master, &[4]);
+    let sent = Instant::now();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    f.write_all(b"T").unwrap();
+    let late = read_byte(&master, Duration::from_secs(2));
+    let took = sent.elapsed();
+    h.join().unwrap();
+    assert_eq!(late, Some(4));
+    assert!(
+        took >= Duration::from_millis(5),
+        "the answer was not late ({took:?}): the hog did not hold CPU 0"
+    );
+    // The snapshot is saved by the trigger thread; give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let sidecar = loop {
+        let found = std::fs::read_dir(&trace_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"));
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no snapshot in {}", trace_dir.display());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let snap = sidecar.with_extension("txt");
+    let lines = r.stop();
+    let text = std::fs::read_to_string(&snap).unwrap();
+    // LATPROBE_KEEP_SNAPSHOT=FILE keeps it (the host's fixture came so).
+    if let Ok(keep) = std::env::var("LATPROBE_KEEP_SNAPSHOT") {
+        std::fs::copy(&snap, &keep).unwrap();
+        std::fs::copy(&sidecar, std::path::Path::new(&keep).with_extension("json")).unwrap();
+    }
+    assert_eq!(snap.file_name().unwrap(), "trace-seq-2.txt", "the trigger came after the late answer");
+    assert!(text.contains("tracing_mark_write: latprobe seq=2 id=0x03"), "{text:.2000}");
+    assert!(text.contains("sched_switch:"), "no sched_switch in the snapshot");
+    assert!(text.contains("latprobe-hog"), "the hog is not in the snapshot");
+    // The late answer's marker came after the stop: not in this snapshot.
+    assert!(!text.contains("latprobe seq=3"), "the trace was not stopped at the trigger");
+    let side: serde_json::Value = serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
+    assert_eq!(side["last_marker_seq"], 2);
+    assert_eq!(side["source"], "fifo");
+    let stop_ns = side["stop_latency_ns"].as_u64().unwrap();
+    assert!(stop_ns < 10_000_000, "stop took {stop_ns} ns");
+    eprintln!("trigger seen -> tracing_on 0: {stop_ns} ns");
+    // The metadata was written again at the end, with the outcome.
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    assert_eq!(m["trace"]["enabled"], true, "{}", m["trace"]);
+    assert_eq!(m["trace"]["triggers"], 1);
+    assert_eq!(m["trace"]["snapshots"][0], "trace-seq-2.txt");
+    // Four answers; the late one's marker is refused if it went out while
+    // the snapshot was being saved (tracing off).
+    assert_eq!(m["trace"]["answers"], 4);
+    assert!(lines.iter().any(|l| l.contains("4 answers marked in the trace")), "{lines:?}");
+    // And tracefs is as it was.
+    assert_eq!(tracefs_state(), before);
+}
+
+#[test]
+fn the_first_n_triggers_are_kept_and_later_ones_counted() {
+    let _lock = TRACEFS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    need_tracefs!();
+    let before = tracefs_state();
+    let _put_back = PutBack(before.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trigger");
+    mkfifo(&fifo);
+    let trace_dir = dir.path().join("trace");
+    let meta = dir.path().join("meta.json");
+    let (master, slave) = common::open_pty();
+    let r = Responder::spawn(&[
+        "uart",
+        "--device",
+        slave.to_str().unwrap(),
+        "--metadata",
+        meta.to_str().unwrap(),
+        "--trace",
+        "--trace-events",
+        "sched_switch,no_such_event",
+        "--trace-keep",
+        "2",
+        "--trigger-fifo",
+        fifo.to_str().unwrap(),
+        "--trace-dir",
+        trace_dir.to_str().unwrap(),
+    ]);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    for _ in 0..3 {
+        write_fd(&master, &[7]);
+        assert_eq!(read_byte(&master, Duration::from_secs(2)), Some(7));
+        // The marker follows the answer: let it out before the trigger.
+        std::thread::sleep(Duration::from_millis(50));
+        f.write_all(b"T\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let lines = r.stop();
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    let t = &m["trace"];
+    assert_eq!(t["triggers"], 3, "{t}");
+    assert_eq!(t["snapshots"], serde_json::json!(["trace-seq-0.txt", "trace-seq-1.txt"]), "{t}");
+    assert_eq!(t["events"], serde_json::json!(["sched/sched_switch"]));
+    assert_eq!(t["missing_events"], serde_json::json!(["no_such_event"]));
+    assert!(!trace_dir.join("trace-seq-2.txt").exists());
+    assert!(lines.iter().any(|l| l.contains("no_such_event")), "{lines:?}");
+    assert_eq!(tracefs_state(), before);
+}
+
+#[test]
+fn without_tracefs_one_warning_and_the_run_goes_on_untraced() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta.json");
+    let fifo = dir.path().join("trigger");
+    mkfifo(&fifo);
+    let (master, slave) = common::open_pty();
+    let r = Responder::spawn(&[
+        "uart",
+        "--device",
+        slave.to_str().unwrap(),
+        "--metadata",
+        meta.to_str().unwrap(),
+        "--trace",
+        "--tracefs",
+        "/nonexistent/tracing",
+        "--trigger-fifo",
+        fifo.to_str().unwrap(),
+    ]);
+    write_fd(&master, &[9]);
+    assert_eq!(read_byte(&master, Duration::from_secs(2)), Some(9));
+    // The trigger is still drained (a writer never blocks), and counted.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    f.write_all(b"T").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = r.stop();
+    let warnings: Vec<&String> = lines.iter().filter(|l| l.starts_with("warning: --trace")).collect();
+    assert_eq!(warnings.len(), 1, "{lines:?}");
+    assert!(warnings[0].contains("untraced"), "{warnings:?}");
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    assert_eq!(m["trace"]["enabled"], false);
+    assert!(m["trace"]["reason"].as_str().unwrap().contains("/nonexistent/tracing"), "{}", m["trace"]);
+    assert_eq!(m["trace"]["triggers"], 1);
+}
+
+#[test]
+fn a_trigger_flag_without_trace_or_a_missing_fifo_is_a_usage_error() {
+    let out =
+        Command::new(BIN).args(["uart", "--device", "/x", "--trigger-fifo", "/tmp/none"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let (_m, slave) = common::open_pty();
+    let missing: PathBuf = dir.path().join("nofifo");
+    let out = Command::new(BIN)
+        .args(["uart", "--device", slave.to_str().unwrap(), "--trace", "--tracefs", "/nonexistent"])
+        .arg("--trigger-fifo")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--trigger-fifo") && err.contains("mkfifo"), "{err}");
+}
+
+#[test]
+fn periodic_marks_every_cycle_and_a_trigger_saves_them() {
+    let _lock = TRACEFS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    need_tracefs!();
+    let before = tracefs_state();
+    let _put_back = PutBack(before.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trigger");
+    mkfifo(&fifo);
+    let trace_dir = dir.path().join("trace");
+    let (master, slave) = common::open_pty();
+    let r = Responder::spawn(&[
+        "periodic",
+        "--device",
+        slave.to_str().unwrap(),
+        "--interval",
+        "2ms",
+        "--trace",
+        "--trace-events",
+        "sched_switch",
+        "--trigger-fifo",
+        fifo.to_str().unwrap(),
+        "--trace-dir",
+        trace_dir.to_str().unwrap(),
+    ]);
+    // Drain the marks (an undrained pty would block the responder).
+    let mut marks = 0;
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        if read_byte(&master, Duration::from_millis(50)).is_some() {
+            marks += 1;
+        }
+    }
+    assert!(marks > 20, "{marks} marks");
+    std::fs::OpenOptions::new().write(true).open(&fifo).unwrap().write_all(b"T").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let snap = loop {
+        let found = std::fs::read_dir(&trace_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"));
+        if let Some(p) = found {
+            break p.with_extension("txt");
+        }
+        assert!(Instant::now() < deadline, "no snapshot");
+        let _ = read_byte(&master, Duration::from_millis(20));
+    };
+    r.stop();
+    let text = std::fs::read_to_string(&snap).unwrap();
+    // Periodic has no identity byte: `latprobe seq=N` alone, from 0.
+    assert!(text.contains("tracing_mark_write: latprobe seq=0\n"), "{text:.1500}");
+    assert!(!text.contains(" id=0x"));
+    assert_eq!(tracefs_state(), before);
+}
