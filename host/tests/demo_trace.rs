@@ -1,11 +1,10 @@
 //! `latprobe demo --trace` end to end on this machine's real tracefs: the
-//! demo makes the trigger FIFO and hands it to its responder, this test
-//! plays the virtual probe's trigger (it writes `T` to the FIFO the demo
-//! names; the virtual probe's own trigger, `--trigger-above`, comes with
-//! the probe side of issue 24), and the report must name the snapshot, tie
-//! it to a sample, show the excerpt and the culprit, and tracefs must be as
-//! it was. The late answer itself, with a hog holding the responder's CPU,
-//! is `responder/tests/trace.rs`.
+//! demo makes the trigger FIFO and hands it to its responder; the first
+//! test plays the trigger itself (it writes `T` to the FIFO the demo
+//! names), the second makes a real late answer (a SCHED_FIFO hog on the
+//! responder's CPU) and leaves the trigger to the virtual probe's own
+//! `--trigger-above`. The report must name the snapshot, tie it to its
+//! sample, show the excerpt and the culprit, and tracefs must be as it was.
 //!
 //! Needs root and tracefs (mounted if it is not): elsewhere it says it
 //! skipped and why.
@@ -18,6 +17,13 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// One test at a time owns this machine's tracefs (and its CPUs).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn tracefs_unavailable() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
@@ -52,6 +58,7 @@ fn state() -> Vec<String> {
 
 #[test]
 fn demo_trace_saves_a_snapshot_beside_the_report_and_names_it() {
+    let _one = serial();
     if let Some(why) = tracefs_unavailable() {
         eprintln!("skipped: {why}");
         return;
@@ -149,4 +156,134 @@ fn demo_trace_saves_a_snapshot_beside_the_report_and_names_it() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<h2 id=\"trace\">Target trace</h2>") && page.contains(file));
     eprintln!("stop latency {stop} ns; {}", t["marker_mean_ns"]);
+}
+
+/// The responder's process among `parent`'s children, once it runs.
+fn responder_of(parent: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // "pid (comm) state ppid ...": the comm may hold spaces.
+        let after = &stat[stat.rfind(')')? + 2..];
+        let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent && stat.contains("(latprobe-respon")).then_some(pid)
+    })
+}
+
+/// Pin thread `tid` (0: the caller) to `cpu`.
+fn pin(tid: i32, cpu: usize) {
+    // SAFETY: plain data; a tid of this machine.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+    }
+}
+
+/// The whole chain with nothing played by the test but the late answer:
+/// the responder's answering thread is pinned to CPU 1 and a SCHED_FIFO
+/// hog holds CPU 1 for 30 ms, so an answer is late; the virtual probe's
+/// own trigger (`--trigger-above 2ms`) writes its byte to the FIFO the
+/// responder waits on (its trigger thread runs on the other CPU), the
+/// responder stops the trace with the answer still out and saves it; the
+/// report ties the snapshot to the probe's first triggered sample, and the
+/// snapshot holds the hog.
+#[test]
+fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
+    let _one = serial();
+    if let Some(why) = tracefs_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: one CPU: the hog on the responder's CPU would hold the probe too");
+        return;
+    }
+    let before = state();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("late.json");
+    let child = common::latprobe()
+        .args(["demo", "--duration", "4s", "--interval", "10ms", "--trigger-above", "2ms", "--trace"])
+        .args(["--trace-keep", "3", "--output"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    let responder = loop {
+        if let Some(pid) = responder_of(child.id()) {
+            break pid;
+        }
+        assert!(Instant::now() < until, "no responder started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its main thread answers; its trigger thread stays free to run on CPU 0.
+    pin(responder, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let hog = std::thread::Builder::new()
+        .name("latprobe-hog".into())
+        .spawn(move || {
+            // SAFETY: no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            pin(0, 1);
+            // SAFETY: plain data; this thread.
+            unsafe {
+                let mut p: libc::sched_param = std::mem::zeroed();
+                p.sched_priority = 50;
+                assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+            }
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(30) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
+    hog.join().unwrap();
+    // The hog's thread id: it was switched in under the test thread's name
+    // (a thread takes its own name only once it runs).
+    let hog_tid = rx.recv().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(state(), before, "tracefs not restored");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let triggered: Vec<u64> =
+        r["counts"]["triggered_seqs"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+    assert!(!triggered.is_empty(), "no sample triggered: {:#}", r["counts"]);
+    let t = &r["trace"];
+    let snap = &t["snapshots"][0];
+    assert_eq!(snap["trigger"], 1, "{t:#}");
+    assert_eq!(
+        snap["sample_seq"].as_u64(),
+        Some(triggered[0]),
+        "tied to the first triggered sample: {snap:#}"
+    );
+    assert!(snap["tie"].as_str().unwrap().starts_with("by the trigger"), "{snap:#}");
+    let file = snap["file"].as_str().unwrap();
+    let saved = std::fs::read_to_string(dir.path().join("late-trace").join(file)).unwrap();
+    // If the hog made the first late answer, it is in the snapshot; another
+    // cause on a busy machine may come first, and then the hog's answer is
+    // a later snapshot.
+    let snaps = t["snapshots"].as_array().unwrap();
+    let hog_seen = snaps.iter().any(|s| {
+        std::fs::read_to_string(dir.path().join("late-trace").join(s["file"].as_str().unwrap()))
+            .is_ok_and(|x| x.contains(&format!("next_pid={hog_tid} ")))
+    });
+    assert!(
+        hog_seen,
+        "no snapshot holds the hog ({} snapshots; first has {} bytes); triggered {triggered:?}; trace {}; worst {}",
+        snaps.len(),
+        saved.len(),
+        serde_json::to_string(&t["snapshots"].as_array().unwrap().iter().map(|s| (s["file"].clone(), s["sample_seq"].clone(), s["trigger"].clone(), s["analysis"]["window"].clone())).collect::<Vec<_>>()).unwrap(),
+        r["worst"]
+    );
+    // The summary names it as the likely culprit of one of the snapshots.
+    assert!(text.contains(&format!("(pid {hog_tid})")), "the hog (pid {hog_tid}) is no culprit:\n{text}");
+    let stop = snap["stop_latency_ns"].as_u64().unwrap();
+    eprintln!(
+        "triggered {:?}; snapshot {file} tied to sample {}; stop latency {stop} ns",
+        triggered, snap["sample_seq"]
+    );
 }

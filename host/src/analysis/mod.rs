@@ -95,6 +95,10 @@ pub struct Analysis {
     /// Samples the probe flagged as triggered (`--trigger-above`): its
     /// trigger output rose for them.
     pub triggered: u64,
+    /// Sequence numbers of the first [`OVERFLOW_SEQS_KEPT`] triggered
+    /// samples, in order: the target's k-th trigger is the k-th of them
+    /// (the trace snapshots are tied to their samples by it).
+    pub triggered_seqs: Vec<u64>,
     /// The probe's timeout before any calibration, ns (0: none).
     probe_timeout_ns: u64,
     /// Samples with a response: measured latencies.
@@ -174,6 +178,7 @@ impl Analysis {
             below_calibration: 0,
             beyond_timeout: 0,
             triggered: 0,
+            triggered_seqs: Vec::new(),
             probe_timeout_ns: timeout_ns,
             responses: 0,
             timeouts: 0,
@@ -255,7 +260,12 @@ impl Analysis {
             if self.seq.observe(s.seq) == SeqVerdict::Duplicate {
                 continue;
             }
-            self.triggered += u64::from(s.triggered);
+            if s.triggered {
+                self.triggered += 1;
+                if self.triggered_seqs.len() < OVERFLOW_SEQS_KEPT {
+                    self.triggered_seqs.push(s.seq);
+                }
+            }
             match s.outcome {
                 Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick, s.triggered),
                 Outcome::Response(t)

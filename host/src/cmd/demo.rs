@@ -97,16 +97,7 @@ impl TriggerFifo {
             return Ok(None);
         }
         let path = stem.with_extension("trigger");
-        let _ = std::fs::remove_file(&path);
-        let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
-            .map_err(|_| crate::Error::Config(format!("{}: a NUL in the temp dir's name", path.display())))?;
-        // SAFETY: `c` is a valid NUL-terminated path for the call.
-        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-            return Err(crate::Error::io(
-                format!("demo --trigger-above: cannot make the trigger FIFO {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
+        mkfifo(&path, "--trigger-above")?;
         crate::stderr_line!(
             "latprobe demo: trigger line: the FIFO {} gets a byte 'T' the moment a stimulus has gone {} \
              unanswered",
@@ -115,6 +106,22 @@ impl TriggerFifo {
         );
         Ok(Some(Self { path }))
     }
+}
+
+/// Make a FIFO at `path` (a stale one removed first); `flag` names what
+/// asked for it in an error.
+fn mkfifo(path: &std::path::Path, flag: &str) -> Result<(), crate::Error> {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| crate::Error::Config(format!("{}: a NUL in the temp dir's name", path.display())))?;
+    // SAFETY: `c` is a valid NUL-terminated path for the call.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(crate::Error::io(
+            format!("demo {flag}: cannot make the trigger FIFO {}", path.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for TriggerFifo {
@@ -166,7 +173,9 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // callers): only this responder's end may abort this run.
     crate::signals::clear_abort();
     // --trace: the responder's flags, its trigger FIFO, the snapshots' dir.
-    let trace = demo_trace(&args.trace, &stem, &args.out, &args.gates, &meta, remote.as_ref())?;
+    let line = trigger.as_ref().map(|t| t.path.as_path());
+    let trace =
+        demo_trace(&args.trace, &stem, line, &args.trigger, &args.out, &args.gates, &meta, remote.as_ref())?;
     let mut out = args.out.clone();
     out.trace = trace.as_ref().map(|t| t.source.clone());
     let started = match &remote {
@@ -344,17 +353,21 @@ impl Drop for DemoTrace {
     }
 }
 
-/// Make the trigger FIFO in the demo's temporary files (`stem`), choose
-/// the snapshots' directory, and the responder's flags.
+/// The trigger FIFO: `line`, the one the virtual probe writes to
+/// (`--trigger-above`), else one made in the demo's temporary files
+/// (`stem`) that only a test's own bytes reach; the snapshots' directory;
+/// and the responder's flags.
+#[allow(clippy::too_many_arguments)]
 fn demo_trace(
     t: &DemoTraceArgs,
     stem: &std::path::Path,
+    line: Option<&std::path::Path>,
+    trigger: &crate::options::TriggerArgs,
     out: &OutputArgs,
     gates: &crate::options::GateArgs,
     meta: &std::path::Path,
     remote: Option<&Remote>,
 ) -> Result<Option<DemoTrace>, crate::Error> {
-    use std::os::unix::ffi::OsStrExt;
     if !t.trace {
         return Ok(None);
     }
@@ -368,18 +381,18 @@ fn demo_trace(
             None => PathBuf::from("latprobe-trace"),
         }
     });
-    let fifo = stem.with_extension("trigger");
-    let _ = std::fs::remove_file(&fifo);
-    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes())
-        .map_err(|_| crate::Error::Config(format!("{} has a NUL byte", fifo.display())))?;
-    // SAFETY: a valid NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-        return Err(crate::Error::Config(format!(
-            "cannot make the trigger FIFO {}: {}",
-            fifo.display(),
-            std::io::Error::last_os_error()
-        )));
-    }
+    let fifo = match line {
+        Some(l) => l.to_path_buf(),
+        None => {
+            let fifo = stem.with_extension("trigger");
+            mkfifo(&fifo, "--trace")?;
+            crate::stderr_line!(
+                "latprobe demo: --trace without --trigger-above: nothing raises the trigger but a byte written to {}",
+                fifo.display()
+            );
+            fifo
+        }
+    };
     // Over SSH (the demo's target is this machine, so the FIFO is shared):
     // the snapshots go in the run's directory there and are fetched back.
     let remote_dir = remote.map(|r| format!("{}/trace", r.dir));
@@ -405,7 +418,7 @@ fn demo_trace(
     );
     let source = crate::model::TraceSource {
         dir: dir.display().to_string(),
-        threshold_ns: None,
+        threshold_ns: trigger.trigger_above,
         meta: Some(meta.display().to_string()),
     };
     Ok(Some(DemoTrace { responder_args: a, fifo, source, meta: meta.to_path_buf(), remote_dir }))

@@ -347,6 +347,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         host_resends: state.resent,
         refused: state.refused + a.map_or(0, |a| a.beyond_timeout),
         triggered: config.trigger_ns.map(|_| a.map_or(0, |a| a.triggered)),
+        triggered_seqs: a.map(|a| a.triggered_seqs.clone()).unwrap_or_default(),
     };
     let histogram = HistReport {
         bin_ns: 1000,

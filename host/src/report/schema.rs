@@ -191,6 +191,10 @@ pub struct Counts {
     /// them (`--trigger-above`); absent when the run had no threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggered: Option<u64>,
+    /// The sequence numbers of the first 1024 triggered samples, in order
+    /// (the target's k-th trigger is the k-th); absent without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggered_seqs: Vec<u64>,
     /// Frames that could not be used.
     pub bad_frames: u64,
     /// The probe's own total.

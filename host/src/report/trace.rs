@@ -131,16 +131,32 @@ fn snapshot(side: &Path, threshold_ns: Option<u64>, r: &Report) -> SnapshotRepor
     let last_marker_seq =
         u("last_marker_seq").or_else(|| analysis.as_ref().and_then(|a| a.last_marker.map(|m| m.seq)));
     let answer = last_marker_seq.map_or(Some(0), |s| Some(s + 1));
-    // Answer k is sample k only when every sample before it was answered.
-    let (sample_seq, sample_latency_ns, tie) = if r.counts.timeouts == 0 && r.counts.lost == 0 {
-        let seq = answer;
-        let lat = r.tail.as_ref().and_then(|t| {
+    let latency_of = |seq: Option<u64>| {
+        r.tail.as_ref().and_then(|t| {
             let d = &t.samples;
             d.seq.iter().position(|&s| Some(s) == seq).and_then(|i| d.latency_ns.get(i).copied().flatten())
-        });
+        })
+    };
+    // The k-th trigger the target saw is the k-th sample the probe flagged
+    // (triggers rise in the order of their stimuli, one byte or edge each).
+    let by_trigger =
+        u("trigger").and_then(|k| r.counts.triggered_seqs.get(usize::try_from(k).ok()?.checked_sub(1)?));
+    // Else: answer k is sample k only when every sample before it was answered.
+    let (sample_seq, sample_latency_ns, tie) = if let Some(&seq) = by_trigger {
+        (
+            Some(seq),
+            latency_of(Some(seq)),
+            format!(
+                "by the trigger: the target's trigger {} is the probe's triggered sample {} in order",
+                u("trigger").unwrap_or(0),
+                u("trigger").unwrap_or(0)
+            ),
+        )
+    } else if r.counts.timeouts == 0 && r.counts.lost == 0 {
+        let seq = answer;
         (
             seq,
-            lat,
+            latency_of(seq),
             "by the marker's seq: every sample before it was answered, so answer k is sample k".to_string(),
         )
     } else {

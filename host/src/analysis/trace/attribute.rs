@@ -136,27 +136,32 @@ fn handler_name(kind: &str, details: &str) -> String {
     }
 }
 
-/// Each CPU's running task between its `sched_switch`es.
+/// Each CPU's running task between its `sched_switch`es. A switch the
+/// trace lacks (seen here: a task migrated onto an idle CPU, its switch
+/// from the idle task never logged) shows in the next event the CPU logs
+/// under another task: the slice before ends there and the new one starts.
 fn tasks(events: &[Event], start: u64, end: u64, responder: Option<u32>) -> Vec<Holder> {
     let mut current: HashMap<u32, (u64, String, u32)> = HashMap::new();
     let mut out = Vec::new();
-    for e in events.iter().filter(|e| e.name == "sched_switch" && e.ts_ns <= end) {
-        let Some((prev, prev_pid, next, next_pid)) = parse_switch(&e.details) else { continue };
-        let from = current.remove(&e.cpu).map_or(start.min(e.ts_ns), |(f, _, _)| f);
-        if counts_as_task(&prev, prev_pid, responder) {
-            push_clipped(
-                &mut out,
-                "task",
-                format!("{prev} (pid {prev_pid})"),
-                e.cpu,
-                from,
-                e.ts_ns,
-                start,
-                end,
-                false,
-            );
+    let close = |out: &mut Vec<Holder>, cpu: u32, slice: Option<(u64, String, u32)>, at: u64| {
+        if let Some((from, name, pid)) = slice {
+            if counts_as_task(&name, pid, responder) {
+                push_clipped(out, "task", format!("{name} (pid {pid})"), cpu, from, at, start, end, false);
+            }
         }
-        current.insert(e.cpu, (e.ts_ns, next, next_pid));
+    };
+    for e in events.iter().filter(|e| e.ts_ns <= end) {
+        if e.name == "sched_switch" {
+            let Some((prev, prev_pid, next, next_pid)) = parse_switch(&e.details) else { continue };
+            // The switch names the task going out as it is now called.
+            let from = current.remove(&e.cpu).map_or(start.min(e.ts_ns), |(f, _, _)| f);
+            close(&mut out, e.cpu, Some((from, prev, prev_pid)), e.ts_ns);
+            current.insert(e.cpu, (e.ts_ns, next, next_pid));
+        } else if current.get(&e.cpu).is_some_and(|c| c.2 != e.pid) {
+            let slice = current.remove(&e.cpu);
+            close(&mut out, e.cpu, slice, e.ts_ns);
+            current.insert(e.cpu, (e.ts_ns, e.task.clone(), e.pid));
+        }
     }
     for (cpu, (from, name, pid)) in current {
         if counts_as_task(&name, pid, responder) {

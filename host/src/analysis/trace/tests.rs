@@ -89,3 +89,27 @@ fn an_irq_still_running_at_the_trigger_is_open_and_clipped() {
     // The irq before the last marker is outside the window.
     assert!(!a.findings.holders.iter().any(|h| h.name.contains("virtio1")));
 }
+
+/// A task migrated onto an idle CPU whose switch from the idle task the
+/// trace lacks (seen on this machine: `migration/0` wakes the hog with
+/// target_cpu=001, and CPU 1's next event is already in the hog's
+/// context): the events it logs say it holds the CPU, and it is the
+/// culprit all the same.
+#[test]
+fn a_task_whose_switch_in_was_never_logged_still_holds_its_cpu() {
+    let text = "\
+   latprobe-respon-700    [001] ...1. 100.000050: tracing_mark_write: latprobe seq=7 id=0x08
+   latprobe-respon-700    [001] d..2. 100.000100: sched_switch: prev_comm=latprobe-respon prev_pid=700 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+     migration/0-18      [000] d..5. 100.000300: sched_wakeup: comm=latprobe-hog pid=796 prio=120 target_cpu=001
+    latprobe-hog-796     [001] d.h.. 100.000500: hrtimer_expire_entry: hrtimer=00000000a0e008bc function=tick_nohz_handler now=100000500000
+    latprobe-hog-796     [001] d.h.. 100.000510: hrtimer_expire_exit: hrtimer=00000000a0e008bc
+";
+    let snap = parse::parse(text);
+    assert_eq!(snap.unparsed, 0);
+    let f = attribute::analyse(&snap, 100_000_200_000, 100_002_200_000, Some(700));
+    assert_eq!(f.responder.cpu, Some(1));
+    let c = f.culprit.expect("a culprit");
+    assert_eq!((c.kind.as_str(), c.name.as_str(), c.cpu), ("task", "latprobe-hog (pid 796)", 1));
+    assert!(c.open);
+    assert_eq!((c.start_ns, c.duration_ns), (100_000_500_000, 1_700_000));
+}
