@@ -148,7 +148,7 @@ const fn number(ch: Channel) -> u8 {
         Channel::Response => 2,
         Channel::TxStart => 3,
         Channel::Wake => 4,
-        // Not a TIM2 channel (TRIGGER-NOTES.md: TIM3 CH1, not wired up
+        // Not a TIM2 channel (docs/trigger.md: TIM3 CH1, not wired up
         // yet); every method below leaves it out before asking.
         Channel::Trigger => 0,
     }
