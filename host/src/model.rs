@@ -231,6 +231,10 @@ pub struct TraceSource {
     pub meta: Option<String>,
 }
 
+/// The most phases a load schedule may have (each phase's figures have a
+/// histogram of their own).
+pub const MAX_PHASES: usize = 64;
+
 /// One phase of a load schedule: `idle` (no load) or `load` (the loads run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phase {

@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use latprobe::link::Link;
@@ -157,40 +155,7 @@ fn late_target_delay(i: u64) -> Option<Duration> {
 /// [`late_target_delay`]: later than the interval for one in twenty, never
 /// for one in 250. Bytes answered late overtake none: each goes out when due.
 fn late_target(path: std::path::PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    std::thread::spawn(move || {
-        let mut tty = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-        let mut pending: Vec<(Instant, u8)> = Vec::new();
-        let mut received = 0u64;
-        let mut buf = [0u8; 256];
-        while !stop.load(Ordering::SeqCst) {
-            match tty.read(&mut buf) {
-                Ok(n) => {
-                    let now = Instant::now();
-                    for &b in &buf[..n] {
-                        if let Some(d) = late_target_delay(received) {
-                            pending.push((now + d, b));
-                        }
-                        received += 1;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => panic!("read {}: {e}", path.display()),
-            }
-            let now = Instant::now();
-            pending.sort_by_key(|p| p.0);
-            while pending.first().is_some_and(|p| p.0 <= now) {
-                let (_, b) = pending.remove(0);
-                tty.write_all(&[b]).expect("echo");
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
-        received
-    })
+    scheduled_echo(path, stop, late_target_delay)
 }
 
 #[test]

@@ -15,8 +15,7 @@ use hdrhistogram::Histogram;
 
 use super::figure::{rank, Figure};
 
-/// The most phases a schedule may have.
-pub const MAX_PHASES: usize = 64;
+pub use crate::model::MAX_PHASES;
 
 /// The counts and histogram of one population of samples, with timeouts
 /// ranked above every measured latency.

@@ -220,11 +220,11 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Phase>, Error> {
         phases.push(Phase { name: name.to_string(), start_s: at, end_s: Some(end) });
         at = end;
     }
-    if phases.len() > crate::analysis::phases::MAX_PHASES {
+    if phases.len() > crate::model::MAX_PHASES {
         return Err(bad(format!(
             "{} phases, more than the {} a report keeps figures for",
             phases.len(),
-            crate::analysis::phases::MAX_PHASES
+            crate::model::MAX_PHASES
         )));
     }
     if let Some(last) = phases.last_mut() {
@@ -407,6 +407,11 @@ mod tests {
                 "{e}"
             );
         }
+        // Each phase keeps figures of its own: a schedule has at most 64.
+        let long = vec!["idle=1s"; crate::model::MAX_PHASES + 1].join(",");
+        let e = parse_schedule(&long).unwrap_err().to_string();
+        assert!(e.contains("65 phases, more than the 64"), "{e}");
+        assert!(parse_schedule(&vec!["load=1s"; crate::model::MAX_PHASES].join(",")).is_ok());
     }
 
     #[test]

@@ -614,3 +614,50 @@ pub fn ensure_responder() -> PathBuf {
     assert!(responder.is_file(), "{} missing after building it", responder.display());
     responder
 }
+
+/// A target on a pty (the virtual probe's) that echoes every byte after
+/// `delay(n)` for the n-th byte it receives, or never (`None`); each byte
+/// goes out when it is due, so a quick one overtakes a slow one as on a
+/// target that answers each as it can. Returns the bytes received.
+#[allow(dead_code)]
+pub fn scheduled_echo(
+    path: PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    delay: fn(u64) -> Option<Duration>,
+) -> JoinHandle<u64> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::thread::spawn(move || {
+        let mut tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+        let mut pending: Vec<(Instant, u8)> = Vec::new();
+        let mut received = 0u64;
+        let mut buf = [0u8; 256];
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            match tty.read(&mut buf) {
+                Ok(n) => {
+                    let now = Instant::now();
+                    for &b in &buf[..n] {
+                        if let Some(d) = delay(received) {
+                            pending.push((now + d, b));
+                        }
+                        received += 1;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("read {}: {e}", path.display()),
+            }
+            let now = Instant::now();
+            pending.sort_by_key(|p| p.0);
+            while pending.first().is_some_and(|p| p.0 <= now) {
+                let (_, b) = pending.remove(0);
+                tty.write_all(&[b]).expect("echo");
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        received
+    })
+}
