@@ -136,7 +136,8 @@ fn handler_name(kind: &str, details: &str) -> String {
     }
 }
 
-/// Each CPU's running task between its `sched_switch`es. A switch the
+/// Each CPU's running task between its `sched_switch`es, named as its
+/// latest event calls it (a fork's child takes its new name at exec). A switch the
 /// trace lacks (seen here: a task migrated onto an idle CPU, its switch
 /// from the idle task never logged) shows in the next event the CPU logs
 /// under another task: the slice before ends there and the new one starts.
@@ -161,6 +162,10 @@ fn tasks(events: &[Event], start: u64, end: u64, responder: Option<u32>) -> Vec<
             let slice = current.remove(&e.cpu);
             close(&mut out, e.cpu, slice, e.ts_ns);
             current.insert(e.cpu, (e.ts_ns, e.task.clone(), e.pid));
+        } else if let Some(c) = current.get_mut(&e.cpu).filter(|c| c.1 != e.task && !e.task.starts_with('<'))
+        {
+            // The task renamed itself (an exec after its fork): its name now.
+            c.1.clone_from(&e.task);
         }
     }
     for (cpu, (from, name, pid)) in current {

@@ -113,3 +113,18 @@ fn a_task_whose_switch_in_was_never_logged_still_holds_its_cpu() {
     assert!(c.open);
     assert_eq!((c.start_ns, c.duration_ns), (100_000_500_000, 1_700_000));
 }
+
+/// A task switched in under its parent's name (a fork) that then execs is
+/// named as it is now (seen here: `timeout` forks `sh`).
+#[test]
+fn a_task_that_execs_after_its_switch_in_is_named_as_it_is_now() {
+    let text = "   latprobe-respon-700    [001] ...1. 100.000050: tracing_mark_write: latprobe seq=7 id=0x08
+         timeout-842     [001] d..2. 100.000100: sched_switch: prev_comm=timeout prev_pid=842 prev_prio=49 prev_state=S ==> next_comm=timeout next_pid=843 next_prio=49
+              sh-843     [001] d.h.. 100.000900: hrtimer_expire_entry: hrtimer=0000000063f52dd1 function=tick_nohz_handler now=100000900000
+              sh-843     [001] d.h.. 100.000910: hrtimer_expire_exit: hrtimer=0000000063f52dd1
+";
+    let snap = parse::parse(text);
+    let f = attribute::analyse(&snap, 100_000_200_000, 100_002_200_000, Some(700));
+    let c = f.culprit.expect("a culprit");
+    assert_eq!(c.name, "sh (pid 843)");
+}
