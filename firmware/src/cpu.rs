@@ -61,9 +61,9 @@ pub struct CpuMeter {
     stack: [Part; DEPTH],
     depth: usize,
     last: u32,
-    /// Entries deeper than [`DEPTH`] open now: charged to the part outside.
+    /// Entries deeper than the meter holds, open now: charged to the part outside.
     excess: u32,
-    /// Entries ever deeper than [`DEPTH`] (a board with more priority
+    /// Entries ever deeper than the meter holds (six levels; a board with more priority
     /// levels than the meter holds).
     pub too_deep: u32,
 }
