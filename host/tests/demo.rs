@@ -12,7 +12,6 @@ use std::time::Duration;
 use common::*;
 use latprobe::link::Link;
 use latprobe::model::Ending;
-use latprobe::model::RunContext;
 use latprobe::model::{EdgeArg, EndedBy, ModeArg, Request};
 use latprobe::report::{self, histfile};
 use latprobe::session::{self, RunState, SessionOptions};
@@ -182,20 +181,8 @@ fn a_target_answering_later_than_the_interval_is_timed_and_its_tail_censored() {
         calibration: None,
         trigger_ns: None,
     };
-    let ctx = RunContext {
-        tool_version: latprobe::TOOL_VERSION.into(),
-        source: "virtual".into(),
-        started_at: "2025-01-01T00:00:00Z".into(),
-        request: request.clone(),
-        histfile_max_us: 1000,
-        target: None,
-        notes: Vec::new(),
-        started_unix_ns: None,
-        limits: None,
-        command_line: None,
-        loads: Vec::new(),
-        phases: Vec::new(),
-    };
+    let ctx = virtual_context(&request);
+
     let mut state = RunState::new(ctx.histfile_max_us, false);
     let mut link = Link::new(Box::new(host_end), None);
     let opts = SessionOptions { request, silence: Duration::from_secs(3), stop_wait: Duration::from_secs(5) };

@@ -116,20 +116,7 @@ fn request(trigger_ns: Option<u64>) -> Request {
 }
 
 fn context(request: &Request) -> RunContext {
-    RunContext {
-        tool_version: latprobe::TOOL_VERSION.into(),
-        source: "virtual".into(),
-        started_at: "2025-01-01T00:00:00Z".into(),
-        request: request.clone(),
-        histfile_max_us: 1000,
-        target: None,
-        notes: Vec::new(),
-        started_unix_ns: None,
-        limits: None,
-        command_line: None,
-        loads: Vec::new(),
-        phases: Vec::new(),
-    }
+    virtual_context(request)
 }
 
 fn ending() -> Ending {

@@ -661,3 +661,23 @@ pub fn scheduled_echo(
         received
     })
 }
+
+/// The run context of a test's virtual-probe session for `request`: no
+/// target, no limits, no loads.
+#[allow(dead_code)]
+pub fn virtual_context(request: &latprobe::model::Request) -> latprobe::model::RunContext {
+    latprobe::model::RunContext {
+        tool_version: latprobe::TOOL_VERSION.into(),
+        source: "virtual".into(),
+        started_at: "2025-01-01T00:00:00Z".into(),
+        request: request.clone(),
+        histfile_max_us: 1000,
+        target: None,
+        notes: Vec::new(),
+        started_unix_ns: None,
+        limits: None,
+        command_line: None,
+        loads: Vec::new(),
+        phases: Vec::new(),
+    }
+}
