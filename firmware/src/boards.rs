@@ -49,7 +49,8 @@ pub mod nucleo_f411re {
         tx_capture: true,
         capture_delay_ticks: CAPTURE_FILTER_TICKS,
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
-        trigger: TriggerOut::None,
+        // TIM3 CH1 on PB4, TIM2's 16-bit slave (board::nucleo::tim2).
+        trigger: TriggerOut::Compare { bits: 16 },
     };
 }
 

@@ -322,9 +322,9 @@ impl Request {
                 if !caps.contains(Capabilities::TRIGGER) {
                     return Err(Error::Config(
                         "--trigger-above: this probe has no trigger output (its Hello does not announce \
-                         one): leave --trigger-above out. Probes with one today: the virtual probe (latprobe \
-                         demo, a FIFO) and the qemu board (flags only); the Nucleo-F411RE's (PB4) and the \
-                         Pico's are to come"
+                         one): leave --trigger-above out, or use a probe with one: the virtual probe (latprobe \
+                         demo, a FIFO), the qemu board (flags only) or the Nucleo-F411RE (PB4; its boot log \
+                         says `trigger: TIM3 not in step` when it withholds it)"
                             .into(),
                     ));
                 }

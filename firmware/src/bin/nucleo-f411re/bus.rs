@@ -4,13 +4,14 @@
 //! there against the PAC's layout).
 
 use latprobe_firmware::board::nucleo::{Bus, GpioBus, GpioReg, Port, TimReg};
-use stm32f4xx_hal::pac::{self, GPIOA, GPIOB, TIM2, USART1};
+use stm32f4xx_hal::pac::{self, GPIOA, GPIOB, TIM2, TIM3, USART1};
 use stm32f4xx_hal::serial::Tx;
 
-/// TIM2 (owned), USART1's transmitter (owned) and the GPIO registers of
-/// the lib's pins.
+/// TIM2 and TIM3 (owned), USART1's transmitter (owned) and the GPIO
+/// registers of the lib's pins.
 pub struct Regs {
     tim: TIM2,
+    tim3: TIM3,
     target_tx: Tx<USART1>,
 }
 
@@ -21,15 +22,23 @@ impl core::fmt::Debug for Regs {
 }
 
 impl Regs {
-    /// The bus over TIM2 (its clock on) and USART1's transmitter.
-    pub fn new(tim: TIM2, target_tx: Tx<USART1>) -> Self {
-        Self { tim, target_tx }
+    /// The bus over TIM2 and TIM3 (their clocks on) and USART1's
+    /// transmitter.
+    pub fn new(tim: TIM2, tim3: TIM3, target_tx: Tx<USART1>) -> Self {
+        Self { tim, tim3, target_tx }
     }
 
     fn tim_addr(&self, reg: TimReg) -> *mut u32 {
         // `TimReg` offsets are inside the 0x400-byte TIM2 block (RM0383
         // §13.4.19), word-aligned.
         let base: *const stm32f4xx_hal::pac::tim2::RegisterBlock = &*self.tim;
+        (base as usize + reg.offset()) as *mut u32
+    }
+
+    fn tim3_addr(&self, reg: TimReg) -> *mut u32 {
+        // TIM3 has TIM2's register map (RM0383 §13.4.19, TIM2 to TIM5):
+        // the same offsets, inside its own 0x400-byte block.
+        let base: *const stm32f4xx_hal::pac::tim3::RegisterBlock = &*self.tim3;
         (base as usize + reg.offset()) as *mut u32
     }
 }
@@ -72,6 +81,19 @@ impl Bus for Regs {
         // SAFETY: a register of TIM2, which `self` owns (nothing else
         // writes it); the words are the lib's, tested against RM0383.
         unsafe { self.tim_addr(reg).write_volatile(value) }
+    }
+
+    fn tim3_read(&mut self, reg: TimReg) -> u32 {
+        // SAFETY: a register of TIM3, which `self` owns; the lib reads CNT,
+        // SR and DIER, which have no read side effect (RM0383 §13.4).
+        unsafe { self.tim3_addr(reg).read_volatile() }
+    }
+
+    fn tim3_write(&mut self, reg: TimReg, value: u32) {
+        // SAFETY: a register of TIM3, which `self` owns (nothing else
+        // writes it); the words are the lib's, tested against RM0383 in the
+        // register model.
+        unsafe { self.tim3_addr(reg).write_volatile(value) }
     }
 
     fn usart1_write(&mut self, byte: u8) -> bool {

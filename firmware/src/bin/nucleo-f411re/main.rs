@@ -13,6 +13,8 @@
 //!   CH3 PB10 (D6) ◀─ input capture ─── our own TX start bit (uart-echo stimulus)
 //!   CH4 (no pin)  ── compare ─────────▶ wake-up: the engine's next deadline
 //!   update (wrap) ────────────────────▶ TickExtender::on_overflow
+//!   TIM3 CH1 PB4 (D5) ── compare ─────▶ trigger output (`--trigger-above`): TIM3
+//!                 counts TIM2's ticks mod 2^16 (its slave, started by TIM2's CEN)
 //!
 //!   USART1 PA9 (D8) TX ─▶ target RX     PA10 (D2) RX ◀─ target TX   (target line)
 //!   USART2 PA2/PA3 ═ ST-LINK virtual COM port, 921600 Bd (host link): TX by DMA1 stream 6,
@@ -20,7 +22,7 @@
 //!   RTT (SWD, the same ST-LINK): up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!   LD2 PA5: on while a measurement runs    PA8 (D7): scope trigger, high from stimulus to answer
 //!
-//!   priority 3: TIM2, USART1 RX  ── Front: read captures, then `now`; log ──┐ pend
+//!   priority 3: TIM2, TIM3, USART1 RX ── Front: read captures, then `now`; log ──┐ pend
 //!               DMA1 stream 5 (host RX ring: count the half/complete events, pend USART2)
 //!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 (host RX ring    ◀──┘
 //!               consumer: IDLE, errors, and the pend above), SysTick 100 Hz
@@ -314,17 +316,36 @@ mod app {
         }
 
         pac::TIM2::enable(&mut rcc);
-        let mut regs = Regs::new(dp.TIM2, target_tx);
+        // TIM3's clock before TIM2 starts it (RM0383 §13.3.15's note).
+        pac::TIM3::enable(&mut rcc);
+        let mut regs = Regs::new(dp.TIM2, dp.TIM3, target_tx);
         // After the HAL's USART1 set-up (PA9/PA10 at low speed, no pull):
         // the pins end as the lib's tests check them.
         gpio::configure_pins(&mut regs);
-        let timer = Timer::new(Tim2::start(regs), LOOP.timer_bits);
+        let hw = Tim2::start(regs);
+        let [a, b, c] = hw.step_check();
+        let trigger_ok = hw.trigger_in_step();
+        if trigger_ok {
+            defmt::info!("trigger: TIM3 in step with TIM2 (TIM2 {=u32}, TIM3 {=u32}, TIM2 {=u32})", a, b, c);
+        } else {
+            defmt::warn!(
+                "trigger: TIM3 not in step with TIM2 (TIM2 {=u32}, TIM3 {=u32}, TIM2 {=u32}): no trigger output",
+                a,
+                b,
+                c
+            );
+        }
+        let timer = Timer::new(hw, LOOP.timer_bits);
 
-        let caps = Capabilities::GPIO_ECHO
+        let mut caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
             | Capabilities::PERIODIC
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE;
+        if trigger_ok {
+            // PB4 (TIM3 CH1): `--trigger-above`.
+            caps = caps | Capabilities::TRIGGER;
+        }
         // A uart-echo answer faster than one byte at the target line's baud
         // is an earlier stimulus's late echo, not this one's answer.
         // A UART answer reaches the engine when its byte is read, up to a
@@ -377,6 +398,16 @@ mod app {
     /// nothing more at this priority.
     #[task(binds = TIM2, priority = 3, shared = [timer])]
     fn tim2(mut cx: tim2::Context) {
+        METER.enter(Part::Capture);
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
+        rtic::pend(Interrupt::EXTI1);
+        METER.leave();
+    }
+
+    /// TIM3: the trigger output's compare (its rise and its fall), read
+    /// and logged by the same top half as TIM2's.
+    #[task(binds = TIM3, priority = 3, shared = [timer])]
+    fn tim3(mut cx: tim3::Context) {
         METER.enter(Part::Capture);
         cx.shared.timer.lock(|t| t.on_timer_interrupt());
         rtic::pend(Interrupt::EXTI1);

@@ -3,7 +3,7 @@
 //! other pin of the port left as it was. The alternate function numbers
 //! are DS10314's (STM32F411xC/E datasheet, table 9), as in stm32f4xx-hal
 //! 0.23's pin map (`gpio/alt/f4.rs`: TIM2 CH1/CH2/CH3 on PA0/PA1/PB10 at
-//! AF1, USART1 TX/RX on PA9/PA10 at AF7).
+//! AF1, USART1 TX/RX on PA9/PA10 at AF7, TIM3 CH1 on PB4 at AF2).
 //!
 //! ```text
 //!   PA0  TIM2_CH1  AF1  push-pull, very high speed   stimulus edge
@@ -11,8 +11,14 @@
 //!   PA8  output         push-pull, very high speed   scope trigger, starts low
 //!   PA9  USART1_TX AF7  push-pull, very high speed   target line TX
 //!   PA10 USART1_RX AF7  pull-up                      target line RX
+//!   PB4  TIM3_CH1  AF2  push-pull, very high speed   trigger output (--trigger-above), idles low
 //!   PB10 TIM2_CH3  AF1  pull-up                      TX start-bit wire (from PA9)
 //! ```
+//!
+//! PB4 is NJTRST after reset (AF0, pull-up; RM0383 §8.3.2, §8.4.1, §8.4.4
+//! reset values of GPIOB). The ST-LINK on the Nucleo uses SWD only
+//! (PA13/PA14), so PB4 is free once it is TIM3_CH1, and its pull-up is
+//! taken off: the timer drives it push-pull.
 //!
 //! Very high speed (OSPEEDR = 11) on the outputs: the HAL's
 //! `into_alternate` leaves them at the reset speed (00, low), whose slow
@@ -72,12 +78,13 @@ const fn pin(port: Port, pin: u8, mode: Mode, af: u8, speed: Speed, pull: Pull) 
 }
 
 /// The pins this layer owns (module table).
-pub const PINS: [PinConfig; 6] = [
+pub const PINS: [PinConfig; 7] = [
     pin(Port::A, 0, Mode::Alternate, 1, Speed::VeryHigh, Pull::None),
     pin(Port::A, 1, Mode::Alternate, 1, Speed::Low, Pull::Up),
     pin(Port::A, 8, Mode::Output, 0, Speed::VeryHigh, Pull::None),
     pin(Port::A, 9, Mode::Alternate, 7, Speed::VeryHigh, Pull::None),
     pin(Port::A, 10, Mode::Alternate, 7, Speed::Low, Pull::Up),
+    pin(Port::B, 4, Mode::Alternate, 2, Speed::VeryHigh, Pull::None),
     pin(Port::B, 10, Mode::Alternate, 1, Speed::Low, Pull::Up),
 ];
 

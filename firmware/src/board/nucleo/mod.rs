@@ -1,5 +1,6 @@
 //! The Nucleo-F411RE's register layer: TIM2 as the capture loop's
-//! [`TimerHw`](crate::hwloop::seam::TimerHw) ([`Tim2`]), the pin set-up
+//! [`TimerHw`](crate::hwloop::seam::TimerHw) ([`Tim2`]), with TIM3 as its
+//! 16-bit slave for the trigger output (PB4), the pin set-up
 //! ([`gpio`]) and the check of the clock tree read back after the HAL set
 //! it ([`rcc`]). References are to RM0383 (STM32F411 reference manual).
 //!
@@ -56,10 +57,16 @@ macro_rules! register_map {
 
 register_map! {
     /// A TIM2 register the driver uses, by its byte offset (RM0383 §13.4.19,
-    /// TIM2 to TIM5 register map).
+    /// TIM2 to TIM5 register map). TIM3 has the same map (TIM2 to TIM5
+    /// share it; its CNT, ARR and CCRx are 16 bits wide), so the trigger
+    /// timer's registers are named by it too.
     pub enum TimReg {
         /// Control register 1 (§13.4.1).
         Cr1 = 0x00,
+        /// Control register 2 (§13.4.2): MMS, what TRGO carries.
+        Cr2 = 0x04,
+        /// Slave mode control register (§13.4.3): SMS, TS, MSM.
+        Smcr = 0x08,
         /// DMA/interrupt enable register (§13.4.4).
         Dier = 0x0C,
         /// Status register (§13.4.5).
@@ -141,15 +148,20 @@ pub trait GpioBus {
     fn gpio_write(&mut self, port: Port, reg: GpioReg, value: u32);
 }
 
-/// Everything [`Tim2`] touches: TIM2's registers, the GPIO registers (PA0
-/// level, PA8 marker, PB10 pull), the target line's transmitter and a
-/// bounded busy wait.
+/// Everything [`Tim2`] touches: TIM2's registers, TIM3's (the trigger
+/// output, docs/trigger.md), the GPIO registers (PA0 level, PA8 marker,
+/// PB10 pull, PB4 level), the target line's transmitter and a bounded busy
+/// wait.
 pub trait Bus: GpioBus {
     /// Read a TIM2 register (one bus access; reading CCRx of a capture
     /// channel clears its CCxIF).
     fn tim_read(&mut self, reg: TimReg) -> u32;
     /// Write a TIM2 register.
     fn tim_write(&mut self, reg: TimReg, value: u32);
+    /// Read a TIM3 register (one bus access).
+    fn tim3_read(&mut self, reg: TimReg) -> u32;
+    /// Write a TIM3 register.
+    fn tim3_write(&mut self, reg: TimReg, value: u32);
     /// Put one byte into USART1's data register if it has room (TXE),
     /// without waiting; `false` if it has none.
     fn usart1_write(&mut self, byte: u8) -> bool;

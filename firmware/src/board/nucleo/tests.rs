@@ -241,10 +241,16 @@ fn pins_are_what_the_bench_needs() {
     assert!(moder.moder13().is_alternate() && moder.moder14().is_alternate() && pupd.pupdr13().is_pull_up());
     assert!(afrl.afrl2().is_af7() && afrl.afrl3().is_af7());
     let b = m.gpiob();
-    let (moder, afrh, pupd) = (b.moder().read(), b.afrh().read(), b.pupdr().read());
+    let (moder, afrl, afrh, pupd) = (b.moder().read(), b.afrl().read(), b.afrh().read(), b.pupdr().read());
     assert!(moder.moder10().is_alternate() && afrh.afrh10().is_af1() && pupd.pupdr10().is_pull_up(), "PB10");
-    let keep_b: u32 = !(0b11 << 20);
-    assert_eq!(moder.bits() & keep_b, b_before & keep_b, "PB3/PB4 (reset: JTAG) untouched");
+    let (osp, ot) = (b.ospeedr().read(), b.otyper().read());
+    assert!(moder.moder4().is_alternate() && afrl.afrl4().is_af2(), "PB4 TIM3_CH1 (AF2, DS10314 table 9)");
+    assert!(
+        osp.ospeedr4().is_very_high_speed() && ot.ot4().is_push_pull() && pupd.pupdr4().is_floating(),
+        "PB4 driven push-pull, its reset pull-up (NJTRST) off"
+    );
+    let keep_b: u32 = !(0b11 << 20 | 0b11 << 8);
+    assert_eq!(moder.bits() & keep_b, b_before & keep_b, "PB3 (reset: JTDO/SWO) untouched");
 }
 
 // ----- the model's own semantics -----
@@ -438,13 +444,13 @@ impl Sim {
     fn run_until(&mut self, end: u64) {
         while self.hw.bus().t < end {
             let m = self.hw.bus();
-            if m.tim_irq() || m.rx_ready() {
+            if m.tim_irq() || m.tim3_irq() || m.rx_ready() {
                 let entry = m.t + self.irq_latency;
                 self.m().advance(entry);
                 while let Some(b) = self.m().rx_take() {
                     self.front.on_target_byte(&mut self.hw, b);
                 }
-                if self.hw.bus().tim_irq() {
+                if self.hw.bus().tim_irq() || self.hw.bus().tim3_irq() {
                     self.front.on_timer_interrupt(&mut self.hw);
                 }
                 self.task_at.get_or_insert(self.hw.bus().t);
@@ -789,4 +795,222 @@ fn wrong_clock_settings_decode_to_what_they_are() {
         }),
         Err(ClockError::BadPlln(20))
     );
+}
+
+// ----- (d) the trigger output: TIM3 CH1 on PB4, TIM2's 16-bit slave -----
+
+/// The words TIM3 and TIM2's master side got, decoded by the PAC, and the
+/// two counters in step in the model once TIM2 started.
+#[test]
+fn tim3_is_started_by_tim2_and_counts_its_ticks_mod_2_16() {
+    use stm32f4::stm32f411::tim3;
+    let mut t = started(1_000);
+    let m = t.bus();
+    let w3 = |r| m.last_tim3_write(r).unwrap_or_else(|| panic!("TIM3 {r:?} not written"));
+    // SAFETY: PAC register blocks.
+    let b3 = unsafe { zeroed_block::<tim3::RegisterBlock>() };
+    let poke = |r: TimReg, v: u32| super::model::tim3_poke(&b3, r, v);
+    poke(TimReg::Smcr, w3(TimReg::Smcr));
+    poke(TimReg::Ccmr1, w3(TimReg::Ccmr1));
+    poke(TimReg::Ccer, w3(TimReg::Ccer));
+    let smcr = b3.smcr().read();
+    assert!(smcr.sms().is_trigger_mode() && smcr.ts().is_itr1(), "trigger mode on ITR1 (TIM2's TRGO)");
+    let out = b3.ccmr1_output().read();
+    assert!(out.cc1s().is_output() && out.oc1m().is_frozen() && out.oc1pe().is_disabled());
+    let ccer = b3.ccer().read();
+    assert!(ccer.cc1e().bit_is_set() && ccer.cc1p().bit_is_clear(), "PB4 follows OC1REF, active high");
+    assert_eq!((w3(TimReg::Psc), w3(TimReg::Arr)), (0, 0xFFFF));
+    // TIM2: TRGO = CNT_EN, MSM set, both before CEN.
+    let b = tim_with(TimReg::Cr2, w(m, TimReg::Cr2));
+    assert!(b.cr2().read().mms().is_enable());
+    let b = tim_with(TimReg::Smcr, w(m, TimReg::Smcr));
+    assert!(b.smcr().read().msm().is_sync() && b.smcr().read().sms().is_disabled());
+    let cen_at = m.writes.iter().position(|x| x.0 == TimReg::Cr1 && x.1 & 1 != 0).unwrap();
+    assert!(m.writes[..cen_at].iter().any(|x| x.0 == TimReg::Smcr), "MSM before CEN");
+    // TIM3 was never started by software: TIM2's TRGO did it.
+    assert!(m.tim3_writes.iter().all(|x| x.0 != TimReg::Cr1 || x.1 & 1 == 0));
+    assert!(m.tim3().cr1().read().cen().bit_is_set(), "TIM3 runs");
+    for dt in [0, 1, 65_535, 65_536, 1_000_003, 43 * MS] {
+        let to = t.bus().t + dt;
+        t.bus_mut().advance(to);
+        let m = t.bus();
+        assert_eq!(m.cnt3(), m.cnt() & 0xFFFF, "after {dt} more ticks");
+    }
+    assert!(t.trigger_in_step(), "{:?}", t.step_check());
+}
+
+fn w(m: &Model, r: TimReg) -> u32 {
+    m.last_write(r).unwrap_or_else(|| panic!("{r:?} not written"))
+}
+
+/// A bus that puts a wrong trigger source in TIM3's SMCR (ITR0, TIM1,
+/// which never starts): the start-up check must see that TIM3 is not in
+/// step, so the board would announce no trigger.
+#[derive(Debug)]
+struct WrongTs(Model);
+
+impl GpioBus for WrongTs {
+    fn gpio_read(&mut self, port: Port, reg: GpioReg) -> u32 {
+        self.0.gpio_read(port, reg)
+    }
+    fn gpio_write(&mut self, port: Port, reg: GpioReg, value: u32) {
+        self.0.gpio_write(port, reg, value)
+    }
+}
+
+impl Bus for WrongTs {
+    fn tim_read(&mut self, reg: TimReg) -> u32 {
+        self.0.tim_read(reg)
+    }
+    fn tim_write(&mut self, reg: TimReg, value: u32) {
+        self.0.tim_write(reg, value)
+    }
+    fn tim3_read(&mut self, reg: TimReg) -> u32 {
+        self.0.tim3_read(reg)
+    }
+    fn tim3_write(&mut self, reg: TimReg, value: u32) {
+        let value = if reg == TimReg::Smcr { value & !(0b111 << 4) } else { value };
+        self.0.tim3_write(reg, value)
+    }
+    fn usart1_write(&mut self, byte: u8) -> bool {
+        self.0.usart1_write(byte)
+    }
+    fn spin(&mut self, cycles: u32) {
+        self.0.spin(cycles)
+    }
+}
+
+#[test]
+fn a_tim3_not_in_step_is_caught_at_start() {
+    let mut m = Model::new(5_000);
+    configure_pins(&mut m);
+    m.advance(7_000);
+    let t = Tim2::start(WrongTs(m));
+    assert!(!t.trigger_in_step(), "TIM3 never started: {:?}", t.step_check());
+    assert!(started(5_000).trigger_in_step());
+}
+
+#[test]
+#[should_panic(expected = "without TIM2's MSM")]
+fn the_model_refuses_a_slave_start_without_msm() {
+    // What RM0383 does not give (the slave's lag without MSM), the model
+    // does not make up.
+    let mut m = Model::new(0);
+    m.tim3_write(TimReg::Smcr, super::tim2::TIM3_SMCR);
+    m.tim_write(TimReg::Cr2, super::tim2::CR2_MMS_ENABLE);
+    m.tim_write(TimReg::Cr1, 1);
+}
+
+const THR: u64 = 200 * US;
+
+/// The Nucleo's board with its trigger.
+fn trigger_board() -> BoardInfo {
+    let caps = Capabilities::GPIO_ECHO
+        | Capabilities::UART_ECHO
+        | Capabilities::LOOPBACK
+        | Capabilities::HW_CAPTURE
+        | Capabilities::TRIGGER;
+    BoardInfo::new("model-nucleo", TIMER_HZ, TimerBits::B32, caps)
+        .with_uart_echo_floor(LOOP.baud)
+        .with_response_lag((2 * LOOP.byte_ticks()) as u32)
+}
+
+/// A GPIO-echo run through the registers with `--trigger-above thr`, the
+/// target answering every stimulus `latency` later (or never).
+fn trigger_run(latency: Option<u64>, thr: u64, interval: u64, timeout: u64, count: u64) -> (Sim, u64) {
+    let hw = started(1_000);
+    let origin = origin(hw.bus());
+    let mut s = Sim::with_board(hw, trigger_board());
+    if let Some(latency) = latency {
+        s.m().target = Target::GpioEcho { edge: Edge::Rising, latency, pulse: Some(20 * US) };
+    }
+    let mut c = echo(Mode::GpioEcho, Stimulus::Edge(Edge::Rising), count);
+    c.interval_ticks = interval as u32;
+    c.timeout_ticks = timeout as u32;
+    c.trigger_ticks = thr as u32;
+    let st = s.measure(c, (count + 5) * interval);
+    assert_eq!(st.taken, count, "{st:?}");
+    settle(&mut s);
+    (s, origin)
+}
+
+/// Run on past the Stopped for 100 µs: a pulse still high falls by its
+/// compare, the run's end notwithstanding.
+fn settle(s: &mut Sim) {
+    s.stopped = None;
+    let end = s.hw.bus().t + 100 * US;
+    s.run_until(end);
+}
+
+/// PB4's pulses: each rise, with its fall exactly 10 µs later.
+fn pb4_pulses(m: &Model, origin: u64) -> Vec<u64> {
+    let e = &m.trigger_edges;
+    assert_eq!(e.len() % 2, 0, "PB4 left high: {e:?}");
+    e.chunks(2)
+        .map(|p| {
+            assert!(p[0].1 && !p[1].1, "{p:?}");
+            assert_eq!(p[1].0 - p[0].0, LOOP.trigger_width_ticks(), "pulse width: {p:?}");
+            p[0].0 - origin
+        })
+        .collect()
+}
+
+/// The rise is TIM3's compare: at the first tick past the threshold,
+/// exactly, for answers a tick late, well late and never; an answer in
+/// time never pulses; the flags follow.
+#[test]
+fn pb4_rises_at_the_first_tick_past_the_threshold_by_tim3s_compare() {
+    for (latency, flagged) in
+        [(Some(THR - 10 * US), false), (Some(THR + 1), true), (Some(THR + 50 * US), true), (None, true)]
+    {
+        let (s, origin) = trigger_run(latency, THR, MS, 500 * US, 6);
+        let flags: Vec<bool> = s.samples.iter().map(|x| x.triggered).collect();
+        assert_eq!(flags, [flagged; 6], "latency {latency:?}");
+        let want: Vec<u64> =
+            if flagged { s.samples.iter().map(|x| x.stimulus_tick + THR + 1).collect() } else { Vec::new() };
+        assert_eq!(pb4_pulses(s.hw.bus(), origin), want, "latency {latency:?}");
+        if let Some(l) = latency {
+            assert!(s.latencies().iter().all(|&x| x == Some(l as u32)), "{:?}", s.latencies());
+        }
+        assert!(!s.hw.bus().pb4(), "PB4 idles low");
+    }
+}
+
+/// 1.5 ms is 150 000 ticks, beyond TIM3's half period (32 768): the
+/// compare is armed on a wake-up, and the rise is still exact.
+#[test]
+fn a_threshold_beyond_tim3s_half_period_is_still_exact() {
+    let thr = 1_500 * US;
+    let (s, origin) = trigger_run(Some(2 * MS), thr, 5 * MS, 4 * MS, 4);
+    assert!(s.samples.iter().all(|x| x.triggered));
+    let want: Vec<u64> = s.samples.iter().map(|x| x.stimulus_tick + thr + 1).collect();
+    assert_eq!(pb4_pulses(s.hw.bus(), origin), want);
+    let (s, origin) = trigger_run(Some(thr - 5 * US), thr, 5 * MS, 4 * MS, 4);
+    assert!(s.samples.iter().all(|x| !x.triggered), "{:?}", s.samples);
+    assert_eq!(pb4_pulses(s.hw.bus(), origin), Vec::<u64>::new());
+}
+
+/// uart-echo with identity bytes: a start bit does not say whose answer
+/// it is, so the engine task disarms when the byte is read. An echo well
+/// before the threshold never pulses; one past it pulses exactly.
+#[test]
+fn uart_echo_answers_trigger_by_the_rule() {
+    for (latency, flagged) in [(100 * US, false), (THR + 30 * US, true)] {
+        let hw = started(1_000);
+        let origin = origin(hw.bus());
+        let mut s = Sim::with_board(hw, trigger_board());
+        s.m().wire_tx();
+        s.m().uart_response_line();
+        s.m().target = Target::UartEcho { latency };
+        let mut c = echo(Mode::UartEcho, Stimulus::Identified, 5);
+        c.trigger_ticks = THR as u32;
+        let st = s.measure(c, 20 * MS);
+        assert_eq!((st.taken, st.timeouts), (5, 0), "{st:?}");
+        settle(&mut s);
+        let flags: Vec<bool> = s.samples.iter().map(|x| x.triggered).collect();
+        assert_eq!(flags, [flagged; 5], "latency {latency}: {:?}", s.samples);
+        let want: Vec<u64> =
+            if flagged { s.samples.iter().map(|x| x.stimulus_tick + THR + 1).collect() } else { Vec::new() };
+        assert_eq!(pb4_pulses(s.hw.bus(), origin), want);
+    }
 }

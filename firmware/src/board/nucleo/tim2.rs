@@ -7,7 +7,24 @@
 //!   CH2 PA1   input capture on TI2, filter N = 8: the response
 //!   CH3 PB10  input capture on TI3, filter N = 8: our own TX start bit
 //!   CH4 -     output compare, no pin: the wake-up
+//!   TIM3 CH1 PB4  output compare on TIM3, TIM2's 16-bit slave: the
+//!             trigger output (`--trigger-above`, docs/trigger.md)
 //! ```
+//!
+//! TIM3 counts TIM2's ticks modulo 2^16: both count f_CK_INT (PSC 0, both
+//! on APB1), TIM3 in trigger mode (SMS = 110) on ITR1, which is TIM2's
+//! TRGO (RM0383 §13.4.3, the "TIMx internal trigger connection" table:
+//! for TIM3, ITR0 is TIM1, ITR1 TIM2, ITR2 TIM5, ITR3 TIM4), and TIM2's
+//! TRGO is its counter enable (CR2 MMS = 001, §13.4.2). TIM2's CEN thus
+//! starts TIM3, and with MSM set in TIM2 (§13.4.3: "the effect of an event
+//! on the trigger input is delayed to allow a perfect synchronization
+//! between the current timer and its slaves") the two start together from
+//! the 0 their UGs left (§13.3.15, "Using one timer to start another
+//! timer"). The table and the synchronous start come from RM0383's text
+//! and agree with ST's F4 SPL/LL examples that slave TIM3 to TIM2 through
+//! ITR1; neither has been seen on a scope here (no bench), so
+//! [`Tim2::trigger_in_step`] checks at start that the two counters read in
+//! step, and the board announces no trigger when they do not.
 
 use super::{Bus, GpioReg, Port, TimReg};
 use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
@@ -123,6 +140,30 @@ pub const CCMR2_START: u32 = (CCS_TI_SAME | 0b00 << ICPSC_SHIFT | ICF_FCK_INT_N8
 /// capture channels are opened by the loop.
 pub const CCER_START: u32 = CCER_E << ccer_shift(1);
 
+// ----- TIM2 as master, TIM3 as its slave: the trigger output -----
+
+/// TIM2 CR2 MMS = 001 (§13.4.2, bits 6:4): TRGO is CNT_EN, the counter
+/// enable.
+pub const CR2_MMS_ENABLE: u32 = 0b001 << 4;
+/// TIM2 SMCR MSM (§13.4.3, bit 7): master/slave mode, the master's start
+/// delayed to keep step with its slaves.
+pub const SMCR_MSM: u32 = 1 << 7;
+/// TIM3 SMCR SMS = 110 (§13.4.3, bits 2:0): trigger mode, the counter
+/// starts at a rising edge of TRGI.
+pub const SMCR_SMS_TRIGGER: u32 = 0b110;
+/// TIM3 SMCR TS = 001 (§13.4.3, bits 6:4): TRGI is ITR1, TIM2's TRGO.
+pub const SMCR_TS_ITR1: u32 = 0b001 << 4;
+/// TIM3 SMCR: trigger mode on ITR1.
+pub const TIM3_SMCR: u32 = SMCR_SMS_TRIGGER | SMCR_TS_ITR1;
+/// TIM3 ARR: the full 16 bits, so TIM3.CNT = TIM2.CNT mod 2^16.
+pub const TIM3_ARR: u32 = 0xFFFF;
+/// TIM3 CCMR1 at start: CH1 output, no preload, frozen (PB4 low).
+pub const TIM3_CCMR1_START: u32 = CCS_OUTPUT | OCM_FROZEN << OCM_SHIFT;
+/// TIM3 CCER at start: CH1's output on, active high (PB4 follows OC1REF).
+pub const TIM3_CCER_START: u32 = CCER_E;
+/// The trigger pin: PB4, TIM3_CH1 (AF2).
+const PB4: u32 = 4;
+
 /// The stimulus pin: PA0, TIM2_CH1.
 const PA0: u32 = 1 << 0;
 /// The scope trigger: PA8 (BSRR: set at bit 8, reset at bit 24).
@@ -148,9 +189,21 @@ const fn number(ch: Channel) -> u8 {
         Channel::Response => 2,
         Channel::TxStart => 3,
         Channel::Wake => 4,
-        // Not a TIM2 channel (docs/trigger.md: TIM3 CH1, not wired up
-        // yet); every method below leaves it out before asking.
-        Channel::Trigger => 0,
+        // TIM3's CH1, not a TIM2 channel: every method below takes it
+        // apart before asking.
+        Channel::Trigger => 1,
+    }
+}
+
+/// OCxM for an output mode (§13.4.7).
+const fn ocm_of(mode: OutputMode) -> u32 {
+    match mode {
+        OutputMode::Frozen => OCM_FROZEN,
+        OutputMode::ForceHigh => OCM_FORCE_ACTIVE,
+        OutputMode::ForceLow => OCM_FORCE_INACTIVE,
+        OutputMode::HighOnMatch => OCM_ACTIVE_ON_MATCH,
+        OutputMode::LowOnMatch => OCM_INACTIVE_ON_MATCH,
+        OutputMode::ToggleOnMatch => OCM_TOGGLE,
     }
 }
 
@@ -164,6 +217,11 @@ pub struct Tim2<B> {
     /// does), so OC1M changes in one write, not a read and a write, and a
     /// software edge follows its counter read by two accesses.
     ccmr1: u32,
+    /// What TIM3's CCMR1 holds (the trigger's OC1M), for the same reason.
+    tim3_ccmr1: u32,
+    /// TIM2's CNT, TIM3's CNT and TIM2's CNT again, read in that order
+    /// once both ran ([`Tim2::trigger_in_step`]).
+    step_check: [u32; 3],
 }
 
 impl<B: Bus> Tim2<B> {
@@ -192,8 +250,52 @@ impl<B: Bus> Tim2<B> {
         bus.tim_write(TimReg::Egr, EGR_UG);
         bus.tim_write(TimReg::Sr, SR_FLAGS & !SR_UIF);
         bus.tim_write(TimReg::Dier, DIER_UIE);
+        // TIM3, the trigger output's 16-bit slave (module docs), set up
+        // stopped like TIM2 above and zeroed by its own UG (§13.4.6); its
+        // flags cleared (rc_w0, every flag written 0); then it waits in
+        // trigger mode for TIM2's TRGO. TIM3's clock must be on
+        // (RCC_APB1ENR TIM3EN) before TIM2 starts (§13.3.15's note: the
+        // slave's clock must be enabled before it receives the master's
+        // events).
+        bus.tim3_write(TimReg::Cr1, 0);
+        bus.tim3_write(TimReg::Dier, 0);
+        bus.tim3_write(TimReg::Ccer, 0);
+        bus.tim3_write(TimReg::Smcr, 0);
+        bus.tim3_write(TimReg::Psc, 0);
+        bus.tim3_write(TimReg::Arr, TIM3_ARR);
+        bus.tim3_write(TimReg::Ccmr1, TIM3_CCMR1_START);
+        bus.tim3_write(TimReg::Ccer, TIM3_CCER_START);
+        bus.tim3_write(TimReg::Egr, EGR_UG);
+        bus.tim3_write(TimReg::Sr, 0);
+        bus.tim3_write(TimReg::Smcr, TIM3_SMCR);
+        // TIM2 as the master: TRGO = CNT_EN, start delayed for the slave.
+        bus.tim_write(TimReg::Cr2, CR2_MMS_ENABLE);
+        bus.tim_write(TimReg::Smcr, SMCR_MSM);
         bus.tim_write(TimReg::Cr1, CR1_CEN);
-        Self { bus, ccmr1: CCMR1_START }
+        // Both run now: read them in step (interrupts are not on yet).
+        let a = bus.tim_read(TimReg::Cnt);
+        let b = bus.tim3_read(TimReg::Cnt);
+        let c = bus.tim_read(TimReg::Cnt);
+        Self { bus, ccmr1: CCMR1_START, tim3_ccmr1: TIM3_CCMR1_START, step_check: [a, b, c] }
+    }
+
+    /// Whether TIM3 counts TIM2's ticks modulo 2^16, as far as three reads
+    /// can tell: TIM3's CNT, read between two reads of TIM2's, lies
+    /// between their low halves. It catches a TIM3 that did not start (a
+    /// wrong TS, its clock off), one that counts another clock or runs
+    /// more than the reads' spacing (a few ticks) behind or ahead. It
+    /// cannot see an offset smaller than that spacing: a bench check
+    /// (docs/trigger.md) measures the pulse against the stimulus edge.
+    /// Without it the board announces no trigger.
+    pub fn trigger_in_step(&self) -> bool {
+        let [a, b, c] = self.step_check;
+        let span = c.wrapping_sub(a);
+        span < 0x8000 && (b.wrapping_sub(a) & TIM3_ARR) <= span
+    }
+
+    /// The three reads [`Tim2::trigger_in_step`] judged (for the boot log).
+    pub fn step_check(&self) -> [u32; 3] {
+        self.step_check
     }
 
     /// The bus (the model, in tests).
@@ -277,7 +379,15 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn take_compare(&mut self, ch: Channel) -> bool {
         let n = match ch {
             Channel::Stimulus | Channel::Wake => number(ch),
-            Channel::Response | Channel::TxStart | Channel::Trigger => return false,
+            Channel::Trigger => {
+                // TIM3's SR: the same rc_w0 flags as TIM2's (§13.4.5).
+                let set = self.bus.tim3_read(TimReg::Sr) & sr_ccif(1) != 0;
+                if set {
+                    self.bus.tim3_write(TimReg::Sr, SR_FLAGS & !sr_ccif(1));
+                }
+                return set;
+            }
+            Channel::Response | Channel::TxStart => return false,
         };
         let set = self.bus.tim_read(TimReg::Sr) & sr_ccif(n) != 0;
         if set {
@@ -289,40 +399,53 @@ impl<B: Bus> TimerHw for Tim2<B> {
     fn compare_pending(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus | Channel::Wake => self.bus.tim_read(TimReg::Sr) & sr_ccif(number(ch)) != 0,
-            Channel::Response | Channel::TxStart | Channel::Trigger => false,
+            Channel::Trigger => self.bus.tim3_read(TimReg::Sr) & sr_ccif(1) != 0,
+            Channel::Response | Channel::TxStart => false,
         }
     }
 
     fn set_compare(&mut self, ch: Channel, raw: u32) {
-        if let Channel::Stimulus | Channel::Wake = ch {
-            self.bus.tim_write(TimReg::ccr(number(ch)), raw);
+        match ch {
+            Channel::Stimulus | Channel::Wake => self.bus.tim_write(TimReg::ccr(number(ch)), raw),
+            // TIM3's CCR1 is 16 bits (§13.4.13, TIM3: bits 31:16 reserved).
+            Channel::Trigger => self.bus.tim3_write(TimReg::Ccr1, raw & TIM3_ARR),
+            Channel::Response | Channel::TxStart => {}
         }
     }
 
     fn set_compare_irq(&mut self, ch: Channel, on: bool) {
-        if let Channel::Stimulus | Channel::Wake = ch {
-            let bit = dier_ccie(number(ch));
-            if on {
-                self.modify(TimReg::Dier, 0, bit);
-            } else {
-                self.modify(TimReg::Dier, bit, 0);
-            }
+        let (tim3, bit) = match ch {
+            Channel::Stimulus | Channel::Wake => (false, dier_ccie(number(ch))),
+            Channel::Trigger => (true, dier_ccie(1)),
+            Channel::Response | Channel::TxStart => return,
+        };
+        let read = |b: &mut B| if tim3 { b.tim3_read(TimReg::Dier) } else { b.tim_read(TimReg::Dier) };
+        let v = read(&mut self.bus);
+        let v = if on { v | bit } else { v & !bit };
+        if tim3 {
+            self.bus.tim3_write(TimReg::Dier, v);
+        } else {
+            self.bus.tim_write(TimReg::Dier, v);
         }
+    }
+
+    fn set_trigger_output(&mut self, mode: OutputMode) {
+        // RM0383 §13.4.7 (TIM3_CCMR1 output, OC1M), like `set_output`.
+        self.tim3_ccmr1 = (self.tim3_ccmr1 & !OCM_MASK) | ocm_of(mode) << OCM_SHIFT;
+        self.bus.tim3_write(TimReg::Ccmr1, self.tim3_ccmr1);
+    }
+
+    fn trigger_level(&mut self) -> bool {
+        // PB4 in AF2 follows TIM3's OC1 (OC1REF, CC1P = 0); its input data
+        // bit is sampled from the pin (RM0383 §8.3.10).
+        self.bus.gpio_read(Port::B, GpioReg::Idr) & (1 << PB4) != 0
     }
 
     fn set_output(&mut self, mode: OutputMode) {
         // RM0383 §13.4.7 (CCMR1 output, OC1M); CCMR1's CH2 half (its
         // capture set-up) is kept.
-        let ocm = match mode {
-            OutputMode::Frozen => OCM_FROZEN,
-            OutputMode::ForceHigh => OCM_FORCE_ACTIVE,
-            OutputMode::ForceLow => OCM_FORCE_INACTIVE,
-            OutputMode::HighOnMatch => OCM_ACTIVE_ON_MATCH,
-            OutputMode::LowOnMatch => OCM_INACTIVE_ON_MATCH,
-            OutputMode::ToggleOnMatch => OCM_TOGGLE,
-        };
         let (reg, shift) = ccmr_of(1);
-        self.ccmr1 = (self.ccmr1 & !(OCM_MASK << shift)) | ocm << OCM_SHIFT << shift;
+        self.ccmr1 = (self.ccmr1 & !(OCM_MASK << shift)) | ocm_of(mode) << OCM_SHIFT << shift;
         self.bus.tim_write(reg, self.ccmr1);
     }
 

@@ -5,7 +5,7 @@
 
 use stm32f4::stm32f411::tim2::ccmr1_output::OC1M;
 
-use super::blocks::{tim_peek, tim_poke};
+use super::blocks::{tim3_peek, tim3_poke, tim_peek, tim_poke};
 use super::{Line, Model, Target, SR_FLAGS};
 use crate::board::nucleo::{Bus, TimReg};
 
@@ -42,7 +42,16 @@ impl Bus for Model {
                 if !was && v & 1 != 0 {
                     let held = self.held;
                     self.set_cnt(held);
+                    self.tim2_started();
                 }
+            }
+            TimReg::Cr2 => {
+                assert_eq!(v & !(0b111 << 4), 0, "model: only MMS of CR2 is modelled");
+                tim_poke(&self.tim, reg, v);
+            }
+            TimReg::Smcr => {
+                assert_eq!(v & !(1 << 7), 0, "model: TIM2 as a master only (MSM); no slave mode");
+                tim_poke(&self.tim, reg, v);
             }
             TimReg::Sr => {
                 assert_eq!(v & !SR_FLAGS, 0, "model: SR reserved bits written 1: {v:#x}");
@@ -95,6 +104,90 @@ impl Bus for Model {
                 tim_poke(&self.tim, reg, v);
             }
             TimReg::Dier => tim_poke(&self.tim, reg, v),
+        }
+    }
+
+    fn tim3_read(&mut self, reg: TimReg) -> u32 {
+        self.access();
+        match reg {
+            TimReg::Cnt => self.cnt3(),
+            _ => tim3_peek(&self.tim3, reg),
+        }
+    }
+
+    fn tim3_write(&mut self, reg: TimReg, v: u32) {
+        self.access();
+        self.tim3_writes.push((reg, v));
+        match reg {
+            TimReg::Cr1 => {
+                assert_eq!(v & !1, 0, "model: only CEN of TIM3's CR1 is modelled");
+                let was = self.tim3.cr1().read().cen().bit_is_set();
+                if was && v & 1 == 0 {
+                    self.held3 = self.cnt3();
+                }
+                tim3_poke(&self.tim3, reg, v);
+                if !was && v & 1 != 0 {
+                    let held = self.held3;
+                    self.set_cnt3(held);
+                }
+            }
+            TimReg::Smcr => {
+                assert_eq!(v & !0x77, 0, "model: only SMS and TS of TIM3's SMCR are modelled");
+                tim3_poke(&self.tim3, reg, v);
+            }
+            TimReg::Dier => {
+                assert_eq!(v & !(1 << 1), 0, "model: only CC1IE of TIM3's DIER is modelled");
+                tim3_poke(&self.tim3, reg, v);
+            }
+            TimReg::Sr => {
+                assert_eq!(v & !SR_FLAGS, 0, "model: TIM3 SR reserved bits written 1: {v:#x}");
+                let sr = tim3_peek(&self.tim3, reg);
+                tim3_poke(&self.tim3, reg, sr & v);
+            }
+            TimReg::Egr => {
+                assert_eq!(v, 1, "model: only UG of TIM3's EGR is modelled");
+                self.set_cnt3(0);
+                let sr = tim3_peek(&self.tim3, TimReg::Sr);
+                tim3_poke(&self.tim3, TimReg::Sr, sr | 1);
+            }
+            TimReg::Ccmr1 => {
+                let old = tim3_peek(&self.tim3, reg);
+                if (old ^ v) & 0b11 != 0 {
+                    assert_eq!(tim3_peek(&self.tim3, TimReg::Ccer) & 1, 0, "model: TIM3 CC1S written with CC1E set");
+                }
+                assert_eq!(v & 0xFF00, 0, "model: TIM3's CH2 is not used");
+                tim3_poke(&self.tim3, reg, v);
+                use stm32f4::stm32f411::tim3::ccmr1_output::OC1M as M3;
+                if self.tim3.ccmr1_output().read().cc1s().is_output() {
+                    match self.tim3.ccmr1_output().read().oc1m().variant() {
+                        M3::ForceActive => self.set_oc1ref3(true),
+                        M3::ForceInactive => self.set_oc1ref3(false),
+                        M3::PwmMode1 | M3::PwmMode2 => panic!("model: PWM modes are not modelled"),
+                        _ => {}
+                    }
+                }
+            }
+            TimReg::Ccer => {
+                assert_eq!(v & !0b1011, 0, "model: only CH1's CCER bits of TIM3 are modelled");
+                tim3_poke(&self.tim3, reg, v);
+                self.update_pb4();
+            }
+            TimReg::Psc => {
+                assert_eq!(v, 0, "model: TIM3 counts f_CK_INT, PSC must be 0");
+                tim3_poke(&self.tim3, reg, v);
+            }
+            TimReg::Arr => {
+                assert_eq!(v, 0xFFFF, "model: TIM3 over its full 16 bits only");
+                tim3_poke(&self.tim3, reg, v);
+            }
+            TimReg::Ccr1 => {
+                assert!(v <= 0xFFFF, "model: TIM3's CCR1 is 16 bits, {v:#x} written");
+                tim3_poke(&self.tim3, reg, v);
+            }
+            TimReg::Cnt => self.set_cnt3(v),
+            TimReg::Cr2 | TimReg::Ccmr2 | TimReg::Ccr2 | TimReg::Ccr3 | TimReg::Ccr4 => {
+                panic!("model: TIM3's {reg:?} is not modelled")
+            }
         }
     }
 

@@ -22,6 +22,13 @@
 //!   the capture latches then, N sampling periods after the edge; a
 //!   shorter pulse is never seen. CCxP/CCxNP choose the edges (00 rising,
 //!   10 falling, 11 both), CCxE enables the capture.
+//! - TIM3, the trigger output's timer: 16 bits, PSC 0, CH1 an output
+//!   compare like TIM2's CH1 whose OC1REF shows on PB4 (AF2). In trigger
+//!   mode (SMS = 110) on ITR1 (TIM2's TRGO, RM0383 §13.4.3's table) with
+//!   TIM2's MMS = 001 (TRGO = CNT_EN), TIM2's CEN starts TIM3 in the same
+//!   tick, which RM0383 promises with TIM2's MSM set (§13.3.15); without
+//!   MSM the slave lags by a resynchronisation delay RM0383 does not give,
+//!   and the model refuses to guess it (it panics).
 //! - Every register access advances the clock by `access_ticks`, so edges
 //!   land between reads.
 //!
@@ -47,12 +54,12 @@ use std::vec::Vec;
 
 use latprobe_protocol::Edge;
 use stm32f4::stm32f411::tim2::ccmr1_output::OC1M;
-use stm32f4::stm32f411::{gpioa, gpiob, tim2};
+use stm32f4::stm32f411::{gpioa, gpiob, tim2, tim3};
 
 use super::{GpioReg, Port, TimReg};
 
-use blocks::tim_peek;
-pub use blocks::{filter_of, tim2_block, tim_poke, tim_ptr, zeroed_block};
+use blocks::{tim3_peek, tim_peek};
+pub use blocks::{filter_of, tim2_block, tim3_block, tim3_poke, tim_poke, tim_ptr, zeroed_block};
 
 /// What is wired on the bench.
 #[derive(Debug, Clone, Copy, Default)]
@@ -118,6 +125,7 @@ pub struct Model {
     /// Ticks one register access takes.
     pub access_ticks: u64,
     tim: Box<tim2::RegisterBlock>,
+    tim3: Box<tim3::RegisterBlock>,
     gpioa: Box<gpioa::RegisterBlock>,
     gpiob: Box<gpiob::RegisterBlock>,
     /// CNT = (t + offset) mod (ARR + 1) while CEN is set.
@@ -125,7 +133,14 @@ pub struct Model {
     /// CNT while the counter is stopped.
     held: u32,
     oc1ref: bool,
+    /// TIM3's CNT = (t + offset3) mod 2^16 while its CEN is set.
+    offset3: u64,
+    /// TIM3's CNT while it is stopped.
+    held3: u32,
+    /// TIM3's OC1REF.
+    oc1ref3: bool,
     pa0: bool,
+    pb4: bool,
     pa9: bool,
     inputs: [Input; 2],
     /// Pin changes to come: (tick, line, level).
@@ -136,6 +151,10 @@ pub struct Model {
     pub pa0_edges: Vec<(u64, bool)>,
     /// Every PA8 change: (tick, level).
     pub marker_edges: Vec<(u64, bool)>,
+    /// Every PB4 change (the trigger output): (tick, level).
+    pub trigger_edges: Vec<(u64, bool)>,
+    /// Every TIM3 write, in order.
+    pub tim3_writes: Vec<(TimReg, u32)>,
     /// Every capture latched.
     pub latched: Vec<Latched>,
     /// Every TIM2 write, in order.
@@ -176,18 +195,25 @@ impl Model {
             t: t0,
             access_ticks: 2,
             tim: tim2_block(),
+            tim3: tim3_block(),
             gpioa,
             gpiob,
             offset: 0,
             held: 0,
             oc1ref: false,
+            offset3: 0,
+            held3: 0,
+            oc1ref3: false,
             pa0: false,
+            pb4: false,
             pa9: true,
             inputs: [Input::default(); 2],
             changes: Vec::new(),
             checks: Vec::new(),
             pa0_edges: Vec::new(),
             marker_edges: Vec::new(),
+            trigger_edges: Vec::new(),
+            tim3_writes: Vec::new(),
             latched: Vec::new(),
             writes: Vec::new(),
             gpio_writes: Vec::new(),
@@ -215,6 +241,16 @@ impl Model {
     /// The last word written to `reg`.
     pub fn last_write(&self, reg: TimReg) -> Option<u32> {
         self.writes.iter().rev().find(|w| w.0 == reg).map(|w| w.1)
+    }
+
+    /// The last word written to TIM3's `reg`.
+    pub fn last_tim3_write(&self, reg: TimReg) -> Option<u32> {
+        self.tim3_writes.iter().rev().find(|w| w.0 == reg).map(|w| w.1)
+    }
+
+    /// The TIM3 block.
+    pub fn tim3(&self) -> &tim3::RegisterBlock {
+        &self.tim3
     }
 
     /// Wire PA9 to PB10: PB10 follows PA9 from now on.
@@ -251,6 +287,103 @@ impl Model {
         let p = self.period();
         self.offset = (u64::from(v) % p + p - self.t % p) % p;
         self.held = v;
+    }
+
+    fn running3(&self) -> bool {
+        self.tim3.cr1().read().cen().bit_is_set()
+    }
+
+    fn period3(&self) -> u64 {
+        u64::from(self.tim3.arr().read().bits() & 0xFFFF) + 1
+    }
+
+    /// TIM3's CNT at the current tick.
+    pub fn cnt3(&self) -> u32 {
+        if self.running3() {
+            ((self.t + self.offset3) % self.period3()) as u32
+        } else {
+            self.held3
+        }
+    }
+
+    fn set_cnt3(&mut self, v: u32) {
+        let p = self.period3();
+        self.offset3 = (u64::from(v) % p + p - self.t % p) % p;
+        self.held3 = v;
+    }
+
+    /// TIM2's CEN went 0 to 1 now: TRGO (CNT_EN, with MMS = 001) rises;
+    /// a TIM3 in trigger mode on ITR1 starts.
+    pub(super) fn tim2_started(&mut self) {
+        let mms_enable = self.tim.cr2().read().mms().is_enable();
+        let smcr3 = self.tim3.smcr().read();
+        if !(mms_enable && smcr3.sms().is_trigger_mode() && smcr3.ts().is_itr1()) || self.running3() {
+            return;
+        }
+        assert!(
+            self.tim.smcr().read().msm().is_sync(),
+            "model: TIM3 started by TIM2 without TIM2's MSM lags by a resynchronisation delay RM0383 does not give"
+        );
+        let held = self.held3;
+        let cr1 = tim3_peek(&self.tim3, TimReg::Cr1);
+        blocks::tim3_poke(&self.tim3, TimReg::Cr1, cr1 | 1);
+        self.set_cnt3(held);
+        // TIF: the trigger event (§13.4.5).
+        let sr = tim3_peek(&self.tim3, TimReg::Sr);
+        blocks::tim3_poke(&self.tim3, TimReg::Sr, sr | 1 << 6);
+    }
+
+    /// The next tick strictly after now at which TIM3's CNT equals CCR1.
+    fn next_match3(&self) -> Option<u64> {
+        if !self.running3() || !self.tim3.ccmr1_output().read().cc1s().is_output() {
+            return None;
+        }
+        let p = self.period3();
+        let ccr = u64::from(tim3_peek(&self.tim3, TimReg::Ccr1)) % p;
+        let cnt = u64::from(self.cnt3());
+        Some(self.t + (ccr + p - cnt - 1) % p + 1)
+    }
+
+    fn on_match3(&mut self) {
+        let sr = tim3_peek(&self.tim3, TimReg::Sr);
+        blocks::tim3_poke(&self.tim3, TimReg::Sr, sr | 1 << 1);
+        use stm32f4::stm32f411::tim3::ccmr1_output::OC1M as M3;
+        match self.tim3.ccmr1_output().read().oc1m().variant() {
+            M3::ActiveOnMatch => self.oc1ref3 = true,
+            M3::InactiveOnMatch => self.oc1ref3 = false,
+            M3::Toggle => self.oc1ref3 = !self.oc1ref3,
+            M3::Frozen | M3::ForceActive | M3::ForceInactive => {}
+            M3::PwmMode1 | M3::PwmMode2 => panic!("model: PWM modes are not modelled"),
+        }
+        self.update_pb4();
+    }
+
+    /// TIM3's interrupt line: a flag whose interrupt is enabled.
+    pub fn tim3_irq(&self) -> bool {
+        tim3_peek(&self.tim3, TimReg::Sr) & tim3_peek(&self.tim3, TimReg::Dier) & 0x1F != 0
+    }
+
+    /// PB4: TIM3's OC1 (OC1REF ^ CC1P) when CC1E is set and PB4 is TIM3_CH1.
+    pub(super) fn update_pb4(&mut self) {
+        let ccer = self.tim3.ccer().read();
+        let muxed =
+            self.gpiob.moder().read().moder4().is_alternate() && self.gpiob.afrl().read().afrl4().is_af2();
+        let level = muxed && ccer.cc1e().bit_is_set() && (self.oc1ref3 ^ ccer.cc1p().bit_is_set());
+        if level != self.pb4 {
+            self.pb4 = level;
+            self.trigger_edges.push((self.t, level));
+        }
+    }
+
+    /// PB4's level.
+    pub fn pb4(&self) -> bool {
+        self.pb4
+    }
+
+    /// TIM3's OC1REF (for the bus's forced modes).
+    pub(super) fn set_oc1ref3(&mut self, level: bool) {
+        self.oc1ref3 = level;
+        self.update_pb4();
     }
 
     /// Whether channel `n` is an output (CCxS = 00), by the PAC's reading.
@@ -302,7 +435,7 @@ impl Model {
     /// The earliest thing that happens after now (RX bytes included).
     pub fn next_event(&self) -> u64 {
         let mut n = u64::MAX;
-        for m in (1..=4).filter_map(|ch| self.next_match(ch)).chain(self.next_wrap()) {
+        for m in (1..=4).filter_map(|ch| self.next_match(ch)).chain(self.next_wrap()).chain(self.next_match3()) {
             n = n.min(m);
         }
         for &(at, ..) in &self.changes {
@@ -322,7 +455,8 @@ impl Model {
         loop {
             let wrap = self.next_wrap();
             let matches: [Option<u64>; 4] = core::array::from_fn(|i| self.next_match(i as u8 + 1));
-            let mut next = wrap.unwrap_or(u64::MAX);
+            let match3 = self.next_match3();
+            let mut next = wrap.unwrap_or(u64::MAX).min(match3.unwrap_or(u64::MAX));
             for m in matches.iter().flatten() {
                 next = next.min(*m);
             }
@@ -343,6 +477,9 @@ impl Model {
                 if *m == Some(next) {
                     self.on_match(i as u8 + 1);
                 }
+            }
+            if match3 == Some(next) {
+                self.on_match3();
             }
             while let Some(k) = self.changes.iter().position(|c| c.0 <= next) {
                 let (_, line, level) = self.changes.remove(k);

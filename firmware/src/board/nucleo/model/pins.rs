@@ -141,7 +141,7 @@ impl Model {
                     | u32::from(odr8) << 8
                     | u32::from(self.pa9) << 9
             }
-            Port::B => u32::from(self.inputs[1].raw) << 10,
+            Port::B => u32::from(self.pb4()) << 4 | u32::from(self.inputs[1].raw) << 10,
         }
     }
 }
@@ -197,7 +197,7 @@ impl GpioBus for Model {
                     self.changes.push((at, Line::Pb10, level));
                 }
             }
-            Port::B => {}
+            Port::B => self.update_pb4(),
         }
     }
 }
