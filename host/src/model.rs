@@ -229,6 +229,10 @@ pub struct TraceSource {
     /// trace's outcome (triggers, stop latencies); else the report's `target`.
     #[serde(default)]
     pub meta: Option<String>,
+    /// Who stopped the trace: `probe` (its trigger line) or `host`
+    /// (latprobe, when the flagged sample arrived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
 }
 
 /// The most phases a load schedule may have (each phase's figures have a

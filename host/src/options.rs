@@ -44,6 +44,39 @@ pub struct TriggerArgs {
     pub trigger_above: Option<u64>,
 }
 
+/// `--trace`, shared by `run` and `demo`: the target's ftrace, stopped by
+/// the trigger while an answer is late, its snapshots beside the report.
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    /// Have the responder arm the target's ftrace (root; tracefs is mounted if needed), mark every answer in it, and save a snapshot when the trigger arrives; the report ties each snapshot to its sample and names the likely culprit (a heuristic)
+    #[arg(long)]
+    pub trace: bool,
+    /// Where the snapshots go [default: beside --output or --html, as NAME-trace/, else ./latprobe-trace]
+    #[arg(long, value_name = "DIR", requires = "trace")]
+    pub trace_dir: Option<PathBuf>,
+    /// Keep the first N snapshots (the responder's --trace-keep)
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "trace")]
+    pub trace_keep: u32,
+    /// The events to record, comma-separated (the responder's --trace-events) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
+    #[arg(long, value_name = "LIST", requires = "trace")]
+    pub trace_events: Option<String>,
+    /// An ftrace tracer beside the events, e.g. function (the responder's --tracer)
+    #[arg(long, value_name = "NAME", requires = "trace")]
+    pub tracer: Option<String>,
+    /// Who stops the trace: `probe`, its trigger line (demo: the virtual probe's FIFO; run: the wire to the target's GPIO named by --target-trigger-gpio), or `host`, latprobe itself when a flagged sample reaches it, through a FIFO on the target (over SSH with --target): no wire, but later by the answer's lateness, a batch (up to 50 ms) and the link; the report gives each snapshot's trigger-to-stop time [default: probe in demo and with --target-trigger-gpio, else host]
+    #[arg(long, value_name = "WHO", value_enum, requires = "trace")]
+    pub trace_stop: Option<TraceStop>,
+}
+
+/// `--trace-stop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceStop {
+    /// The probe's trigger line.
+    Probe,
+    /// latprobe, when a flagged sample arrives.
+    Host,
+}
+
 /// A duration longer than 0, in ns (`--trigger-above`).
 fn parse_trigger_ns(text: &str) -> Result<u64, String> {
     match parse_duration_ns(text)? {

@@ -74,6 +74,10 @@ pub struct Options {
     /// that gets one byte `b'T'` per triggered stimulus. With it the probe
     /// announces `Capabilities::TRIGGER`; without it, none.
     pub trigger_fifo: Option<PathBuf>,
+    /// Announce `Capabilities::TRIGGER` and flag the samples with no
+    /// trigger line at all (`demo --trace-stop host`: latprobe stops the
+    /// trace when a flagged sample arrives, as for a board with no wire).
+    pub trigger_flags_only: bool,
 }
 
 /// The trigger output's byte.
@@ -177,7 +181,11 @@ impl VirtualProbe {
     /// them.
     pub fn start_with(options: Options) -> Result<(Self, Socket<UnixStream>), Error> {
         let priority = options.priority;
-        let trigger = options.trigger_fifo.as_deref().map(open_trigger).transpose()?;
+        let trigger = match options.trigger_fifo.as_deref().map(open_trigger).transpose()? {
+            Some(f) => Trigger::Fifo(f),
+            None if options.trigger_flags_only => Trigger::FlagsOnly,
+            None => Trigger::None,
+        };
         let (master, slave, slave_path) = open_pty()?;
         let name = format!("virtual probe (pty {})", slave_path.display());
         let (host_end, probe_end) =
@@ -242,11 +250,22 @@ impl Drop for VirtualProbe {
 
 /// The board side of the engine seam, in the order lib.rs of the engine
 /// prescribes: now, events, poll, requests, output.
+/// The virtual probe's trigger output.
+#[derive(Debug)]
+enum Trigger {
+    /// None: no `TRIGGER` announced.
+    None,
+    /// A byte to this FIFO per triggered stimulus.
+    Fifo(std::fs::File),
+    /// The samples flagged, no line.
+    FlagsOnly,
+}
+
 fn engine_loop(
     master: OwnedFd,
     mut host: UnixStream,
     stop: &AtomicBool,
-    mut trigger: Option<std::fs::File>,
+    mut trigger: Trigger,
 ) -> io::Result<()> {
     // Timer slack (50 µs by default) would make every sleep that much late;
     // the stimulus would still be stamped right, but the schedule would slip.
@@ -255,7 +274,7 @@ fn engine_loop(
     host.set_nonblocking(true)?;
     // Periodic too: each byte the responder writes is an edge.
     let caps = Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED;
-    let caps = if trigger.is_some() { caps | Capabilities::TRIGGER } else { caps };
+    let caps = if matches!(trigger, Trigger::None) { caps } else { caps | Capabilities::TRIGGER };
     let board = BoardInfo::new(BOARD, TIMER_HZ, TimerBits::B64, caps);
     let mut engine: Engine<TX_QUEUE> = Engine::new(board);
     let mut fired: Option<u32> = None;
@@ -287,7 +306,7 @@ fn engine_loop(
         // The trigger before the responses: an answer not read yet gets a
         // tick after this `now`, so it is late by the same rule the
         // trigger applies, and every late sample has its byte first.
-        raise_trigger(&mut engine, trigger.as_mut());
+        raise_trigger(&mut engine, &mut trigger);
         // Responses first: the echoed bytes, stamped right after the read.
         if fds[0].revents & libc::POLLIN != 0 {
             loop {
@@ -317,7 +336,7 @@ fn engine_loop(
         }
         // And one the answers just read showed late (read after a sleep
         // past the threshold), at once.
-        raise_trigger(&mut engine, trigger.as_mut());
+        raise_trigger(&mut engine, &mut trigger);
         // Host bytes.
         if fds[1].revents != 0 {
             loop {
@@ -343,7 +362,7 @@ fn engine_loop(
         fire(&mut engine, master.as_raw_fd(), &mut fired);
         // A trigger that fell due during the poll: its tick is behind the
         // engine's `now` now, so `next_deadline` no longer wakes for it.
-        raise_trigger(&mut engine, trigger.as_mut());
+        raise_trigger(&mut engine, &mut trigger);
 
         // Output: whole frames, in order, to the host.
         loop {
@@ -365,12 +384,13 @@ fn engine_loop(
 }
 
 /// Write the trigger byte for every stimulus the engine finds due now.
-fn raise_trigger<const N: usize>(engine: &mut Engine<N>, fifo: Option<&mut std::fs::File>) {
-    let Some(fifo) = fifo else { return };
+fn raise_trigger<const N: usize>(engine: &mut Engine<N>, trigger: &mut Trigger) {
     while engine.trigger_due(now_ns()).is_some() {
-        // Non-blocking: a full FIFO (nobody reading) loses the byte, and
-        // the sample is flagged all the same.
-        let _ = fifo.write(&[TRIGGER_BYTE]);
+        if let Trigger::Fifo(fifo) = trigger {
+            // Non-blocking: a full FIFO (nobody reading) loses the byte, and
+            // the sample is flagged all the same.
+            let _ = fifo.write(&[TRIGGER_BYTE]);
+        }
     }
 }
 

@@ -180,37 +180,41 @@ fn pin(tid: i32, cpu: usize) {
     }
 }
 
-/// The whole chain with nothing played by the test but the late answer:
-/// the responder's answering thread is pinned to CPU 1 and a SCHED_FIFO
-/// hog holds CPU 1 for 60 ms, so an answer is late; the virtual probe's
-/// own trigger (`--trigger-above 20ms`, above what a loaded machine's
-/// noise reaches, so the snapshots kept are not all spent on it) writes its byte to the FIFO the
-/// responder waits on (its trigger thread runs on the other CPU), the
-/// responder stops the trace with the answer still out and saves it; the
-/// report ties the snapshot to the probe's first triggered sample, and the
-/// snapshot holds the hog.
-#[test]
-fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
-    let _one = serial();
+/// A demo whose answers are made late by a SCHED_FIFO hog: the
+/// responder's answering thread is pinned to CPU 1 and the hog holds CPU 1
+/// for 60 ms. `extra` picks who stops the trace. The report, the summary,
+/// the hog's thread id and the directory.
+fn late_answer_demo(extra: &[&str]) -> Option<(serde_json::Value, String, i32, tempfile::TempDir)> {
     if let Some(why) = tracefs_unavailable() {
         eprintln!("skipped: {why}");
-        return;
+        return None;
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         eprintln!("skipped: one CPU: the hog on the responder's CPU would hold the probe too");
-        return;
+        return None;
     }
     let before = state();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("late.json");
-    let child = common::latprobe()
+    let mut child = common::latprobe()
         .args(["demo", "--duration", "4s", "--interval", "10ms", "--trigger-above", "20ms", "--trace"])
-        .args(["--trace-keep", "10", "--output"])
+        .args(["--trace-keep", "10"])
+        .args(extra)
+        .arg("--output")
         .arg(&json)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Its stderr, line by line: the hog must come once the stimuli do (a
+    // loaded machine can take seconds to get there).
+    let stderr = child.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(l);
+        }
+    });
     let until = Instant::now() + Duration::from_secs(20);
     let responder = loop {
         if let Some(pid) = responder_of(child.id()) {
@@ -221,7 +225,18 @@ fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
     };
     // Its main thread answers; its trigger thread stays free to run on CPU 0.
     pin(responder, 1);
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut said = Vec::new();
+    loop {
+        let l = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the demo never started measuring: {said:?}"));
+        let started = l.starts_with("latprobe demo: uart-echo");
+        said.push(l);
+        if started {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1000));
     let (tx, rx) = std::sync::mpsc::channel();
     let hog = std::thread::Builder::new()
         .name("latprobe-hog".into())
@@ -246,13 +261,23 @@ fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
     // (a thread takes its own name only once it runs).
     let hog_tid = rx.recv().unwrap();
     let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    reader.join().unwrap();
+    said.extend(lines.try_iter());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}\n{}", said.join("\n"));
     assert_eq!(state(), before, "tracefs not restored");
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let triggered: Vec<u64> =
-        r["counts"]["triggered_seqs"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
-    assert!(!triggered.is_empty(), "no sample triggered: {:#}", r["counts"]);
+    Some((r, text, hog_tid, dir))
+}
+
+/// The snapshots tied to their samples by trigger number, one of them
+/// holding the hog, which the summary names as a culprit.
+fn assert_tied_and_hog_named(r: &serde_json::Value, text: &str, hog_tid: i32, dir: &Path) -> Vec<u64> {
+    let triggered: Vec<u64> = r["counts"]["triggered_seqs"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s.as_u64().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(!triggered.is_empty(), "no sample triggered: {:#}\nworst {:#}", r["counts"], r["worst"]);
     let t = &r["trace"];
     let snap = &t["snapshots"][0];
     assert_eq!(snap["trigger"], 1, "{t:#}");
@@ -263,13 +288,13 @@ fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
     );
     assert!(snap["tie"].as_str().unwrap().starts_with("by the trigger"), "{snap:#}");
     let file = snap["file"].as_str().unwrap();
-    let saved = std::fs::read_to_string(dir.path().join("late-trace").join(file)).unwrap();
+    let saved = std::fs::read_to_string(dir.join("late-trace").join(file)).unwrap();
     // If the hog made the first late answer, it is in the snapshot; another
     // cause on a busy machine may come first, and then the hog's answer is
     // a later snapshot.
     let snaps = t["snapshots"].as_array().unwrap();
     let hog_seen = snaps.iter().any(|s| {
-        std::fs::read_to_string(dir.path().join("late-trace").join(s["file"].as_str().unwrap()))
+        std::fs::read_to_string(dir.join("late-trace").join(s["file"].as_str().unwrap()))
             .is_ok_and(|x| x.contains(&format!("next_pid={hog_tid} ")))
     });
     assert!(
@@ -282,9 +307,61 @@ fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
     );
     // The summary names it as the likely culprit of one of the snapshots.
     assert!(text.contains(&format!("(pid {hog_tid})")), "the hog (pid {hog_tid}) is no culprit:\n{text}");
+    triggered
+}
+
+/// The whole chain with nothing played by the test but the late answer
+/// (a SCHED_FIFO hog on the responder's CPU): the virtual probe's own
+/// trigger (`--trigger-above 20ms`, above what a loaded machine's noise
+/// reaches, so the snapshots kept are not all spent on it) writes its byte
+/// to the FIFO the responder waits on (its trigger thread runs on the other
+/// CPU), the responder stops the trace with the answer still out and saves
+/// it; the report ties the snapshot to the probe's first triggered sample,
+/// and the snapshot holds the hog.
+#[test]
+fn demo_trigger_above_and_trace_catch_a_real_late_answer_with_its_cause() {
+    let _one = serial();
+    let Some((r, text, hog_tid, dir)) = late_answer_demo(&[]) else { return };
+    let triggered = assert_tied_and_hog_named(&r, &text, hog_tid, dir.path());
+    let snap = &r["trace"]["snapshots"][0];
+    assert_eq!(r["trace"]["stop"], "probe");
     let stop = snap["stop_latency_ns"].as_u64().unwrap();
     eprintln!(
-        "triggered {:?}; snapshot {file} tied to sample {}; stop latency {stop} ns",
-        triggered, snap["sample_seq"]
+        "triggered {:?}; snapshot {} tied to sample {}; stop latency {stop} ns; threshold to stop {}",
+        triggered, snap["file"], snap["sample_seq"], snap["trigger_to_stop_ns"]
     );
+}
+
+/// `--trace-stop host`, the path of a bench with no trigger wire: the
+/// virtual probe only flags, and latprobe writes the responder's FIFO when
+/// the flagged sample arrives, long after the threshold (the rest of the
+/// 60 ms, the batch, the link). The trace's ring buffer still holds the
+/// window: the snapshot is tied by trigger number, its window is rebuilt
+/// from the late answer's marker (not from the stop), the hog is named, and
+/// the threshold-to-stop time is measured: more than the answer's lateness
+/// past the threshold, less than that plus the 50 ms batch and a second.
+#[test]
+fn demo_trace_stop_host_stops_the_trace_when_the_flagged_sample_arrives() {
+    let _one = serial();
+    let Some((r, text, hog_tid, dir)) = late_answer_demo(&["--trace-stop", "host"]) else { return };
+    assert_tied_and_hog_named(&r, &text, hog_tid, dir.path());
+    let t = &r["trace"];
+    assert_eq!(t["stop"], "host", "{t:#}");
+    assert!(text.contains("stopped by latprobe (--trace-stop host)"), "{text}");
+    let timed: Vec<&serde_json::Value> =
+        t["snapshots"].as_array().unwrap().iter().filter(|s| s["trigger_to_stop_ns"].is_u64()).collect();
+    assert!(!timed.is_empty(), "no snapshot timed: {t:#}");
+    for s in timed {
+        let whole = s["trigger_to_stop_ns"].as_u64().unwrap();
+        let late = s["sample_latency_ns"].as_u64().unwrap() - 20_000_000;
+        assert!(whole > late, "the stop came before the answer did: {s:#}");
+        assert!(whole < late + 1_050_000_000, "{s:#}");
+        let w = &s["analysis"]["window"];
+        assert_eq!(w["end_from"], "trigger", "the window ends at the estimated trigger: {s:#}");
+        assert!(w["end_ns"].as_u64().unwrap() < s["trigger_mono_ns"].as_u64().unwrap(), "{s:#}");
+        eprintln!(
+            "host stop: sample {} at {} ns: threshold to stop {whole} ns",
+            s["sample_seq"], s["sample_latency_ns"]
+        );
+    }
 }

@@ -548,3 +548,100 @@ fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
         "0"
     );
 }
+
+/// `run --trace` on a board with no trigger wire (`--trace-stop host`, the
+/// default without --target-trigger-gpio): the FIFO is made on the target,
+/// the responder there arms its ftrace and reads the FIFO, latprobe writes
+/// a `T` into it over SSH for every sample the probe flagged, and the
+/// snapshots come back beside the report, the first tied to the first
+/// flagged sample. The probe is the fake, which flags by the trigger's rule
+/// (its 400 µs samples and its timeouts are above 300 µs).
+#[test]
+fn run_trace_over_ssh_stops_the_trace_from_the_host_and_brings_the_snapshots_back() {
+    let _one = lock();
+    if !Path::new("/sys/kernel/tracing/tracing_on").exists() {
+        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).output();
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/tracing_on").exists() {
+        eprintln!("skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let (_master, tty) = target_tty();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = common::FakeOpts {
+        hello: || latprobe_protocol::ProbeInfo {
+            capabilities: common::hello_info().capabilities | latprobe_protocol::Capabilities::TRIGGER,
+            ..common::hello_info()
+        },
+        pace: Duration::from_millis(20),
+        ..common::FakeOpts::default()
+    };
+    let probe = common::FakeProbe::start(dir.path(), opts);
+    let report = dir.path().join("r.json");
+    let responder = ensure_responder();
+    let before = temp_dirs();
+    let config = sshd.config();
+    let o = probe.run(&[
+        "--count",
+        "300",
+        "--trigger-above",
+        "300us",
+        "--target",
+        &sshd.url(),
+        "--ssh-config",
+        config.to_str().unwrap(),
+        "--target-responder",
+        responder.to_str().unwrap(),
+        "--target-device",
+        &tty,
+        "--trace",
+        "--trace-keep",
+        "2",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stopped by latprobe when a flagged sample arrives"), "{err}");
+    let r = json(&report);
+    let flagged: Vec<u64> =
+        r["counts"]["triggered_seqs"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+    assert_eq!(flagged, [96, 193, 250, 290], "the fake's timeouts and its 400 us sample");
+    let t = &r["trace"];
+    assert_eq!(t["stop"], "host", "{t:#}");
+    assert!(t["triggers"].as_u64().unwrap() >= 1, "the responder saw the host's stop: {t:#}");
+    let snaps = t["snapshots"].as_array().unwrap();
+    assert!(!snaps.is_empty() && snaps.len() <= 2, "--trace-keep 2: {t:#}");
+    assert_eq!(snaps[0]["trigger"], 1);
+    assert_eq!(snaps[0]["sample_seq"], 96, "tied to the first flagged sample: {:#}", snaps[0]);
+    let file = snaps[0]["file"].as_str().unwrap();
+    assert!(dir.path().join("r-trace").join(file).is_file(), "fetched beside the report");
+    wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
+    wait_until("the stop's cat ends", Duration::from_secs(3), || below_sshd(&sshd, "cat").is_empty());
+    assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");
+    assert_eq!(
+        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/enable").unwrap().trim(),
+        "0",
+        "tracefs restored"
+    );
+}
+
+/// `run --trace` refusals, each naming its fix, before anything starts.
+#[test]
+fn run_trace_without_what_it_needs_names_the_flag() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--trace", "--trigger-above", "1ms"], "give --target"),
+        (
+            &["--trace", "--target", "ssh://127.0.0.1:1", "--target-device", "/dev/null"],
+            "needs --trigger-above",
+        ),
+        (&["--target-trigger-gpio", "/dev/gpiochip0:3"], "--trace"),
+    ];
+    for (extra, want) in cases {
+        let o = latprobe().args(["run", "--port", "/dev/null"]).args(extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", show(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{extra:?}: {}", show(&o));
+    }
+}

@@ -136,8 +136,9 @@ fn late_answers_raise_the_trigger_within_the_threshold_and_flag_their_samples() 
     mkfifo(&fifo);
     let stop_reader = Arc::new(AtomicBool::new(false));
     let read = reader(fifo.clone(), stop_reader.clone());
-    let (probe, host_end) = VirtualProbe::start_with(Options { priority: None, trigger_fifo: Some(fifo) })
-        .expect("start the virtual probe");
+    let (probe, host_end) =
+        VirtualProbe::start_with(Options { trigger_fifo: Some(fifo), ..Options::default() })
+            .expect("start the virtual probe");
     let stop = Arc::new(AtomicBool::new(false));
     let fake = target(probe.slave_path().to_path_buf(), stop.clone());
 

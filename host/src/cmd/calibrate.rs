@@ -136,6 +136,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), crate::Error> {
         &crate::measure::Delivery::default(),
         None,
         Some(&announce),
+        None,
         &mut || {},
     )?;
     let cal = Calibration::from_report(&report, args.line)?;

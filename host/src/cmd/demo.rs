@@ -55,7 +55,7 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
-    pub trace: DemoTraceArgs,
+    pub trace: crate::options::TraceArgs,
 }
 
 /// The modes the demo runs: this machine has no GPIO lines to wire, so
@@ -154,10 +154,19 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     };
 
     let stem = std::env::temp_dir().join(format!("latprobe-demo-{}", std::process::id()));
+    let host_stop = args.trace.trace && args.trace.trace_stop == Some(crate::options::TraceStop::Host);
+    if host_stop && args.trigger.trigger_above.is_none() {
+        return Err(crate::Error::Config(
+            "--trace-stop host needs --trigger-above DURATION: the threshold past which the probe flags a              sample, whose arrival stops the trace"
+                .into(),
+        ));
+    }
     let trigger = TriggerFifo::make(&args.trigger, &stem)?;
     let (probe, host_end) = VirtualProbe::start_with(crate::virtual_probe::Options {
         priority: args.priority,
-        trigger_fifo: trigger.as_ref().map(|t| t.path.clone()),
+        // --trace-stop host: the probe flags, latprobe writes the FIFO.
+        trigger_fifo: trigger.as_ref().filter(|_| !host_stop).map(|t| t.path.clone()),
+        trigger_flags_only: host_stop,
     })?;
     let meta = stem.with_extension("target.json");
     // Periodic: the responder's own log, kept where --target-log says, else
@@ -176,6 +185,12 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let line = trigger.as_ref().map(|t| t.path.as_path());
     let trace =
         demo_trace(&args.trace, &stem, line, &args.trigger, &args.out, &args.gates, &meta, remote.as_ref())?;
+    // The demo's target is this machine (over SSH too): latprobe writes the
+    // responder's FIFO itself.
+    let sink: Option<Box<dyn crate::target::stop::TriggerSink>> = match (&trace, host_stop) {
+        (Some(t), true) => Some(Box::new(crate::target::stop::HostStop::local(&t.fifo)?)),
+        _ => None,
+    };
     let mut out = args.out.clone();
     out.trace = trace.as_ref().map(|t| t.source.clone());
     let started = match &remote {
@@ -272,6 +287,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
             None => crate::measure::TargetLog::Chosen(p),
         }),
         None,
+        sink,
         &mut || {
             loads.stop();
             if let Some(p) = probe.take() {
@@ -307,27 +323,6 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     Ok(())
 }
 
-/// `demo --trace`: the target's ftrace, stopped by the trigger while an
-/// answer is late, its snapshots beside the report.
-#[derive(Debug, Clone, Args)]
-pub struct DemoTraceArgs {
-    /// Have the responder arm this machine's ftrace (root; tracefs is mounted if needed), mark every answer in it, and save a snapshot when the trigger arrives on its FIFO; the report ties each snapshot to its sample and names the likely culprit (a heuristic)
-    #[arg(long)]
-    pub trace: bool,
-    /// Where the snapshots go [default: beside --output or --html, as NAME-trace/, else ./latprobe-trace]
-    #[arg(long, value_name = "DIR", requires = "trace")]
-    pub trace_dir: Option<PathBuf>,
-    /// Keep the first N snapshots (the responder's --trace-keep)
-    #[arg(long, value_name = "N", default_value_t = 5, requires = "trace")]
-    pub trace_keep: u32,
-    /// The events to record, comma-separated (the responder's --trace-events) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
-    #[arg(long, value_name = "LIST", requires = "trace")]
-    pub trace_events: Option<String>,
-    /// An ftrace tracer beside the events, e.g. function (the responder's --tracer)
-    #[arg(long, value_name = "NAME", requires = "trace")]
-    pub tracer: Option<String>,
-}
-
 /// The demo's side of `--trace`; the FIFO goes when it is dropped.
 #[derive(Debug)]
 pub struct DemoTrace {
@@ -353,13 +348,32 @@ impl Drop for DemoTrace {
     }
 }
 
+/// Where `--trace` puts the snapshots: `--trace-dir`, else beside the
+/// report (`-o` or `--html`) as NAME-trace/, else ./latprobe-trace.
+pub(crate) fn trace_dir_for(
+    t: &crate::options::TraceArgs,
+    out: &OutputArgs,
+    gates: &crate::options::GateArgs,
+) -> PathBuf {
+    t.trace_dir.clone().unwrap_or_else(|| {
+        let beside = out.output.as_ref().or(gates.html.as_ref());
+        match beside {
+            Some(f) => {
+                let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                f.with_file_name(format!("{name}-trace"))
+            }
+            None => PathBuf::from("latprobe-trace"),
+        }
+    })
+}
+
 /// The trigger FIFO: `line`, the one the virtual probe writes to
 /// (`--trigger-above`), else one made in the demo's temporary files
 /// (`stem`) that only a test's own bytes reach; the snapshots' directory;
 /// and the responder's flags.
 #[allow(clippy::too_many_arguments)]
 fn demo_trace(
-    t: &DemoTraceArgs,
+    t: &crate::options::TraceArgs,
     stem: &std::path::Path,
     line: Option<&std::path::Path>,
     trigger: &crate::options::TriggerArgs,
@@ -371,16 +385,7 @@ fn demo_trace(
     if !t.trace {
         return Ok(None);
     }
-    let dir = t.trace_dir.clone().unwrap_or_else(|| {
-        let beside = out.output.as_ref().or(gates.html.as_ref());
-        match beside {
-            Some(f) => {
-                let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                f.with_file_name(format!("{name}-trace"))
-            }
-            None => PathBuf::from("latprobe-trace"),
-        }
-    });
+    let dir = trace_dir_for(t, out, gates);
     let fifo = match line {
         Some(l) => l.to_path_buf(),
         None => {
@@ -411,15 +416,22 @@ fn demo_trace(
     if let Some(tr) = &t.tracer {
         a.extend(["--tracer".into(), tr.into()]);
     }
+    let host = t.trace_stop == Some(crate::options::TraceStop::Host);
     crate::stderr_line!(
-        "latprobe demo: trace: snapshots into {}; trigger FIFO {} (the virtual probe writes 'T' there; a board uses a GPIO edge)",
+        "latprobe demo: trace: snapshots into {}; trigger FIFO {} ({})",
         dir.display(),
-        fifo.display()
+        fifo.display(),
+        if host {
+            "--trace-stop host: latprobe writes 'T' there when a flagged sample arrives"
+        } else {
+            "the virtual probe writes 'T' there; a board uses a GPIO edge"
+        }
     );
     let source = crate::model::TraceSource {
         dir: dir.display().to_string(),
         threshold_ns: trigger.trigger_above,
         meta: Some(meta.display().to_string()),
+        stop: Some(if host { "host" } else { "probe" }.to_string()),
     };
     Ok(Some(DemoTrace { responder_args: a, fifo, source, meta: meta.to_path_buf(), remote_dir }))
 }

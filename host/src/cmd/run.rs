@@ -65,6 +65,131 @@ pub struct RunArgs {
     /// With --target: run the responder at this SCHED_FIFO priority (1-99; a warning there if not permitted)
     #[arg(long, value_name = "N", requires = "url", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub target_priority: Option<u8>,
+    #[command(flatten)]
+    pub trace: crate::options::TraceArgs,
+    /// With --trace: the target's GPIO line wired to the probe's trigger output (Nucleo-F411RE: PB4), CHIP:LINE (/dev/gpiochip0:22); the responder stops the trace on its rising edge (--trace-stop probe). Without it latprobe stops the trace itself (--trace-stop host)
+    #[arg(long, value_name = "CHIP:LINE", requires = "trace")]
+    pub target_trigger_gpio: Option<String>,
+}
+
+/// `run --trace`: what the run does for the target's trace.
+struct RunTrace {
+    /// The responder's flags after its role's.
+    responder_args: Vec<std::ffi::OsString>,
+    /// The snapshots' directory there.
+    remote_dir: String,
+    /// What the report reads.
+    source: crate::model::TraceSource,
+    /// The responder's metadata at its exit, fetched here.
+    meta: std::path::PathBuf,
+    /// `--trace-stop host`: the stop's line to the target.
+    host_stop: Option<crate::target::stop::HostStop>,
+}
+
+impl Drop for RunTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.meta);
+    }
+}
+
+/// `run --trace` checked before anything starts: who stops the trace.
+fn trace_stop_of(args: &RunArgs) -> Result<Option<crate::options::TraceStop>, crate::Error> {
+    use crate::options::TraceStop;
+    let t = &args.trace;
+    if !t.trace {
+        return Ok(None);
+    }
+    if args.target.url.is_none() {
+        return Err(crate::Error::Config(
+            "--trace arms the target's ftrace, which latprobe reaches with --target ssh://[user@]host: give \
+             --target (with the line it answers on), or start latprobe-responder --trace there yourself"
+                .into(),
+        ));
+    }
+    if args.trigger.trigger_above.is_none() {
+        return Err(crate::Error::Config(
+            "--trace on a board needs --trigger-above DURATION: the threshold past which the probe raises its \
+             trigger and flags the sample"
+                .into(),
+        ));
+    }
+    let stop = t.trace_stop.unwrap_or(if args.target_trigger_gpio.is_some() {
+        TraceStop::Probe
+    } else {
+        TraceStop::Host
+    });
+    match (stop, &args.target_trigger_gpio) {
+        (TraceStop::Probe, None) => Err(crate::Error::Config(
+            "--trace-stop probe needs --target-trigger-gpio CHIP:LINE: the target's GPIO line wired to the \
+             probe's trigger output (Nucleo-F411RE: PB4); or --trace-stop host, where latprobe stops the \
+             trace itself"
+                .into(),
+        )),
+        (TraceStop::Host, Some(_)) => Err(crate::Error::Config(
+            "--target-trigger-gpio with --trace-stop host: the wire stops the trace sooner; drop \
+             --trace-stop host, or drop --target-trigger-gpio"
+                .into(),
+        )),
+        _ => Ok(Some(stop)),
+    }
+}
+
+/// `run --trace` set up on the target `r` (its FIFO made for
+/// `--trace-stop host`).
+fn run_trace(
+    args: &RunArgs,
+    stop: Option<crate::options::TraceStop>,
+    remote: Option<&crate::target::Remote>,
+) -> Result<Option<RunTrace>, crate::Error> {
+    use crate::options::TraceStop;
+    let t = &args.trace;
+    let (Some(stop), Some(r)) = (stop, remote) else { return Ok(None) };
+    let fifo = format!("{}/trigger.fifo", r.dir);
+    let trigger_flag: [std::ffi::OsString; 2] = match &args.target_trigger_gpio {
+        Some(g) => ["--trigger-gpio".into(), g.into()],
+        None => ["--trigger-fifo".into(), fifo.clone().into()],
+    };
+    let remote_dir = format!("{}/trace", r.dir);
+    let mut a: Vec<std::ffi::OsString> = vec![
+        "--trace".into(),
+        "--trace-dir".into(),
+        remote_dir.clone().into(),
+        "--trace-keep".into(),
+        t.trace_keep.to_string().into(),
+    ];
+    a.extend(trigger_flag);
+    if let Some(e) = &t.trace_events {
+        a.extend(["--trace-events".into(), e.into()]);
+    }
+    if let Some(tr) = &t.tracer {
+        a.extend(["--tracer".into(), tr.into()]);
+    }
+    let host_stop = match stop {
+        TraceStop::Host => Some(crate::target::stop::HostStop::remote(&r.ssh, &fifo)?),
+        TraceStop::Probe => None,
+    };
+    let dir = crate::cmd::demo::trace_dir_for(t, &args.out, &args.gates);
+    let meta = std::env::temp_dir().join(format!("latprobe-run-{}.target.json", std::process::id()));
+    crate::stderr_line!(
+        "latprobe: trace on {}: snapshots into {} after the run; stopped by {}",
+        r.ssh.url(),
+        dir.display(),
+        match stop {
+            TraceStop::Probe =>
+                format!("the probe's trigger wire on {}", args.target_trigger_gpio.as_deref().unwrap_or("")),
+            TraceStop::Host => "latprobe when a flagged sample arrives (--trace-stop host)".to_string(),
+        }
+    );
+    let source = crate::model::TraceSource {
+        dir: dir.display().to_string(),
+        threshold_ns: args.trigger.trigger_above,
+        meta: Some(meta.display().to_string()),
+        stop: Some(match stop {
+            TraceStop::Probe => "probe".into(),
+            TraceStop::Host => "host".into(),
+        }),
+    };
+    Ok(Some(RunTrace { responder_args: a, remote_dir, source, meta, host_stop }))
 }
 
 /// The target's end of the measured line, from `--target-device` or
@@ -146,6 +271,7 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
                 .into(),
         ));
     }
+    let trace_stop = trace_stop_of(&args)?;
     let mut target = crate::measure::check_outputs(&args.out, &gates, line.is_some(), &cal)?;
     // With --flash this flashes (or finds the firmware in place) first.
     let (src, mut link_notes) = crate::probe::open_run_link(&args.probe, args.port.as_deref(), args.baud)?;
@@ -158,6 +284,9 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         Some(url) => Some(crate::target::Remote::connect(url, &args.target, None)?),
         None => None,
     };
+    let mut trace = run_trace(&args, trace_stop, remote.as_ref())?;
+    let mut out = args.out.clone();
+    out.trace = trace.as_ref().map(|t| t.source.clone());
     let mut responder = None;
     if let (Some(r), Some(line)) = (&remote, &line) {
         let role = match req.mode {
@@ -168,7 +297,8 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
             _ => crate::target::Role::Uart,
         };
         crate::signals::clear_abort();
-        let started = r.start(line, args.target_priority, &role)?;
+        let extra = trace.as_ref().map_or(&[][..], |t| &t.responder_args[..]);
+        let started = r.start_with(line, args.target_priority, &role, extra)?;
         if target.is_none() {
             target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
         }
@@ -209,27 +339,42 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         request: req,
         silence: args.timing.silence_timeout,
     };
+    let sink = trace
+        .as_mut()
+        .and_then(|t| t.host_stop.take())
+        .map(|h| Box::new(h) as Box<dyn crate::target::stop::TriggerSink>);
     let result = crate::measure::measure(
         Link::new(src, raw),
         &ctx,
         &opts,
-        &args.out,
+        &out,
         &gates,
         match (&log_path, &args.out.target_log) {
             (Some(p), None) => Some(crate::measure::TargetLog::Chosen(p)),
             _ => args.out.target_log.as_deref().map(crate::measure::TargetLog::Given),
         },
         Some(&announce),
+        sink,
         &mut || {
             // The loads end, the responder ends (writing its log out), then
-            // its log comes back.
+            // its log comes back, and its trace snapshots.
             loads.stop();
             drop(responder.take());
             if let (Some(r), Some(p)) = (&remote, &log_path) {
                 r.fetch_log(p);
             }
+            if let (Some(r), Some(t)) = (&remote, &trace) {
+                let dir = std::path::Path::new(&t.source.dir);
+                let n = r.fetch_trace(&t.remote_dir, dir, &r.meta_path(), &t.meta);
+                crate::stderr_line!(
+                    "latprobe: trace: {n} snapshot file(s) from {} into {}",
+                    r.ssh.url(),
+                    dir.display()
+                );
+            }
         },
     );
+    drop(trace);
     drop(loads);
     drop(responder);
     drop(remote);

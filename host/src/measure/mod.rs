@@ -106,10 +106,12 @@ pub fn measure(
     gates: &Delivery,
     target_log: Option<TargetLog<'_>>,
     announce: Option<&str>,
+    trigger_sink: Option<Box<dyn crate::target::stop::TriggerSink>>,
     after_run: &mut dyn FnMut(),
 ) -> Result<Report, Error> {
     let signals = signals::install()?;
     let mut state = RunState::new(ctx.histfile_max_us, ctx.request.mode == ModeArg::Periodic);
+    state.trigger_sink = trigger_sink;
     state.calibration = ctx.request.calibration.as_ref().map(|c| (c.offset_ns, c.min_ns));
     state.phases = ctx.phases.iter().map(|p| (p.start_s, p.end_s)).collect();
     state.keep_cycles = target_log.is_some();

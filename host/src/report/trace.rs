@@ -38,6 +38,10 @@ pub struct TraceSection {
     pub marker_max_ns: Option<u64>,
     pub snapshots: Vec<SnapshotReport>,
     pub note: String,
+    /// Who stopped the trace: `probe` (its trigger line) or `host`
+    /// (latprobe, when the flagged sample arrived: `--trace-stop host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
 }
 
 /// One snapshot, tied to its sample.
@@ -64,6 +68,16 @@ pub struct SnapshotReport {
     pub tie: String,
     pub analysis: Option<SnapshotAnalysis>,
     pub error: Option<String>,
+    /// The trigger's moment on the trace clock, estimated from the late
+    /// answer's marker: `marker − (latency − threshold)` (the marker is
+    /// written a few µs after the answer, so this is a little late).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_estimated_mono_ns: Option<u64>,
+    /// From that moment to `tracing_on` written: the whole stop path
+    /// (wire: the edge, the thread's wake-up and the write; host: the
+    /// rest of the answer's lateness, the batch, the link, SSH).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_to_stop_ns: Option<u64>,
 }
 
 /// Read the snapshots of `src` for `r` (its counts and worst samples tie
@@ -91,6 +105,7 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
         marker_max_ns: get_u64("marker_max_ns"),
         snapshots: Vec::new(),
         note: HEURISTIC_NOTE.to_string(),
+        stop: src.stop.clone(),
     };
     let mut sidecars: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
@@ -104,7 +119,7 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
         .collect();
     sidecars.sort();
     for side in sidecars {
-        section.snapshots.push(snapshot(&side, src.threshold_ns, r));
+        section.snapshots.push(snapshot(&side, src.threshold_ns, src.stop.as_deref() == Some("host"), r));
     }
     section.snapshots.sort_by_key(|s| s.trigger);
     if section.stop_latencies_ns.is_empty() {
@@ -113,7 +128,7 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
     section
 }
 
-fn snapshot(side: &Path, threshold_ns: Option<u64>, r: &Report) -> SnapshotReport {
+fn snapshot(side: &Path, threshold_ns: Option<u64>, host_stop: bool, r: &Report) -> SnapshotReport {
     let v: serde_json::Value =
         std::fs::read(side).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     let u = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
@@ -124,8 +139,11 @@ fn snapshot(side: &Path, threshold_ns: Option<u64>, r: &Report) -> SnapshotRepor
     let text = std::fs::read_to_string(side.with_file_name(&file));
     let trigger_mono_ns =
         u("trigger_seen_mono_ns").filter(|_| v.get("trace_clock").and_then(|c| c.as_str()) == Some("mono"));
-    let (analysis, error) = match &text {
-        Ok(t) => (Some(analyse(t, trigger_mono_ns, threshold_ns, EXCERPT_LINES)), None),
+    // The host's stop comes well after the trigger: the window is set once
+    // the sample is known (below); the probe's is at the trigger.
+    let first_trigger = if host_stop { None } else { trigger_mono_ns };
+    let (mut analysis, error) = match &text {
+        Ok(t) => (Some(analyse(t, first_trigger, threshold_ns, EXCERPT_LINES)), None),
         Err(e) => (None, Some(format!("cannot read {file}: {e}"))),
     };
     let last_marker_seq =
@@ -172,7 +190,28 @@ fn snapshot(side: &Path, threshold_ns: Option<u64>, r: &Report) -> SnapshotRepor
             ),
         )
     };
+    // The trigger's moment, from the late answer's own marker (its seq is
+    // the sample's when every answer before it came: the tie above).
+    let estimated = match (&text, sample_seq, sample_latency_ns, threshold_ns) {
+        (Ok(t), Some(seq), Some(lat), Some(thr)) if lat > thr && trigger_mono_ns.is_some() => {
+            crate::analysis::trace::parse::parse(t)
+                .markers()
+                .iter()
+                .find(|m| m.seq == seq)
+                .map(|m| m.ts_ns.saturating_sub(lat - thr))
+        }
+        _ => None,
+    };
+    let stopped_at = trigger_mono_ns.zip(u("stop_latency_ns")).map(|(a, b)| a + b);
+    let trigger_to_stop_ns = estimated.zip(stopped_at).and_then(|(t, s)| s.checked_sub(t));
+    if host_stop {
+        if let Ok(t) = &text {
+            analysis = Some(analyse(t, estimated, threshold_ns, EXCERPT_LINES));
+        }
+    }
     SnapshotReport {
+        trigger_estimated_mono_ns: estimated,
+        trigger_to_stop_ns,
         file,
         sidecar: side.file_name().map(|n| n.to_string_lossy().into_owned()),
         trigger: u("trigger"),
@@ -220,6 +259,16 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
         t.snapshots.len(),
         if stops.is_empty() { "-".to_string() } else { stops.join(", ") }
     );
+    let whole: Vec<String> = t.snapshots.iter().filter_map(|x| x.trigger_to_stop_ns).map(format_ns).collect();
+    if t.stop.as_deref() == Some("host") {
+        let _ = writeln!(
+            s,
+            "  stopped by latprobe (--trace-stop host) when each flagged sample arrived; threshold to stop: {}",
+            if whole.is_empty() { "- (no answered sample to time it by)".to_string() } else { whole.join(", ") }
+        );
+    } else if !whole.is_empty() {
+        let _ = writeln!(s, "  threshold to stop, by the late answer's marker: {}", whole.join(", "));
+    }
     if let (Some(mean), Some(max)) = (t.marker_mean_ns, t.marker_max_ns) {
         let _ =
             writeln!(s, "  trace marker after each answer: {} mean, {} max", format_ns(mean), format_ns(max));
@@ -311,8 +360,12 @@ mod tests {
             std::fs::copy(fixtures.join(f), dir.path().join(f)).unwrap();
         }
         let mut r = super::super::testkit::run(0);
-        let src =
-            TraceSource { dir: dir.path().display().to_string(), threshold_ns: Some(5_000_000), meta: None };
+        let src = TraceSource {
+            dir: dir.path().display().to_string(),
+            threshold_ns: Some(5_000_000),
+            meta: None,
+            stop: None,
+        };
         let t = load(&src, &r);
         assert_eq!(t.snapshots.len(), 1);
         let s = &t.snapshots[0];

@@ -76,6 +76,9 @@ pub struct RunState {
     /// Where every counted sample goes as a row (`report --samples`),
     /// handed to the analysis at Started.
     pub rows: Option<Box<dyn crate::samples::Sink>>,
+    /// Told of every sample the probe flagged `triggered`, as it arrives
+    /// (`--trace-stop host`: latprobe stops the target's trace).
+    pub trigger_sink: Option<Box<dyn crate::target::stop::TriggerSink>>,
 }
 
 impl RunState {
@@ -106,6 +109,7 @@ impl RunState {
             refused: 0,
             fault: None,
             rows: None,
+            trigger_sink: None,
         }
     }
 
@@ -180,7 +184,17 @@ impl RunState {
             ProbeMsg::SampleBatch(b) => {
                 if self.running() {
                     if let Some(a) = &mut self.analysis {
+                        let before = a.triggered;
                         a.ingest_samples(&b);
+                        if let Some(sink) = self.trigger_sink.as_mut().filter(|_| a.triggered > before) {
+                            // The new flags, in order (a duplicate batch adds none).
+                            let fresh = (a.triggered - before) as usize;
+                            let known = &a.triggered_seqs;
+                            for k in 0..fresh {
+                                // The seq, while the first ones are kept.
+                                sink.triggered(known.get(before as usize + k).copied().unwrap_or(u64::MAX));
+                            }
+                        }
                     }
                 }
             }

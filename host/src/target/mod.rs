@@ -12,6 +12,7 @@
 pub mod load;
 mod remote;
 pub mod ssh;
+pub mod stop;
 
 pub use remote::{find_responder, start_local, start_local_with, Remote, Started};
 

@@ -373,11 +373,19 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
         let mut b = SampleBatchBuilder::new(c.interval_ticks, BATCH as u16);
         let first = seq;
         while !b.is_full() && c.count.is_none_or(|n| seq < n) {
+            let outcome = (opts.outcomes)(seq);
+            // The trigger's rule (`protocol::trigger_fault`'s docs): a
+            // latency above the threshold, or a timeout.
+            let triggered = c.trigger_ticks != 0
+                && match outcome {
+                    Outcome::Timeout => true,
+                    Outcome::Response(l) => l > c.trigger_ticks,
+                };
             let sample = Sample {
                 seq,
                 stimulus_tick: start_tick + seq * u64::from(c.interval_ticks),
-                outcome: (opts.outcomes)(seq),
-                triggered: false,
+                outcome,
+                triggered,
             };
             if b.push(&sample).is_err() {
                 break;

@@ -153,7 +153,11 @@ impl Bus for Model {
             TimReg::Ccmr1 => {
                 let old = tim3_peek(&self.tim3, reg);
                 if (old ^ v) & 0b11 != 0 {
-                    assert_eq!(tim3_peek(&self.tim3, TimReg::Ccer) & 1, 0, "model: TIM3 CC1S written with CC1E set");
+                    assert_eq!(
+                        tim3_peek(&self.tim3, TimReg::Ccer) & 1,
+                        0,
+                        "model: TIM3 CC1S written with CC1E set"
+                    );
                 }
                 assert_eq!(v & 0xFF00, 0, "model: TIM3's CH2 is not used");
                 tim3_poke(&self.tim3, reg, v);

@@ -58,8 +58,8 @@ use stm32f4::stm32f411::{gpioa, gpiob, tim2, tim3};
 
 use super::{GpioReg, Port, TimReg};
 
-use blocks::{tim3_peek, tim_peek};
 pub use blocks::{filter_of, tim2_block, tim3_block, tim3_poke, tim_poke, tim_ptr, zeroed_block};
+use blocks::{tim3_peek, tim_peek};
 
 /// What is wired on the bench.
 #[derive(Debug, Clone, Copy, Default)]
@@ -435,7 +435,9 @@ impl Model {
     /// The earliest thing that happens after now (RX bytes included).
     pub fn next_event(&self) -> u64 {
         let mut n = u64::MAX;
-        for m in (1..=4).filter_map(|ch| self.next_match(ch)).chain(self.next_wrap()).chain(self.next_match3()) {
+        for m in
+            (1..=4).filter_map(|ch| self.next_match(ch)).chain(self.next_wrap()).chain(self.next_match3())
+        {
             n = n.min(m);
         }
         for &(at, ..) in &self.changes {
