@@ -5,12 +5,14 @@
 # README's excerpt came from this script. Note the two priorities: `timeout`
 # must run above the loop it ends (60 over 50), or on the same CPU at the
 # same SCHED_FIFO priority it never runs again to end it.
+# Extra arguments go to the demo: `--trace-stop host` makes latprobe stop the
+# trace when the flagged sample arrives (a bench with no trigger wire).
 set -u
 B=${B:-target/release}
 OUT=${OUT:-/tmp/latprobe-late}
 mkdir -p "$OUT"
 "$B/latprobe" demo --duration 5s --interval 10ms --trigger-above 5ms --trace --trace-keep 10 \
-    --responder "$B/latprobe-responder" -o "$OUT/run.json" --html "$OUT/run.html" > "$OUT/summary.txt" 2> "$OUT/err.txt" &
+    --responder "$B/latprobe-responder" -o "$OUT/run.json" --html "$OUT/run.html" "$@" > "$OUT/summary.txt" 2> "$OUT/err.txt" &
 LPID=$!
 sleep 1.0
 RPID=$(pgrep -P $LPID -f latprobe-responder | head -1)

@@ -348,6 +348,13 @@ fn demo_trace_stop_host_stops_the_trace_when_the_flagged_sample_arrives() {
     let t = &r["trace"];
     assert_eq!(t["stop"], "host", "{t:#}");
     assert!(text.contains("stopped by latprobe (--trace-stop host)"), "{text}");
+    // The answers queued behind the hog's come in one batch: they share a
+    // stop, so no snapshot is an empty buffer cleared a moment before.
+    let stops = t["host_stops"].as_u64().unwrap();
+    assert!(stops >= 1 && stops <= r["counts"]["triggered"].as_u64().unwrap(), "{t:#}");
+    for s in t["snapshots"].as_array().unwrap() {
+        assert!(s["analysis"]["events"].as_u64().unwrap() > 0, "an empty snapshot: {s:#}");
+    }
     let timed: Vec<&serde_json::Value> =
         t["snapshots"].as_array().unwrap().iter().filter(|s| s["trigger_to_stop_ns"].is_u64()).collect();
     assert!(!timed.is_empty(), "no snapshot timed: {t:#}");

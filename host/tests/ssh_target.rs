@@ -618,6 +618,11 @@ fn run_trace_over_ssh_stops_the_trace_from_the_host_and_brings_the_snapshots_bac
     assert_eq!(snaps[0]["sample_seq"], 96, "tied to the first flagged sample: {:#}", snaps[0]);
     let file = snaps[0]["file"].as_str().unwrap();
     assert!(dir.path().join("r-trace").join(file).is_file(), "fetched beside the report");
+    // One stop per flagged sample here (each came in its own batch, 20 ms
+    // apart), each stop's sample recorded for the tie.
+    let stops = std::fs::read_to_string(dir.path().join("r-trace/host-stops.txt")).unwrap();
+    assert_eq!(stops, "96\n193\n250\n290\n");
+    assert_eq!(t["host_stops"], 4);
     wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
     wait_until("the stop's cat ends", Duration::from_secs(3), || below_sshd(&sshd, "cat").is_empty());
     assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");

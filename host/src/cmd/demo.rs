@@ -188,7 +188,9 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     // The demo's target is this machine (over SSH too): latprobe writes the
     // responder's FIFO itself.
     let sink: Option<Box<dyn crate::target::stop::TriggerSink>> = match (&trace, host_stop) {
-        (Some(t), true) => Some(Box::new(crate::target::stop::HostStop::local(&t.fifo)?)),
+        (Some(t), true) => Some(Box::new(
+            crate::target::stop::HostStop::local(&t.fifo)?.record_in(std::path::Path::new(&t.source.dir))?,
+        )),
         _ => None,
     };
     let mut out = args.out.clone();

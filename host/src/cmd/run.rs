@@ -164,11 +164,11 @@ fn run_trace(
     if let Some(tr) = &t.tracer {
         a.extend(["--tracer".into(), tr.into()]);
     }
+    let dir = crate::cmd::demo::trace_dir_for(t, &args.out, &args.gates);
     let host_stop = match stop {
-        TraceStop::Host => Some(crate::target::stop::HostStop::remote(&r.ssh, &fifo)?),
+        TraceStop::Host => Some(crate::target::stop::HostStop::remote(&r.ssh, &fifo)?.record_in(&dir)?),
         TraceStop::Probe => None,
     };
-    let dir = crate::cmd::demo::trace_dir_for(t, &args.out, &args.gates);
     let meta = std::env::temp_dir().join(format!("latprobe-run-{}.target.json", std::process::id()));
     crate::stderr_line!(
         "latprobe: trace on {}: snapshots into {} after the run; stopped by {}",

@@ -42,6 +42,10 @@ pub struct TraceSection {
     /// (latprobe, when the flagged sample arrived: `--trace-stop host`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<String>,
+    /// Host stop: how many stops latprobe sent (flagged samples arriving
+    /// within 10 ms of a stop shared it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_stops: Option<u64>,
 }
 
 /// One snapshot, tied to its sample.
@@ -106,6 +110,7 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
         snapshots: Vec::new(),
         note: HEURISTIC_NOTE.to_string(),
         stop: src.stop.clone(),
+        host_stops: None,
     };
     let mut sidecars: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
@@ -118,8 +123,14 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
         })
         .collect();
     sidecars.sort();
+    // --trace-stop host: the sample of each stop latprobe sent, in order.
+    let host_stops: Option<Vec<u64>> = std::fs::read_to_string(dir.join(crate::target::stop::STOPS_FILE))
+        .ok()
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect());
+    section.host_stops = host_stops.as_ref().map(|v| v.len() as u64);
+    let by = Tie { host_stop: src.stop.as_deref() == Some("host"), stops: host_stops.as_deref() };
     for side in sidecars {
-        section.snapshots.push(snapshot(&side, src.threshold_ns, src.stop.as_deref() == Some("host"), r));
+        section.snapshots.push(snapshot(&side, src.threshold_ns, &by, r));
     }
     section.snapshots.sort_by_key(|s| s.trigger);
     if section.stop_latencies_ns.is_empty() {
@@ -128,7 +139,16 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
     section
 }
 
-fn snapshot(side: &Path, threshold_ns: Option<u64>, host_stop: bool, r: &Report) -> SnapshotReport {
+/// How a run's snapshots are tied to samples.
+struct Tie<'a> {
+    /// `--trace-stop host`.
+    host_stop: bool,
+    /// The sample of each stop latprobe sent (host stop).
+    stops: Option<&'a [u64]>,
+}
+
+fn snapshot(side: &Path, threshold_ns: Option<u64>, by: &Tie<'_>, r: &Report) -> SnapshotReport {
+    let host_stop = by.host_stop;
     let v: serde_json::Value =
         std::fs::read(side).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     let u = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
@@ -157,18 +177,28 @@ fn snapshot(side: &Path, threshold_ns: Option<u64>, host_stop: bool, r: &Report)
     };
     // The k-th trigger the target saw is the k-th sample the probe flagged
     // (triggers rise in the order of their stimuli, one byte or edge each).
-    let by_trigger =
-        u("trigger").and_then(|k| r.counts.triggered_seqs.get(usize::try_from(k).ok()?.checked_sub(1)?));
+    // With the host's stop, the k-th stop latprobe sent (bursts shared one).
+    let seqs = by.stops.unwrap_or(&r.counts.triggered_seqs);
+    let by_trigger = u("trigger").and_then(|k| seqs.get(usize::try_from(k).ok()?.checked_sub(1)?));
     // Else: answer k is sample k only when every sample before it was answered.
     let (sample_seq, sample_latency_ns, tie) = if let Some(&seq) = by_trigger {
         (
             Some(seq),
             latency_of(Some(seq)),
-            format!(
-                "by the trigger: the target's trigger {} is the probe's triggered sample {} in order",
-                u("trigger").unwrap_or(0),
-                u("trigger").unwrap_or(0)
-            ),
+            if by.stops.is_some() {
+                format!(
+                    "by the trigger: the target's trigger {} is latprobe's stop {} (its sample in {})",
+                    u("trigger").unwrap_or(0),
+                    u("trigger").unwrap_or(0),
+                    crate::target::stop::STOPS_FILE
+                )
+            } else {
+                format!(
+                    "by the trigger: the target's trigger {} is the probe's triggered sample {} in order",
+                    u("trigger").unwrap_or(0),
+                    u("trigger").unwrap_or(0)
+                )
+            },
         )
     } else if r.counts.timeouts == 0 && r.counts.lost == 0 {
         let seq = answer;
@@ -263,7 +293,10 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
     if t.stop.as_deref() == Some("host") {
         let _ = writeln!(
             s,
-            "  stopped by latprobe (--trace-stop host) when each flagged sample arrived; threshold to stop: {}",
+            "  stopped by latprobe (--trace-stop host) when a flagged sample arrived{}; threshold to stop: {}",
+            t.host_stops.map_or(String::new(), |n| format!(
+                " ({n} stops; flagged samples within 10 ms of a stop shared it)"
+            )),
             if whole.is_empty() { "- (no answered sample to time it by)".to_string() } else { whole.join(", ") }
         );
     } else if !whole.is_empty() {

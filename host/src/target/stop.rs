@@ -10,8 +10,13 @@
 //! ```
 //!
 //! One byte `T` per flagged sample, in the order the samples arrive (the
-//! probe sends them in order), so the target's k-th trigger is still the
-//! probe's k-th flagged sample, the tie the report makes. The stop comes
+//! probe sends them in order), except that flagged samples arriving within
+//! [`MIN_GAP`] of the last stop share it: the answers queued behind one
+//! late answer come in one batch, and a second stop right after the first
+//! would find the buffer the responder has just cleared (an empty
+//! snapshot, spending `--trace-keep`). Each stop's sample is written to
+//! [`STOPS_FILE`] in the snapshots' directory, one seq a line: the report
+//! ties the target's k-th trigger to its k-th line. The stop comes
 //! later than the wire's: after the answer (or the timeout), the batch that
 //! carries it (the probe sends one at most 50 ms after its first sample),
 //! the link and, over SSH, the network. The trace's ring buffer still holds
@@ -21,8 +26,9 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
+use std::time::{Duration, Instant};
 
 use super::ssh::{self, SshTarget};
 use crate::Error;
@@ -43,12 +49,24 @@ enum Line {
     Remote { child: Child, stdin: ChildStdin, url: String },
 }
 
-/// The host's trace stop: one byte `T` per flagged sample.
+/// Flagged samples within this of the last stop share it.
+pub const MIN_GAP: Duration = Duration::from_millis(10);
+
+/// The stops' samples, one seq a line, in the snapshots' directory.
+pub const STOPS_FILE: &str = "host-stops.txt";
+
+/// The host's trace stop: one byte `T` per flagged sample (bursts share).
 #[derive(Debug)]
 pub struct HostStop {
     line: Line,
     /// Bytes written.
     pub sent: u64,
+    /// Flagged samples that shared an earlier stop.
+    pub shared: u64,
+    /// When the last stop went.
+    last: Option<Instant>,
+    /// Where each stop's sample is written ([`STOPS_FILE`]).
+    record: Option<PathBuf>,
     /// The first write that failed (said once; the run goes on).
     pub failed: Option<String>,
 }
@@ -69,7 +87,7 @@ impl HostStop {
             .map_err(|e| {
                 Error::io(format!("--trace-stop host: cannot open the trigger FIFO {}", fifo.display()), e)
             })?;
-        Ok(HostStop { line: Line::Local(f), sent: 0, failed: None })
+        Ok(HostStop::on(Line::Local(f)))
     }
 
     /// Make the FIFO `fifo` on the target (its run directory) and keep a
@@ -93,7 +111,22 @@ impl HostStop {
         let mut child = c.spawn().map_err(|e| ssh.no_client(e))?;
         let stdin =
             child.stdin.take().ok_or_else(|| Error::Config("ssh: no stdin to write the stop to".into()))?;
-        Ok(HostStop { line: Line::Remote { child, stdin, url: ssh.url() }, sent: 0, failed: None })
+        Ok(HostStop::on(Line::Remote { child, stdin, url: ssh.url() }))
+    }
+
+    fn on(line: Line) -> HostStop {
+        HostStop { line, sent: 0, shared: 0, last: None, record: None, failed: None }
+    }
+
+    /// Write each stop's sample to [`STOPS_FILE`] in `dir` (made if need
+    /// be; a stale file is replaced).
+    pub fn record_in(mut self, dir: &Path) -> Result<HostStop, Error> {
+        let path = dir.join(STOPS_FILE);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, b""))
+            .map_err(|e| Error::io(format!("--trace-stop host: cannot write {}", path.display()), e))?;
+        self.record = Some(path);
+        Ok(self)
     }
 
     /// Send one trigger.
@@ -119,8 +152,20 @@ impl HostStop {
 }
 
 impl TriggerSink for HostStop {
-    fn triggered(&mut self, _seq: u64) {
+    fn triggered(&mut self, seq: u64) {
+        if self.last.is_some_and(|t| t.elapsed() < MIN_GAP) {
+            self.shared += 1;
+            return;
+        }
+        self.last = Some(Instant::now());
         self.send();
+        if let Some(p) = &self.record {
+            let line = format!("{seq}\n");
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(line.as_bytes()));
+        }
     }
 }
 
