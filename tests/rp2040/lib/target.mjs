@@ -1,6 +1,7 @@
 // The target, played at exact simulated nanoseconds against the firmware's
 // pins: GP2 stimulus (PIO0 SM3 output), GP3 response (input), GP4 UART1 TX
-// (to the target), GP5 UART1 RX (from the target).
+// (to the target), GP5 UART1 RX (from the target); GP6 is the firmware's
+// trigger output (PIO1 SM0), which the target only watches.
 //
 // Answers are in order, as a real target's single responder gives them: an
 // answer is due at max(its own time, the previous answer + one PIO tick)
@@ -9,7 +10,7 @@
 import { GPIOPinState } from 'rp2040js';
 import { PIO_TICK_NS } from './emulator.mjs';
 
-export const PIN = { STIMULUS: 2, RESPONSE: 3, UART_TX: 4, UART_RX: 5 };
+export const PIN = { STIMULUS: 2, RESPONSE: 3, UART_TX: 4, UART_RX: 5, TRIGGER: 6 };
 
 /** gpio-echo: the response returns to idle this long after max(stimulus return, answer). */
 export const RETURN_DELAY_NS = 1000;

@@ -223,6 +223,59 @@ pub const fn image() -> [u16; 32] {
     m
 }
 
+/// `pull block` (§3.4.7: opcode 100, bit 7 = 1 pull, IfEmpty 0, Block
+/// 1): only executed by the CPU (SMx_INSTR) with a word already in the TX
+/// FIFO, to load a value before a state machine is enabled.
+pub const PULL_BLOCK: u16 = 0b100 << 13 | 1 << 7 | 1 << 5;
+
+/// PIO1's program: the trigger output. PIO0's 32 slots are full, so the
+/// trigger is a state machine of PIO1 (SM0) running the stimulus program
+/// itself ([`STIMULUS`], at the same addresses 16..31, so its compare and
+/// its edge take the very clocks the stimulus's do), with its own pin and
+/// its own IRQ flag ([`TRIGGER_FLAG`]). A compare needs the same count as
+/// PIO0's, and PIO1 cannot read PIO0's X, nor be enabled in the same CTRL
+/// write (each block has its own). So it is synchronised once, at boot, by
+/// an edge: [`TRIGGER_SYNC`] at 0 is a one-instruction loop (wrap 0..0)
+/// that waits, with X preloaded, until PIO0's stimulus state machine
+/// raises the sync pin, and then enters the stimulus program at 16 with
+/// PIO0's count (`trigger_sync_x`).
+pub const TRIGGER_SYNC: u16 = jmp(Cond::Pin, STIMULUS_AT);
+/// Where the sync loop lies in PIO1.
+pub const TRIGGER_SYNC_AT: u8 = 0;
+/// The sync loop's wrap (one instruction: it falls through to itself
+/// while the pin is low).
+pub const TRIGGER_SYNC_WRAP: (u8, u8) = (TRIGGER_SYNC_AT, TRIGGER_SYNC_AT);
+/// PIO1 IRQ flag raised by the trigger's edges (`irq 0 rel` on SM0).
+pub const TRIGGER_FLAG: u8 = 0;
+
+/// X to preload into PIO1's trigger state machine so that it holds PIO0's
+/// count once it leaves the sync loop, when the sync edge is PIO0's
+/// stimulus edge for tick `tick` (target `stimulus_target(tick)`).
+///
+/// Counted from the stimulus program: X equals the target W at the
+/// compare (25); the edge (27) is two clocks later and the state machine
+/// at 16 is balanced again (2 clocks a decrement from a loop head) one
+/// clock after it, where PIO0's count is W - 1 by the balance. PIO1 sees
+/// the pin in the edge's clock (rp2040js steps PIO0 before PIO1 in one
+/// cycle; on silicon the input synchroniser is bypassed for this pin,
+/// `INPUT_SYNC_BYPASS`, datasheet §3.5.6.3) and runs 16 in the next.
+pub const fn trigger_sync_x(tick: u32) -> u32 {
+    stimulus_target(tick).wrapping_sub(1)
+}
+
+/// Every instruction word PIO1 holds: the sync loop at 0, the stimulus
+/// program at 16..31, the rest unused (0 is `jmp 0`, never reached).
+pub const fn trigger_image() -> [u16; 32] {
+    let mut m = [0u16; 32];
+    m[TRIGGER_SYNC_AT as usize] = TRIGGER_SYNC;
+    let mut i = 0;
+    while i < 16 {
+        m[STIMULUS_AT as usize + i] = STIMULUS[i];
+        i += 1;
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +426,22 @@ mod tests {
                 assert_eq!(address, fall, "jmp x-- at {pc}");
             }
         }
+    }
+
+    #[test]
+    fn the_trigger_image_is_the_stimulus_program_and_a_sync_loop() {
+        let m = trigger_image();
+        expect(m[0], Op::JMP { condition: JmpCondition::PinHigh, address: STIMULUS_AT });
+        assert_eq!(&m[16..32], &STIMULUS[..]);
+        assert_eq!(&m[16..32], &image()[16..32], "the same words at the same addresses as PIO0's");
+        expect(PULL_BLOCK, Op::PULL { if_empty: false, block: true });
+        expect(
+            mov(MovDst::X, false, MovSrc::Osr),
+            Op::MOV { destination: MovDestination::X, op: MovOperation::None, source: MovSource::OSR },
+        );
+        // The same path from the loop head as PIO0's: balanced.
+        assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
+        assert_eq!(trigger_sync_x(1000), !1001u32 - 1);
     }
 
     #[test]

@@ -11,7 +11,20 @@
 //!   TxStart    SM2 edges of GP4 (our UART TX pin)     CH3 capture (a wire PA9-PB10)
 //!   Stimulus   SM3 toggles GP2 at the target; flag 3  CH1 compare, OC1M
 //!   Wake       TIMER ALARM0 (1 µs, rounded up)        CH4 compare
+//!   Trigger    PIO1 SM0 toggles GP6 at the target;    TIM3 CH1 compare on PB4
+//!              PIO1 flag 0 (its count synchronised
+//!              to PIO0's at boot, `program::TRIGGER_SYNC`)
 //! ```
+//!
+//! The trigger is a compare like the stimulus: the capture loop
+//! (`TriggerOut::Compare { bits: 32 }`) arms it at `stimulus + threshold +
+//! 1`, the state machine toggles GP6 at that tick exactly, the top half
+//! programs the fall 10 µs later, and in one-in-flight modes the answer's
+//! capture disarms it by holding the pad (OUTOVER) in the top-priority
+//! interrupt. A target the state machine still holds (a trigger disarmed
+//! before its tick) toggles PIO's level later, behind the held pad; the
+//! next arming waits for that toggle before the pad follows PIO again
+//! (`trig_inflight`, `trig_deferred`), so a stale target never shows.
 //!
 //! Output modes become the pad's override (OUTOVER): forced high or low,
 //! frozen at the pad's level, or following PIO (inverted where needed) so
@@ -80,6 +93,41 @@ pub struct PioTimer<B> {
     pub clock_faults: u32,
     /// Words the edge state machines lost to a full FIFO.
     pub lost_edges: u32,
+    /// The trigger compare's value.
+    trig_at: u32,
+    /// The last pushed target is `trig_at` (the compare armed now).
+    trig_current: bool,
+    /// Targets pushed to PIO1 whose toggle (flag) has not been taken.
+    trig_inflight: u8,
+    /// A match mode set while earlier targets were in flight, and how many
+    /// of them must toggle before the pad may follow PIO.
+    trig_deferred: Option<(OutputMode, u8)>,
+    /// Arms refused because PIO1 held too many targets (a board fault).
+    pub trigger_faults: u32,
+}
+
+/// Targets PIO1's trigger state machine holds at most: the one it compares
+/// and its TX FIFO's four.
+const TRIGGER_DEPTH: u8 = 5;
+
+/// The override that gives `mode` on a pad at `pad` whose PIO level is
+/// `pio` (the state machine toggles at its match).
+const fn outover_for(mode: OutputMode, pad: bool, pio: bool) -> OutOver {
+    // Follow PIO with the inversion that keeps the pad where it is: the
+    // state machine's toggle is then the edge.
+    let follow = if pad == pio { OutOver::Normal } else { OutOver::Invert };
+    let hold = if pad { OutOver::High } else { OutOver::Low };
+    match mode {
+        OutputMode::Frozen => hold,
+        OutputMode::ForceHigh => OutOver::High,
+        OutputMode::ForceLow => OutOver::Low,
+        OutputMode::ToggleOnMatch => follow,
+        // Already at the level the match would make: stay (the toggle
+        // would undo it).
+        OutputMode::HighOnMatch if pad => hold,
+        OutputMode::LowOnMatch if !pad => hold,
+        OutputMode::HighOnMatch | OutputMode::LowOnMatch => follow,
+    }
 }
 
 impl<B: PioBus> PioTimer<B> {
@@ -97,8 +145,14 @@ impl<B: PioBus> PioTimer<B> {
             stim_mode: OutputMode::Frozen,
             clock_faults: 0,
             lost_edges: 0,
+            trig_at: 0,
+            trig_current: false,
+            trig_inflight: 0,
+            trig_deferred: None,
+            trigger_faults: 0,
         };
         t.set_output(OutputMode::ForceLow);
+        t.set_trigger_output(OutputMode::ForceLow);
         t.keep_alive();
         t.bus.alarm_irq(true);
         t
@@ -170,6 +224,61 @@ impl<B: PioBus> PioTimer<B> {
         let now = self.bus.micros();
         self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
     }
+
+    fn apply_trigger_output(&mut self, mode: OutputMode) {
+        let pad = self.bus.trigger_at_pad();
+        let pio = self.bus.trigger_from_pio();
+        self.bus.set_trigger_outover(outover_for(mode, pad, pio));
+    }
+
+    /// A trigger toggle's flag, taken: one target fewer in flight, the
+    /// deferred mode applied once the earlier targets have all toggled.
+    /// Whether it was the armed target's own toggle.
+    fn take_trigger(&mut self) -> bool {
+        if !self.bus.take_trigger_flag() {
+            return false;
+        }
+        if self.trig_inflight == 0 {
+            // A flag with nothing pushed (cannot happen): not a match.
+            return false;
+        }
+        self.trig_inflight -= 1;
+        if let Some((mode, n)) = self.trig_deferred {
+            if n <= 1 {
+                self.trig_deferred = None;
+                self.apply_trigger_output(mode);
+            } else {
+                self.trig_deferred = Some((mode, n - 1));
+            }
+        }
+        let own = self.trig_inflight == 0 && self.trig_current;
+        if own {
+            self.trig_current = false;
+        }
+        own
+    }
+
+    /// Arm the trigger compare: push `trig_at` (as the stimulus's target
+    /// word: the same program) if it is far enough ahead; if it is too
+    /// close, wait until it has passed, so that the loop's check after
+    /// arming raises it in software (as for the stimulus).
+    fn push_trigger(&mut self) {
+        if self.trig_current {
+            return;
+        }
+        let now = self.counter();
+        let ahead = self.trig_at.wrapping_sub(now);
+        if (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&ahead) {
+            if self.trig_inflight < TRIGGER_DEPTH && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
+                self.trig_inflight += 1;
+                self.trig_current = true;
+            } else {
+                self.trigger_faults = self.trigger_faults.wrapping_add(1);
+            }
+        } else if ahead < TARGET_LEAD_TICKS {
+            while self.trig_at.wrapping_sub(self.counter()) < TARGET_LEAD_TICKS {}
+        }
+    }
 }
 
 impl<B: PioBus> TimerHw for PioTimer<B> {
@@ -217,6 +326,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn take_compare(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus => self.bus.take_flag(STIMULUS_FLAG),
+            Channel::Trigger => self.take_trigger(),
             Channel::Wake => {
                 let fired = self.bus.take_alarm();
                 if fired {
@@ -231,6 +341,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn compare_pending(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus => self.bus.flag(STIMULUS_FLAG),
+            Channel::Trigger => self.trig_current && self.trig_inflight == 1 && self.bus.trigger_flag(),
             Channel::Wake => self.bus.alarm_fired(),
             _ => false,
         }
@@ -239,6 +350,10 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_compare(&mut self, ch: Channel, raw: u32) {
         match ch {
             Channel::Stimulus => self.stim_at = raw,
+            Channel::Trigger => {
+                self.trig_at = raw;
+                self.trig_current = false;
+            }
             Channel::Wake => {
                 let ahead = raw.wrapping_sub(self.counter());
                 // Passed (more than half a period "ahead"): at once.
@@ -268,6 +383,14 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 }
                 self.bus.flag_irq(STIMULUS_FLAG, on);
             }
+            Channel::Trigger => {
+                if on {
+                    self.push_trigger();
+                }
+                // On while targets are in flight: a deferred mode waits
+                // for their flags.
+                self.bus.trigger_flag_irq(on || self.trig_deferred.is_some());
+            }
             Channel::Wake if !on => self.keep_alive(),
             _ => {}
         }
@@ -277,25 +400,31 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
         self.stim_mode = mode;
         let pad = self.bus.stimulus_at_pad();
         let pio = self.bus.stimulus_from_pio();
-        // Follow PIO with the inversion that keeps the pad where it is: the
-        // state machine's toggle is then the edge.
-        let follow = if pad == pio { OutOver::Normal } else { OutOver::Invert };
-        let hold = if pad { OutOver::High } else { OutOver::Low };
-        self.bus.set_outover(match mode {
-            OutputMode::Frozen => hold,
-            OutputMode::ForceHigh => OutOver::High,
-            OutputMode::ForceLow => OutOver::Low,
-            OutputMode::ToggleOnMatch => follow,
-            // Already at the level the match would make: stay (the toggle
-            // would undo it).
-            OutputMode::HighOnMatch if pad => hold,
-            OutputMode::LowOnMatch if !pad => hold,
-            OutputMode::HighOnMatch | OutputMode::LowOnMatch => follow,
-        });
+        self.bus.set_outover(outover_for(mode, pad, pio));
     }
 
     fn output_level(&mut self) -> bool {
         self.bus.stimulus_at_pad()
+    }
+
+    /// A match mode set while earlier (disarmed) targets are still in
+    /// flight holds the pad until they have toggled; any other mode
+    /// applies at once and ends such a wait.
+    fn set_trigger_output(&mut self, mode: OutputMode) {
+        let matches =
+            matches!(mode, OutputMode::HighOnMatch | OutputMode::LowOnMatch | OutputMode::ToggleOnMatch);
+        if matches && self.trig_inflight > 0 {
+            self.trig_deferred = Some((mode, self.trig_inflight));
+            self.apply_trigger_output(OutputMode::Frozen);
+            self.bus.trigger_flag_irq(true);
+        } else {
+            self.trig_deferred = None;
+            self.apply_trigger_output(mode);
+        }
+    }
+
+    fn trigger_level(&mut self) -> bool {
+        self.bus.trigger_at_pad()
     }
 
     fn send_byte(&mut self, byte: u8) -> bool {
