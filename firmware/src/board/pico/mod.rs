@@ -23,6 +23,7 @@
 pub mod edges;
 pub mod program;
 pub mod timer;
+pub mod trigger;
 
 pub use timer::PioTimer;
 

@@ -21,10 +21,12 @@
 //! 1`, the state machine toggles GP6 at that tick exactly, the top half
 //! programs the fall 10 µs later, and in one-in-flight modes the answer's
 //! capture disarms it by holding the pad (OUTOVER) in the top-priority
-//! interrupt. A target the state machine still holds (a trigger disarmed
-//! before its tick) toggles PIO's level later, behind the held pad; the
-//! next arming waits for that toggle before the pad follows PIO again
-//! (`trig_inflight`, `trig_deferred`), so a stale target never shows.
+//! interrupt. The rise's target and its fall's (10 µs later) go to PIO1
+//! together, so the width is exact whatever the interrupt latency. A
+//! target the state machine still holds when the trigger is disarmed (the
+//! answer came first) toggles PIO's level later, behind the held pad; the
+//! next arming waits for those toggles before the pad follows PIO again
+//! ([`TriggerQueue`], `trig_deferred`), so a stale target never shows.
 //!
 //! Output modes become the pad's override (OUTOVER): forced high or low,
 //! frozen at the pad's level, or following PIO (inverted where needed) so
@@ -32,6 +34,7 @@
 
 use super::edges::{wanted, EdgeFifo};
 use super::program::{clock_tick, stimulus_target, STIMULUS_FLAG};
+use super::trigger::{Tag, TriggerQueue};
 use super::{OutOver, PioBus, Sm};
 use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 
@@ -95,20 +98,21 @@ pub struct PioTimer<B> {
     pub lost_edges: u32,
     /// The trigger compare's value.
     trig_at: u32,
-    /// The last pushed target is `trig_at` (the compare armed now).
-    trig_current: bool,
-    /// Targets pushed to PIO1 whose toggle (flag) has not been taken.
-    trig_inflight: u8,
-    /// A match mode set while earlier targets were in flight, and how many
-    /// of them must toggle before the pad may follow PIO.
-    trig_deferred: Option<(OutputMode, u8)>,
-    /// Arms refused because PIO1 held too many targets (a board fault).
+    /// The match mode last asked for.
+    trig_mode: OutputMode,
+    /// The targets PIO1 holds.
+    trig_q: TriggerQueue,
+    /// A match mode asked for while stale targets are still to toggle:
+    /// applied once they have.
+    trig_deferred: Option<OutputMode>,
+    /// Arms refused because PIO1 held too many targets, or one too close
+    /// after the last (a board fault: that trigger is not raised).
     pub trigger_faults: u32,
 }
 
-/// Targets PIO1's trigger state machine holds at most: the one it compares
-/// and its TX FIFO's four.
-const TRIGGER_DEPTH: u8 = 5;
+/// The trigger pulse's width, as the capture loop programs it (its fall is
+/// pushed with its rise).
+const TRIGGER_WIDTH_TICKS: u32 = crate::boards::rp2040_pico::LOOP.trigger_width_ticks() as u32;
 
 /// The override that gives `mode` on a pad at `pad` whose PIO level is
 /// `pio` (the state machine toggles at its match).
@@ -146,8 +150,8 @@ impl<B: PioBus> PioTimer<B> {
             clock_faults: 0,
             lost_edges: 0,
             trig_at: 0,
-            trig_current: false,
-            trig_inflight: 0,
+            trig_mode: OutputMode::Frozen,
+            trig_q: TriggerQueue::new(),
             trig_deferred: None,
             trigger_faults: 0,
         };
@@ -231,47 +235,53 @@ impl<B: PioBus> PioTimer<B> {
         self.bus.set_trigger_outover(outover_for(mode, pad, pio));
     }
 
-    /// A trigger toggle's flag, taken: one target fewer in flight, the
-    /// deferred mode applied once the earlier targets have all toggled.
-    /// Whether it was the armed target's own toggle.
-    fn take_trigger(&mut self) -> bool {
-        if !self.bus.take_trigger_flag() {
-            return false;
-        }
-        if self.trig_inflight == 0 {
-            // A flag with nothing pushed (cannot happen): not a match.
-            return false;
-        }
-        self.trig_inflight -= 1;
-        if let Some((mode, n)) = self.trig_deferred {
-            if n <= 1 {
-                self.trig_deferred = None;
+    /// The deferred mode, once no stale target is left to toggle.
+    fn settle_trigger(&mut self) {
+        if self.trig_deferred.is_some() && !self.trig_q.any_stale() {
+            if let Some(mode) = self.trig_deferred.take() {
                 self.apply_trigger_output(mode);
-            } else {
-                self.trig_deferred = Some((mode, n - 1));
             }
         }
-        let own = self.trig_inflight == 0 && self.trig_current;
-        if own {
-            self.trig_current = false;
-        }
-        own
     }
 
-    /// Arm the trigger compare: push `trig_at` (as the stimulus's target
-    /// word: the same program) if it is far enough ahead; if it is too
-    /// close, wait until it has passed, so that the loop's check after
-    /// arming raises it in software (as for the stimulus).
+    /// The trigger's flag cleared, then every target the counter has passed
+    /// dropped (the flag first: a toggle after the counter read is then
+    /// not lost); whether a live one was among them: the match.
+    fn take_trigger(&mut self) -> bool {
+        let _ = self.bus.take_trigger_flag();
+        if self.trig_q.is_empty() {
+            return false;
+        }
+        let now = self.counter();
+        let live = self.trig_q.pop_passed(now);
+        self.settle_trigger();
+        live
+    }
+
+    /// Arm the trigger compare at `trig_at`: want it again if it is held
+    /// (the fall pushed with its rise), else push it (as the stimulus's
+    /// target word: the same program), with its fall if it is a rise. A
+    /// target too close to arm is waited out, so that the loop's check
+    /// after arming raises it in software (as for the stimulus).
     fn push_trigger(&mut self) {
-        if self.trig_current {
+        if self.trig_q.revive(self.trig_at) {
+            self.settle_trigger();
             return;
         }
         let now = self.counter();
         let ahead = self.trig_at.wrapping_sub(now);
         if (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&ahead) {
-            if self.trig_inflight < TRIGGER_DEPTH && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
-                self.trig_inflight += 1;
-                self.trig_current = true;
+            let rise = self.trig_mode == OutputMode::HighOnMatch;
+            let fall = self.trig_at.wrapping_add(TRIGGER_WIDTH_TICKS);
+            let room = self.trig_q.may_push(self.trig_at, TARGET_LEAD_TICKS)
+                && (!rise || self.trig_q.len() + 2 <= super::trigger::DEPTH);
+            if room && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
+                self.trig_q.push(self.trig_at, Tag::Live);
+                if rise && self.bus.trigger_tx(stimulus_target(fall)) {
+                    // Wanted once the loop asks for it; a disarm before
+                    // the rise makes it stale.
+                    self.trig_q.push(fall, Tag::Queued);
+                }
             } else {
                 self.trigger_faults = self.trigger_faults.wrapping_add(1);
             }
@@ -341,7 +351,13 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn compare_pending(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus => self.bus.flag(STIMULUS_FLAG),
-            Channel::Trigger => self.trig_current && self.trig_inflight == 1 && self.bus.trigger_flag(),
+            Channel::Trigger => {
+                if self.trig_q.is_empty() {
+                    return false;
+                }
+                let now = self.counter();
+                self.trig_q.live_passed(now)
+            }
             Channel::Wake => self.bus.alarm_fired(),
             _ => false,
         }
@@ -350,10 +366,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_compare(&mut self, ch: Channel, raw: u32) {
         match ch {
             Channel::Stimulus => self.stim_at = raw,
-            Channel::Trigger => {
-                self.trig_at = raw;
-                self.trig_current = false;
-            }
+            Channel::Trigger => self.trig_at = raw,
             Channel::Wake => {
                 let ahead = raw.wrapping_sub(self.counter());
                 // Passed (more than half a period "ahead"): at once.
@@ -387,8 +400,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 if on {
                     self.push_trigger();
                 }
-                // On while targets are in flight: a deferred mode waits
-                // for their flags.
+                // On while a deferred mode waits for the stale toggles.
                 self.bus.trigger_flag_irq(on || self.trig_deferred.is_some());
             }
             Channel::Wake if !on => self.keep_alive(),
@@ -413,8 +425,17 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_trigger_output(&mut self, mode: OutputMode) {
         let matches =
             matches!(mode, OutputMode::HighOnMatch | OutputMode::LowOnMatch | OutputMode::ToggleOnMatch);
-        if matches && self.trig_inflight > 0 {
-            self.trig_deferred = Some((mode, self.trig_inflight));
+        if !matches {
+            // Disarmed, forced, or the pulse done: no toggle still to come
+            // is wanted.
+            self.trig_q.all_stale();
+            self.trig_deferred = None;
+            self.apply_trigger_output(mode);
+            return;
+        }
+        self.trig_mode = mode;
+        if self.trig_q.any_stale() {
+            self.trig_deferred = Some(mode);
             self.apply_trigger_output(OutputMode::Frozen);
             self.bus.trigger_flag_irq(true);
         } else {
