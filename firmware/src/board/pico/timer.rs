@@ -425,6 +425,13 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_trigger_output(&mut self, mode: OutputMode) {
         let matches =
             matches!(mode, OutputMode::HighOnMatch | OutputMode::LowOnMatch | OutputMode::ToggleOnMatch);
+        if mode == OutputMode::Frozen && self.bus.trigger_at_pad() && self.trig_q.has_queued() {
+            // Disarmed with the pulse already out (the answer came just
+            // after the rise): its fall, held by PIO1, is what comes next
+            // and what the loop asks for next. The pad keeps following PIO,
+            // so the fall is exact however long the CPU takes to ask.
+            return;
+        }
         if !matches {
             // Disarmed, forced, or the pulse done: no toggle still to come
             // is wanted.

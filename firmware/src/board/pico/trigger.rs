@@ -113,6 +113,11 @@ impl TriggerQueue {
         (0..self.len).any(|i| self.tags[self.at(i)] == Tag::Stale)
     }
 
+    /// Whether a pulse's fall is held (pushed with its rise).
+    pub fn has_queued(&self) -> bool {
+        (0..self.len).any(|i| self.tags[self.at(i)] == Tag::Queued)
+    }
+
     /// Every target unwanted (the compare was disarmed or forced).
     pub fn all_stale(&mut self) {
         for i in 0..self.len {
@@ -166,6 +171,7 @@ mod tests {
         q.push(10, Tag::Live);
         q.push(635, Tag::Queued);
         assert!(!q.any_stale(), "a queued fall is not stale");
+        assert!(q.has_queued());
         q.all_stale();
         assert!(q.any_stale());
         assert!(q.revive(635));
