@@ -244,3 +244,140 @@ fn uart_echo_identity_bytes_every_sample_is_the_scheduled_latency() {
         }
     }
 }
+
+/// The trigger output's edges from the harness's `--pin-log` (GP2 stimulus,
+/// GP6 trigger): `(pin, level, ns)` lines, `ns` when the level is on the pad.
+fn pin_edges(path: &std::path::Path, pin: u32) -> Vec<(bool, i64)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[0] == pin.to_string()).then(|| (f[1] == "1", f[2].parse().expect("ns")))
+        })
+        .collect()
+}
+
+/// The pulses on GP6: (rise, width) in ns; every rise has its fall, high
+/// first and low last.
+fn trigger_pulses(path: &std::path::Path) -> Vec<(i64, i64)> {
+    let edges = pin_edges(path, 6);
+    assert!(edges.len() % 2 == 0, "GP6 left high: {edges:?}");
+    edges
+        .chunks(2)
+        .map(|p| {
+            assert!(p[0].0 && !p[1].0, "GP6 edges out of order: {p:?}");
+            (p[0].1, p[1].1 - p[0].1)
+        })
+        .collect()
+}
+
+/// The trigger's pulse width: 10 µs.
+const TRIGGER_WIDTH_NS: i64 = 10_000;
+/// How long before the threshold an answer's capture can come and the
+/// pulse still go out in one-in-flight modes: the CPU's disarm (the
+/// response word's interrupt, then the trigger pad held) takes about 3 µs
+/// in rp2040js (answers 148 µs and 147 µs under a 150 µs threshold seen
+/// pulsing, 146 µs never). Such a sample is flagged (docs/trigger.md).
+const DISARM_RACE_NS: i64 = 5_000;
+
+/// `--trigger-above 150us` in gpio-echo (one stimulus in flight): the
+/// trigger rises at exactly stimulus + 150 µs + one tick, in PIO1, falls
+/// exactly 10 µs later, and never for an answer that came in time (the
+/// answer's capture disarms it); each sample is flagged exactly when its
+/// latency is over the threshold or it timed out, or when its pulse did go
+/// out (an answer within the disarm's race before the threshold). It fails
+/// on an off-by-one in the compare (the rise would be 16 ns off) and on a
+/// missing disarm (the in-time answers would pulse).
+#[test]
+fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_when_late() {
+    let Some(a) = artifacts() else { return };
+    let log_dir = tempfile::tempdir().expect("temp dir");
+    let pins = log_dir.path().join("pins.txt");
+    let pins_arg = pins.to_str().expect("utf-8 path");
+    const THR_NS: i64 = 150_000;
+    // In time (well under, just under), late (just over: 150 000 + the
+    // loopback's 32 ns is over; 149 984 too), in the race (147 µs), never.
+    let schedule = [
+        Some(20_000),
+        Some(300_000),
+        None,
+        Some(140_000),
+        Some(160_000),
+        Some(150_000),
+        Some(149_984),
+        Some(147_000),
+        Some(100_000),
+        Some(151_000),
+    ];
+    let n = 2 * schedule.len() as u64;
+    let (r, samples) = Pico::start(a, "gpio-echo", Some(&schedule), &["--pin-log", pins_arg]).measure(
+        a,
+        &[
+            "--mode",
+            "gpio-echo",
+            "--count",
+            &n.to_string(),
+            "--interval",
+            "1ms",
+            "--timeout",
+            "500us",
+            "--trigger-above",
+            "150us",
+        ],
+    );
+    assert_complete(&r, n);
+    assert!(
+        r["probe"]["capability_names"].as_array().is_some_and(|c| c.iter().any(|x| x == "trigger")),
+        "the Pico announces its trigger: {:#}",
+        r["probe"]
+    );
+    // The stimuli: every rise of GP2 in the run, one a sample.
+    let stim: Vec<i64> = pin_edges(&pins, 2).into_iter().filter(|e| e.0).map(|e| e.1).collect();
+    assert_eq!(stim.len(), samples.len(), "one GP2 rise a sample");
+    for (w, s) in stim.windows(2).zip(samples.windows(2)) {
+        assert_eq!(w[1] - w[0], s[1].time_ns - s[0].time_ns, "the probe's stimulus times are the pin's");
+    }
+    let pulses = trigger_pulses(&pins);
+    let thr_ticks = THR_NS / TICK_NS;
+    let mut used = 0;
+    let mut races = Vec::new();
+    for (i, (s, &at)) in samples.iter().zip(&stim).enumerate() {
+        let mine: Vec<&(i64, i64)> = pulses.iter().filter(|p| p.0 > at && p.0 < at + 500_000).collect();
+        assert!(mine.len() <= 1, "sample {i}: {} pulses: {mine:?}", mine.len());
+        used += mine.len();
+        let late = s.latency_ns.is_none_or(|l| l > THR_NS);
+        if let Some(&&(rise, width)) = mine.first() {
+            assert_eq!(
+                rise - at,
+                (thr_ticks + 1) * TICK_NS,
+                "sample {i}: the rise is stimulus + threshold + 1 tick"
+            );
+            assert_eq!(width, TRIGGER_WIDTH_NS, "sample {i}: the pulse's width");
+            assert!(s.triggered, "sample {i}: a pulse went out, so the sample is flagged: {s:?}");
+            if !late {
+                let l = s.latency_ns.expect("in time");
+                assert!(
+                    l > THR_NS - DISARM_RACE_NS,
+                    "sample {i}: answered {l} ns, in time, and pulsed: no disarm"
+                );
+                races.push(l);
+            }
+        } else {
+            assert!(!late, "sample {i}: late ({:?} ns) and no pulse", s.latency_ns);
+            assert!(!s.triggered, "sample {i}: flagged without a pulse: {s:?}");
+        }
+    }
+    assert_eq!(used, pulses.len(), "pulses that belong to no sample: {pulses:?}");
+    let flagged = samples.iter().filter(|s| s.triggered).count() as u64;
+    assert_eq!(count(&r, "triggered"), flagged);
+    // Each late kind is there (so the checks above ran on it).
+    assert!(flagged >= 10, "{flagged} flagged");
+    assert!(samples.iter().filter(|s| !s.triggered).count() >= 6);
+    eprintln!(
+        "trigger: {} pulses, each at stimulus + {} ns, {} ns wide; {} flagged of {n}; answers just under the threshold that pulsed (the disarm's race): {races:?}",
+        pulses.len(),
+        (thr_ticks + 1) * TICK_NS,
+        TRIGGER_WIDTH_NS,
+        flagged
+    );
+}
