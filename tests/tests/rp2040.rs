@@ -381,3 +381,68 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
         flagged
     );
 }
+
+/// `--trigger-above 300us` in uart-echo with identity bytes (several
+/// stimuli in flight, answers queued behind late ones): a start bit does
+/// not say which stimulus it answers, so the disarm is the engine task's,
+/// when the byte is read. Every pulse still rises at exactly its
+/// stimulus's start bit + 300 µs + one tick on one clock with the others,
+/// is 10 µs wide, and flags its sample; every sample over the threshold or
+/// timed out has its pulse; an answer in time pulses only if it came less
+/// than two frames (the byte, then the engine task) before the threshold.
+#[test]
+fn uart_echo_identity_trigger_pulses_on_the_stimulus_clock_and_flags_its_sample() {
+    let Some(a) = artifacts() else { return };
+    let log_dir = tempfile::tempdir().expect("temp dir");
+    let pins = log_dir.path().join("pins.txt");
+    let pins_arg = pins.to_str().expect("utf-8 path");
+    const THR_NS: i64 = 300_000;
+    let schedule = [Some(100_000), Some(400_000), Some(120_000), None, Some(350_000), Some(90_000)];
+    let n = 4 * schedule.len() as u64;
+    let (r, samples) = Pico::start(a, "uart-echo", Some(&schedule), &["--pin-log", pins_arg]).measure(
+        a,
+        &[
+            "--mode",
+            "uart-echo",
+            "--count",
+            &n.to_string(),
+            "--interval",
+            "200us",
+            "--timeout",
+            "1ms",
+            "--trigger-above",
+            "300us",
+        ],
+    );
+    assert_complete(&r, n);
+    let pulses = trigger_pulses(&pins);
+    let due = (THR_NS / TICK_NS + 1) * TICK_NS;
+    // The pin log's clock against the probe's: one offset for every pulse.
+    let flagged: Vec<_> = samples.iter().filter(|s| s.triggered).collect();
+    assert_eq!(pulses.len(), flagged.len(), "one pulse a flagged sample: {pulses:?}");
+    let origin = pulses[0].0 - (flagged[0].time_ns + due);
+    let mut races = Vec::new();
+    for (s, &(rise, width)) in flagged.iter().zip(&pulses) {
+        assert_eq!(
+            rise - origin - s.time_ns,
+            due,
+            "sample {}: rise at its stimulus + threshold + 1 tick",
+            s.seq
+        );
+        assert_eq!(width, TRIGGER_WIDTH_NS, "sample {}: the pulse's width", s.seq);
+        if let Some(l) = s.latency_ns.filter(|&l| l <= THR_NS) {
+            assert!(l > THR_NS - 2 * FRAME_NS, "sample {}: answered {l} ns and pulsed", s.seq);
+            races.push(l);
+        }
+    }
+    for s in samples.iter().filter(|s| !s.triggered) {
+        let l = s.latency_ns.unwrap_or_else(|| panic!("sample {}: timed out and not flagged", s.seq));
+        assert!(l <= THR_NS, "sample {}: {l} ns, over the threshold, not flagged", s.seq);
+    }
+    assert_eq!(count(&r, "triggered"), flagged.len() as u64);
+    assert!(samples.len() - flagged.len() >= 3, "in-time samples: {}", samples.len() - flagged.len());
+    eprintln!(
+        "uart trigger: {} pulses of {n} samples, each at its start bit + {due} ns; in time but pulsed (the identity disarm's race): {races:?}",
+        pulses.len()
+    );
+}
