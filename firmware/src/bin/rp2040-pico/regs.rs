@@ -359,8 +359,10 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // SAFETY: CTRL's SM_RESTART bits are self-clearing strobes.
     p1.ctrl().write(|w| unsafe { w.sm_restart().bits(1) });
     let r = p1.sm(0);
-    // SAFETY (every write below): each field within its width, from the
-    // SMx_* register tables (§3.7), as for PIO0 in `start`.
+    // SAFETY (every write below, and `exec`'s): each field within its
+    // width, from the SMx_* register tables (§3.7), as for PIO0 in
+    // `start`; SMx_INSTR takes a 16-bit instruction, executed at once
+    // (§3.5.7), here while PIO1 SM0 is disabled.
     r.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
     let (bottom, top) = TRIGGER_SYNC_WRAP;
     r.sm_execctrl().write(|w| unsafe {
@@ -401,14 +403,19 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     let Some(now) = now else { return false };
     // 2000 ticks (32 µs): room for the writes below.
     let tick = now.wrapping_add(2000);
+    // SAFETY: TXF0 takes any 32-bit word (§3.7); SM0 is disabled and its
+    // FIFO empty, and the `pull block` below takes this word at once.
     p1.txf(0).write(|w| unsafe { w.bits(trigger_sync_x(tick)) });
     exec(PULL_BLOCK);
     exec(mov(MovDst::X, false, MovSrc::Osr));
+    // SAFETY: CTRL (§3.7): SM_ENABLE and CLKDIV_RESTART for SM0 only.
     p1.ctrl().write(|w| unsafe { w.sm_enable().bits(1).clkdiv_restart().bits(1) });
 
     let sync_io = io().gpio(SYNC_PIN as usize).gpio_ctrl();
     sync_io.modify(|_, w| w.funcsel().pio0());
     let stim = p0.sm(Sm::Stimulus as usize).sm_pinctrl();
+    // SAFETY: PINCTRL OUT_BASE takes any GPIO number 0..=31 (§3.7); a
+    // running state machine takes it at its next OUT/MOV PINS (§3.5.6).
     stim.modify(|_, w| unsafe { w.out_base().bits(SYNC_PIN) });
     let mut edge = |at: u32| {
         if !regs.tx(Sm::Stimulus, stimulus_target(at)) {
@@ -425,10 +432,13 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // Left the sync loop: it saw the edge.
     let synced = rose && p1.sm(0).sm_addr().read().bits() as u8 != program::TRIGGER_SYNC_AT;
     let fell = edge(tick.wrapping_add(200));
+    // SAFETY: as above: OUT_BASE back to GPIO2.
     stim.modify(|_, w| unsafe { w.out_base().bits(STIMULUS_PIN) });
     sync_io.modify(|_, w| w.funcsel().sio());
     // Now the stimulus program's own wrap.
     let (bottom, top) = STIMULUS_WRAP;
+    // SAFETY: EXECCTRL WRAP_TOP/WRAP_BOTTOM take 0..=31 (§3.7); SM0 is in
+    // 16..31 by now, where only a fall-through at 31 would use the wrap.
     r.sm_execctrl().modify(|_, w| unsafe { w.wrap_bottom().bits(bottom).wrap_top().bits(top) });
     if !(synced && fell) {
         // Never synchronised: stopped, so no trigger can come of it.
