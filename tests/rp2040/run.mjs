@@ -118,7 +118,9 @@ if (args['pin-log']) {
     usage(`--pin-log ${args['pin-log']}: ${e.message}`);
   }
   for (const pin of [PIN.STIMULUS, PIN.UART_TX, PIN.TRIGGER]) {
-    watchOutput(emulator, pin, (level, ns) => fs.writeSync(pinLog, `${pin} ${level} ${ns}\n`));
+    // The trigger pin undriven (PIO1's hardware disarm) is low: its pad's pull-down.
+    const undriven = pin === PIN.TRIGGER ? 0 : null;
+    watchOutput(emulator, pin, (level, ns) => fs.writeSync(pinLog, `${pin} ${level} ${ns}\n`), { undriven });
   }
 }
 let target;

@@ -273,21 +273,21 @@ fn trigger_pulses(path: &std::path::Path) -> Vec<(i64, i64)> {
 
 /// The trigger's pulse width: 10 µs.
 const TRIGGER_WIDTH_NS: i64 = 10_000;
-/// How long before the threshold an answer's capture can come and the
-/// pulse still go out in one-in-flight modes: the CPU's disarm (the
-/// response word's interrupt, then the trigger pad held) takes about 3 µs
-/// in rp2040js (answers 148 µs and 147 µs under a 150 µs threshold seen
-/// pulsing, 146 µs never). Such a sample is flagged (docs/trigger.md).
-const DISARM_RACE_NS: i64 = 5_000;
+/// An answer in the last two ticks before the rise can get a few clocks of
+/// the pulse out before PIO1's response watcher lets the pin go (its
+/// read-then-release takes three clocks): a glitch of at most this, not the
+/// 10 µs pulse. Such an answer is reported over the threshold (the
+/// capture's 32 ns), so its sample is flagged all the same.
+const GLITCH_NS: i64 = 32;
 
 /// `--trigger-above 150us` in gpio-echo (one stimulus in flight): the
 /// trigger rises at exactly stimulus + 150 µs + one tick, in PIO1, falls
-/// exactly 10 µs later, and never for an answer that came in time (the
-/// answer's capture disarms it); each sample is flagged exactly when its
-/// latency is over the threshold or it timed out, or when its pulse did go
-/// out (an answer within the disarm's race before the threshold). It fails
-/// on an off-by-one in the compare (the rise would be 16 ns off) and on a
-/// missing disarm (the in-time answers would pulse).
+/// exactly 10 µs later, and never for an answer that came in time, even
+/// 66 ns before the rise: PIO1's response watcher disarms it in hardware.
+/// Each sample is flagged exactly when its latency is over the threshold or
+/// it timed out. It fails on an off-by-one in the compare (the rise would
+/// be 16 ns off) and without the hardware disarm (answers just in time
+/// would pulse: the CPU's disarm takes about 3 µs).
 #[test]
 fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_when_late() {
     let Some(a) = artifacts() else { return };
@@ -295,8 +295,10 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
     let pins = log_dir.path().join("pins.txt");
     let pins_arg = pins.to_str().expect("utf-8 path");
     const THR_NS: i64 = 150_000;
-    // In time (well under, just under), late (just over: 150 000 + the
-    // loopback's 32 ns is over; 149 984 too), in the race (147 µs), never.
+    // In time (well under; 3 µs, 100 ns, 50 ns and 30 ns under: reported
+    // with the loopback's 32 ns, 149 970 is the threshold itself), late
+    // (just over: 149 984 and 149 992 are reported 150 016; 150 000, 150 100,
+    // 160 µs, 300 µs), never.
     let schedule = [
         Some(20_000),
         Some(300_000),
@@ -306,8 +308,12 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
         Some(150_000),
         Some(149_984),
         Some(147_000),
+        Some(149_900),
+        Some(149_950),
+        Some(149_970),
+        Some(149_992),
+        Some(150_100),
         Some(100_000),
-        Some(151_000),
     ];
     let n = 2 * schedule.len() as u64;
     let (r, samples) = Pico::start(a, "gpio-echo", Some(&schedule), &["--pin-log", pins_arg]).measure(
@@ -340,45 +346,47 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
     let pulses = trigger_pulses(&pins);
     let thr_ticks = THR_NS / TICK_NS;
     let mut used = 0;
-    let mut races = Vec::new();
+    let mut glitches = Vec::new();
     for (i, (s, &at)) in samples.iter().zip(&stim).enumerate() {
         let mine: Vec<&(i64, i64)> = pulses.iter().filter(|p| p.0 > at && p.0 < at + 500_000).collect();
         assert!(mine.len() <= 1, "sample {i}: {} pulses: {mine:?}", mine.len());
         used += mine.len();
         let late = s.latency_ns.is_none_or(|l| l > THR_NS);
-        if let Some(&&(rise, width)) = mine.first() {
-            assert_eq!(
-                rise - at,
-                (thr_ticks + 1) * TICK_NS,
-                "sample {i}: the rise is stimulus + threshold + 1 tick"
-            );
-            assert_eq!(width, TRIGGER_WIDTH_NS, "sample {i}: the pulse's width");
-            assert!(s.triggered, "sample {i}: a pulse went out, so the sample is flagged: {s:?}");
-            if !late {
-                let l = s.latency_ns.expect("in time");
-                assert!(
-                    l > THR_NS - DISARM_RACE_NS,
-                    "sample {i}: answered {l} ns, in time, and pulsed: no disarm"
+        assert_eq!(s.triggered, late, "sample {i}: flagged exactly when late: {s:?}");
+        match mine.first() {
+            Some(&&(rise, width)) => {
+                assert!(late, "sample {i}: answered in time ({:?} ns) and the trigger rose", s.latency_ns);
+                assert_eq!(
+                    rise - at,
+                    (thr_ticks + 1) * TICK_NS,
+                    "sample {i}: the rise is stimulus + threshold + 1 tick"
                 );
-                races.push(l);
+                if width != TRIGGER_WIDTH_NS {
+                    let l = s.latency_ns.unwrap_or(i64::MAX);
+                    assert!(
+                        width <= GLITCH_NS && l <= THR_NS + GLITCH_NS,
+                        "sample {i}: a {width} ns pulse for an answer at {l} ns"
+                    );
+                    glitches.push((l, width));
+                }
             }
-        } else {
-            assert!(!late, "sample {i}: late ({:?} ns) and no pulse", s.latency_ns);
-            assert!(!s.triggered, "sample {i}: flagged without a pulse: {s:?}");
+            None => assert!(
+                !late || s.latency_ns.is_some_and(|l| l <= THR_NS + GLITCH_NS),
+                "sample {i}: late ({:?} ns) and no pulse",
+                s.latency_ns
+            ),
         }
     }
     assert_eq!(used, pulses.len(), "pulses that belong to no sample: {pulses:?}");
     let flagged = samples.iter().filter(|s| s.triggered).count() as u64;
     assert_eq!(count(&r, "triggered"), flagged);
-    // Each late kind is there (so the checks above ran on it).
-    assert!(flagged >= 10, "{flagged} flagged");
-    assert!(samples.iter().filter(|s| !s.triggered).count() >= 6);
+    assert!(flagged >= 14, "{flagged} flagged");
+    assert!(samples.iter().filter(|s| !s.triggered).count() >= 12);
     eprintln!(
-        "trigger: {} pulses, each at stimulus + {} ns, {} ns wide; {} flagged of {n}; answers just under the threshold that pulsed (the disarm's race): {races:?}",
+        "trigger: {} pulses, each at stimulus + {} ns, {} ns wide but for glitches (answer ns, glitch ns) {glitches:?}; {flagged} flagged of {n}",
         pulses.len(),
         (thr_ticks + 1) * TICK_NS,
         TRIGGER_WIDTH_NS,
-        flagged
     );
 }
 

@@ -56,15 +56,18 @@ function level(state) {
 
 /**
  * Calls `onEdge(level, ns)` for each change of a driven output between low
- * and high. `ns` is when the new level is on the pad: the end of the cycle
+ * and high; with `undriven: 0` (or 1) a pin whose output is not enabled
+ * counts as that level (its pad's pull-down or pull-up, which rp2040js does
+ * not model: GAPS.md). `ns` is when the new level is on the pad: the end of the cycle
  * whose PIO step (or CPU write) drove it, which is when another input can
  * first see it (an input set at time t is sampled by the step at t).
  */
-export function watchOutput(emulator, pinIndex, onEdge) {
+export function watchOutput(emulator, pinIndex, onEdge, { undriven = null } = {}) {
   const pin = emulator.mcu.gpio[pinIndex];
-  let last = level(pin.value);
+  const read = (state) => level(state) ?? undriven;
+  let last = read(pin.value);
   pin.addListener((state) => {
-    const now = level(state);
+    const now = read(state);
     if (now !== null && last !== null && now !== last) onEdge(now, emulator.nowNs + emulator.cycleNs);
     last = now;
   });

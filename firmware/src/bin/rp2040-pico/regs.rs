@@ -153,8 +153,9 @@ impl PioBus for Regs {
     fn response_pin(&mut self, uart: bool) {
         let pin = if uart { RX_PIN } else { RESPONSE_PIN };
         // SAFETY: JMP_PIN takes any GPIO number 0..=29; the other fields
-        // are kept.
+        // are kept. PIO1 SM1 (the trigger's disarm) watches the same pin.
         pio().sm(Sm::Response as usize).sm_execctrl().modify(|_, w| unsafe { w.jmp_pin().bits(pin) });
+        pio1().sm(1).sm_execctrl().modify(|_, w| unsafe { w.jmp_pin().bits(pin) });
     }
 
     fn micros(&mut self) -> u32 {
@@ -242,7 +243,25 @@ impl PioBus for Regs {
     }
 
     fn trigger_at_pad(&mut self) -> bool {
-        io().gpio(TRIGGER_PIN as usize).gpio_status().read().outtopad().bit_is_set()
+        // OUTTOPAD is the level offered to the pad; OETOPAD whether it is
+        // driven (PIO1 SM1's disarm clears it): undriven, the pull-down.
+        let st = io().gpio(TRIGGER_PIN as usize).gpio_status().read();
+        st.outtopad().bit_is_set() && st.oetopad().bit_is_set()
+    }
+
+    fn trigger_watch(&mut self, by_response: bool) {
+        let r = pio1().sm(1);
+        // SAFETY: SMx_INSTR takes a 16-bit instruction and runs it at once,
+        // then the state machine goes on from there (§3.5.7); SM1 keeps no
+        // count, so the extra instruction costs it nothing. Its SET_BASE
+        // is the trigger pin (`start_trigger`).
+        let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+        if by_response {
+            exec(jmp_always(program::WATCH_ARM));
+        } else {
+            exec(jmp_always(program::WATCH_PARK));
+            exec(set_pindirs(1));
+        }
     }
 }
 
@@ -446,6 +465,22 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
         p1.ctrl().write(|w| unsafe { w.bits(0) });
         return false;
     }
+    // SM1, the response watcher (`program::WATCH`), parked, with the
+    // trigger pin driven. SAFETY (every write): each field within its
+    // width (§3.7); SMx_INSTR while SM1 is disabled.
+    let w1 = p1.sm(1);
+    w1.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
+    w1.sm_execctrl()
+        .write(|w| unsafe { w.wrap_bottom().bits(0).wrap_top().bits(31).jmp_pin().bits(RESPONSE_PIN) });
+    w1.sm_shiftctrl().write(|w| w.fjoin_rx().bit(false));
+    w1.sm_pinctrl().write(|w| unsafe {
+        w.in_base().bits(TRIGGER_PIN).set_base().bits(TRIGGER_PIN).set_count().bits(1).out_count().bits(0)
+    });
+    let exec1 = |instr: u16| w1.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+    exec1(set_pindirs(1));
+    exec1(jmp_always(program::WATCH_PARK));
+    // SAFETY: CTRL (§3.7): SM0 stays enabled, SM1 is enabled; no restart.
+    p1.ctrl().write(|w| unsafe { w.sm_enable().bits(0b11) });
     true
 }
 

@@ -263,12 +263,67 @@ pub const fn trigger_sync_x(tick: u32) -> u32 {
     stimulus_target(tick).wrapping_sub(1)
 }
 
-/// Every instruction word PIO1 holds: the sync loop at 0, the stimulus
-/// program at 16..31, the rest unused (0 is `jmp 0`, never reached).
+/// `out y, n` (§3.4.5: opcode 011, destination 7:5 = Y, bit count 4:0).
+pub const fn out_y(n: u8) -> u16 {
+    0b011 << 13 | 0b010 << 5 | (n as u16 & 0x1f)
+}
+
+/// `mov osr, pins` (§3.4.8: source PINS = 000, the IN pins from IN_BASE).
+pub const MOV_OSR_PINS: u16 = 0b101 << 13 | 0b111 << 5;
+
+/// Where PIO1's response watcher (SM1) lies: 1..12.
+pub const WATCH_AT: u8 = 1;
+/// Its parking loop (the CPU's `jmp WATCH_AT` there: not watching).
+pub const WATCH_PARK: u8 = WATCH_AT;
+/// Its entry to watch the response for the trigger just armed (the CPU
+/// executes `jmp WATCH_ARM`, from wherever SM1 is).
+pub const WATCH_ARM: u8 = WATCH_AT + 1;
+
+/// PIO1 SM1, the trigger's disarm in hardware (one stimulus in flight).
+/// JMP_PIN is the response pin, IN_BASE and SET_BASE the trigger pin. Armed,
+/// it drives the trigger pin (SET PINDIRS 1), waits for the response to
+/// leave the level it has now, and then, if the trigger pin is still low
+/// (the answer came first), stops driving it (SET PINDIRS 0: PIO1's output
+/// enable of the pin, which SM0's later toggles do not change, §3.5.6), so
+/// the rise never reaches the pad, which its pull-down holds low. If the
+/// pulse is already out it is left alone. The CPU's disarm (the capture
+/// interrupt) stays behind it. This machine is not in the count's step:
+/// it only waits, and the CPU moves it by executed jumps.
+///
+/// ```text
+///   1      park (jmp 1)
+///   2      drive the trigger pin
+///   3      response high now: wait for low at 6; else for high at 4..5
+///   7..9   the trigger pin's level into Y (mov osr, pins; out y, 1): low → 11
+///   10     the pulse is out: park
+///   11..12 stop driving it; park
+/// ```
+pub const WATCH: [u16; 12] = [
+    jmp_always(WATCH_PARK),          // 1
+    set_pindirs(1),                  // 2
+    jmp(Cond::Pin, WATCH_AT + 5),    // 3 → 6
+    jmp(Cond::Pin, WATCH_AT + 6),    // 4 → 7 (rest low: high is the answer)
+    jmp_always(WATCH_AT + 3),        // 5 → 4
+    jmp(Cond::Pin, WATCH_AT + 5),    // 6 (rest high: loop while high)
+    MOV_OSR_PINS,                    // 7
+    out_y(1),                        // 8
+    jmp(Cond::YZero, WATCH_AT + 10), // 9 → 11
+    jmp_always(WATCH_PARK),          // 10
+    set_pindirs(0),                  // 11
+    jmp_always(WATCH_PARK),          // 12
+];
+
+/// Every instruction word PIO1 holds: the sync loop at 0, the response
+/// watcher at 1..12, the stimulus program at 16..31 (13..15 unused).
 pub const fn trigger_image() -> [u16; 32] {
     let mut m = [0u16; 32];
     m[TRIGGER_SYNC_AT as usize] = TRIGGER_SYNC;
     let mut i = 0;
+    while i < 12 {
+        m[WATCH_AT as usize + i] = WATCH[i];
+        i += 1;
+    }
+    i = 0;
     while i < 16 {
         m[STIMULUS_AT as usize + i] = STIMULUS[i];
         i += 1;
@@ -442,6 +497,32 @@ mod tests {
         // The same path from the loop head as PIO0's: balanced.
         assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
         assert_eq!(trigger_sync_x(1000), !1001u32 - 1);
+    }
+
+    #[test]
+    fn the_watcher_is_the_instructions_named() {
+        let m = trigger_image();
+        let j = |address| Op::JMP { condition: JmpCondition::Always, address };
+        let jp = |address| Op::JMP { condition: JmpCondition::PinHigh, address };
+        let set = |data| Op::SET { destination: pio_core::SetDestination::PINDIRS, data };
+        let want = [
+            j(1),
+            set(1),
+            jp(6),
+            jp(7),
+            j(4),
+            jp(6),
+            Op::MOV { destination: MovDestination::OSR, op: MovOperation::None, source: MovSource::PINS },
+            Op::OUT { destination: pio_core::OutDestination::Y, bit_count: 1 },
+            Op::JMP { condition: JmpCondition::YIsZero, address: 11 },
+            j(1),
+            set(0),
+            j(1),
+        ];
+        for (i, op) in want.into_iter().enumerate() {
+            expect(m[1 + i], op);
+        }
+        assert_eq!(WATCH_ARM, 2);
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub struct PioTimer<B> {
     /// A match mode asked for while stale targets are still to toggle:
     /// applied once they have.
     trig_deferred: Option<OutputMode>,
+    /// The trigger being armed may be disarmed by the response's edge in
+    /// PIO1 (one stimulus in flight).
+    trig_by_response: bool,
     /// Arms refused because PIO1 held too many targets, or one too close
     /// after the last (a board fault: that trigger is not raised).
     pub trigger_faults: u32,
@@ -153,6 +156,7 @@ impl<B: PioBus> PioTimer<B> {
             trig_mode: OutputMode::Frozen,
             trig_q: TriggerQueue::new(),
             trig_deferred: None,
+            trig_by_response: false,
             trigger_faults: 0,
         };
         t.set_output(OutputMode::ForceLow);
@@ -277,6 +281,10 @@ impl<B: PioBus> PioTimer<B> {
                 && (!rise || self.trig_q.len() + 2 <= super::trigger::DEPTH);
             if room && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
                 self.trig_q.push(self.trig_at, Tag::Live);
+                if rise {
+                    // From here PIO1 SM1 watches the response for this rise.
+                    self.bus.trigger_watch(self.trig_by_response);
+                }
                 if rise && self.bus.trigger_tx(stimulus_target(fall)) {
                     // Wanted once the loop asks for it; a disarm before
                     // the rise makes it stale.
@@ -438,6 +446,10 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
             self.trig_q.all_stale();
             self.trig_deferred = None;
             self.apply_trigger_output(mode);
+            // The pad now holds its level by the override, so PIO1 SM1 may
+            // drive the pin again if its hardware disarm had let it go
+            // (undriven, the pull-down holds it low meanwhile).
+            self.bus.trigger_watch(false);
             return;
         }
         self.trig_mode = mode;
@@ -453,6 +465,10 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
 
     fn trigger_level(&mut self) -> bool {
         self.bus.trigger_at_pad()
+    }
+
+    fn set_trigger_disarm(&mut self, by_response: bool) {
+        self.trig_by_response = by_response;
     }
 
     fn send_byte(&mut self, byte: u8) -> bool {
@@ -599,6 +615,7 @@ mod tests {
         fn trigger_at_pad(&mut self) -> bool {
             self.pad()
         }
+        fn trigger_watch(&mut self, _: bool) {}
     }
 
     const W: u32 = TRIGGER_WIDTH_TICKS;
