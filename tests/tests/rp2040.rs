@@ -273,17 +273,20 @@ fn trigger_pulses(path: &std::path::Path) -> Vec<(i64, i64)> {
 
 /// The trigger's pulse width: 10 µs.
 const TRIGGER_WIDTH_NS: i64 = 10_000;
-/// An answer in the last two ticks before the rise can get a few clocks of
-/// the pulse out before PIO1's response watcher lets the pin go (its
-/// read-then-release takes three clocks): a glitch of at most this, not the
-/// 10 µs pulse. Such an answer is reported over the threshold (the
-/// capture's 32 ns), so its sample is flagged all the same.
+/// An answer in the last three ticks before the rise can get a few clocks
+/// of the pulse out before PIO1's response watcher lets the pin go (its
+/// read-then-release takes four clocks after it sees the edge): a glitch of
+/// at most this, not the 10 µs pulse. Such an answer is reported at the
+/// threshold or over it (the capture's constant 32 ns): over it, its sample
+/// is flagged; at it (an 8 ns glitch seen), not: the one edge on the
+/// trigger pin without a flagged sample.
 const GLITCH_NS: i64 = 32;
 
 /// `--trigger-above 150us` in gpio-echo (one stimulus in flight): the
 /// trigger rises at exactly stimulus + 150 µs + one tick, in PIO1, falls
 /// exactly 10 µs later, and never for an answer that came in time, even
-/// 66 ns before the rise: PIO1's response watcher disarms it in hardware.
+/// 66 ns before the rise (but for a glitch of a clock for one reported at
+/// the threshold itself): PIO1's response watcher disarms it in hardware.
 /// Each sample is flagged exactly when its latency is over the threshold or
 /// it timed out. It fails on an off-by-one in the compare (the rise would
 /// be 16 ns off) and without the hardware disarm (answers just in time
@@ -355,7 +358,11 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
         assert_eq!(s.triggered, late, "sample {i}: flagged exactly when late: {s:?}");
         match mine.first() {
             Some(&&(rise, width)) => {
-                assert!(late, "sample {i}: answered in time ({:?} ns) and the trigger rose", s.latency_ns);
+                assert!(
+                    late || (width < TRIGGER_WIDTH_NS && s.latency_ns == Some(THR_NS)),
+                    "sample {i}: answered in time ({:?} ns) and the trigger rose ({width} ns)",
+                    s.latency_ns
+                );
                 assert_eq!(
                     rise - at,
                     (thr_ticks + 1) * TICK_NS,
@@ -364,7 +371,7 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
                 if width != TRIGGER_WIDTH_NS {
                     let l = s.latency_ns.unwrap_or(i64::MAX);
                     assert!(
-                        width <= GLITCH_NS && l <= THR_NS + GLITCH_NS,
+                        width <= GLITCH_NS && (THR_NS..=THR_NS + GLITCH_NS).contains(&l),
                         "sample {i}: a {width} ns pulse for an answer at {l} ns"
                     );
                     glitches.push((l, width));
@@ -425,32 +432,58 @@ fn uart_echo_identity_trigger_pulses_on_the_stimulus_clock_and_flags_its_sample(
     assert_complete(&r, n);
     let pulses = trigger_pulses(&pins);
     let due = (THR_NS / TICK_NS + 1) * TICK_NS;
-    // The pin log's clock against the probe's: one offset for every pulse.
     let flagged: Vec<_> = samples.iter().filter(|s| s.triggered).collect();
-    assert_eq!(pulses.len(), flagged.len(), "one pulse a flagged sample: {pulses:?}");
-    let origin = pulses[0].0 - (flagged[0].time_ns + due);
-    let mut races = Vec::new();
-    for (s, &(rise, width)) in flagged.iter().zip(&pulses) {
-        assert_eq!(
-            rise - origin - s.time_ns,
-            due,
-            "sample {}: rise at its stimulus + threshold + 1 tick",
-            s.seq
-        );
-        assert_eq!(width, TRIGGER_WIDTH_NS, "sample {}: the pulse's width", s.seq);
-        if let Some(l) = s.latency_ns.filter(|&l| l <= THR_NS) {
-            assert!(l > THR_NS - 2 * FRAME_NS, "sample {}: answered {l} ns and pulsed", s.seq);
-            races.push(l);
+    // The pin log's clock against the probe's: one offset for every pulse,
+    // from the first late sample's.
+    let first_late = samples.iter().find(|s| s.latency_ns.is_none_or(|l| l > THR_NS)).expect("a late sample");
+    let origin = pulses[0].0 - (first_late.time_ns + due);
+    // In the identity race: in time, but less than two frames (the byte,
+    // then the engine task) under the threshold.
+    let in_race =
+        |s: &harness::Sample| s.latency_ns.is_some_and(|l| l <= THR_NS && l > THR_NS - 2 * FRAME_NS);
+    let (mut races, mut cut) = (Vec::new(), Vec::new());
+    let mut used = 0;
+    for s in &samples {
+        let at = s.time_ns + origin + due;
+        let mine: Vec<&(i64, i64)> = pulses.iter().filter(|p| (p.0 - at).abs() < 100_000).collect();
+        assert!(mine.len() <= 1, "sample {}: {mine:?}", s.seq);
+        used += mine.len();
+        let late = s.latency_ns.is_none_or(|l| l > THR_NS);
+        match mine.first() {
+            Some(&&(rise, width)) => {
+                assert_eq!(rise, at, "sample {}: rise at its stimulus + threshold + 1 tick", s.seq);
+                assert!(
+                    s.triggered,
+                    "sample {}: a pulse went out and the sample is not flagged: {s:?}",
+                    s.seq
+                );
+                if width != TRIGGER_WIDTH_NS {
+                    // The engine task's disarm held the pad as it rose.
+                    assert!(in_race(s) && width < 1_000, "sample {}: a {width} ns pulse: {s:?}", s.seq);
+                    cut.push(width);
+                }
+                if !late {
+                    assert!(
+                        in_race(s),
+                        "sample {}: answered in time, far from the threshold, and pulsed",
+                        s.seq
+                    );
+                    races.push(s.latency_ns);
+                }
+            }
+            None => {
+                assert!(!late, "sample {}: late ({:?}) and no pulse", s.seq, s.latency_ns);
+                // Flagged with no edge: a hold that came as the pin rose
+                // (the firmware cannot tell it from one just before).
+                assert!(!s.triggered || in_race(s), "sample {}: flagged without a pulse: {s:?}", s.seq);
+            }
         }
     }
-    for s in samples.iter().filter(|s| !s.triggered) {
-        let l = s.latency_ns.unwrap_or_else(|| panic!("sample {}: timed out and not flagged", s.seq));
-        assert!(l <= THR_NS, "sample {}: {l} ns, over the threshold, not flagged", s.seq);
-    }
+    assert_eq!(used, pulses.len(), "pulses that belong to no sample: {pulses:?}");
     assert_eq!(count(&r, "triggered"), flagged.len() as u64);
     assert!(samples.len() - flagged.len() >= 3, "in-time samples: {}", samples.len() - flagged.len());
     eprintln!(
-        "uart trigger: {} pulses of {n} samples, each at its start bit + {due} ns; in time but pulsed (the identity disarm's race): {races:?}",
+        "uart trigger: {} pulses of {n} samples, each at its start bit + {due} ns; in time but pulsed (the identity disarm's race): {races:?}; cut short: {cut:?}",
         pulses.len()
     );
 }

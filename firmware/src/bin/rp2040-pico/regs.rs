@@ -470,8 +470,9 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // width (§3.7); SMx_INSTR while SM1 is disabled.
     let w1 = p1.sm(1);
     w1.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
+    let (wb, wt) = program::WATCH_WRAP;
     w1.sm_execctrl()
-        .write(|w| unsafe { w.wrap_bottom().bits(0).wrap_top().bits(31).jmp_pin().bits(RESPONSE_PIN) });
+        .write(|w| unsafe { w.wrap_bottom().bits(wb).wrap_top().bits(wt).jmp_pin().bits(RESPONSE_PIN) });
     w1.sm_shiftctrl().write(|w| w.fjoin_rx().bit(false));
     w1.sm_pinctrl().write(|w| unsafe {
         w.in_base().bits(TRIGGER_PIN).set_base().bits(TRIGGER_PIN).set_count().bits(1).out_count().bits(0)

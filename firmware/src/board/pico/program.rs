@@ -278,6 +278,9 @@ pub const WATCH_PARK: u8 = WATCH_AT;
 /// Its entry to watch the response for the trigger just armed (the CPU
 /// executes `jmp WATCH_ARM`, from wherever SM1 is).
 pub const WATCH_ARM: u8 = WATCH_AT + 1;
+/// Its wrap: 4..4, so that waiting for a rise is one instruction a clock
+/// (`jmp pin` falls through to itself), like waiting for a fall (6).
+pub const WATCH_WRAP: (u8, u8) = (WATCH_AT + 3, WATCH_AT + 3);
 
 /// PIO1 SM1, the trigger's disarm in hardware (one stimulus in flight).
 /// JMP_PIN is the response pin, IN_BASE and SET_BASE the trigger pin. Armed,
@@ -293,7 +296,7 @@ pub const WATCH_ARM: u8 = WATCH_AT + 1;
 /// ```text
 ///   1      park (jmp 1)
 ///   2      drive the trigger pin
-///   3      response high now: wait for low at 6; else for high at 4..5
+///   3      response high now: wait for low at 6; else for high at 4 (wrap 4..4)
 ///   7..9   the trigger pin's level into Y (mov osr, pins; out y, 1): low → 11
 ///   10     the pulse is out: park
 ///   11..12 stop driving it; park
@@ -302,8 +305,8 @@ pub const WATCH: [u16; 12] = [
     jmp_always(WATCH_PARK),          // 1
     set_pindirs(1),                  // 2
     jmp(Cond::Pin, WATCH_AT + 5),    // 3 → 6
-    jmp(Cond::Pin, WATCH_AT + 6),    // 4 → 7 (rest low: high is the answer)
-    jmp_always(WATCH_AT + 3),        // 5 → 4
+    jmp(Cond::Pin, WATCH_AT + 6),    // 4 → 7 (rest low: high is the answer; wrap 4..4)
+    jmp_always(WATCH_AT + 3),        // 5 → 4 (not reached with the wrap)
     jmp(Cond::Pin, WATCH_AT + 5),    // 6 (rest high: loop while high)
     MOV_OSR_PINS,                    // 7
     out_y(1),                        // 8

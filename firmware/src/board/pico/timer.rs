@@ -108,6 +108,11 @@ pub struct PioTimer<B> {
     /// The trigger being armed may be disarmed by the response's edge in
     /// PIO1 (one stimulus in flight).
     trig_by_response: bool,
+    /// The pad follows PIO1 (its override is normal or inverted).
+    trig_follow: bool,
+    /// A disarm's hold came as PIO1 toggled: the pulse may have got out
+    /// (`trigger_level` says so once).
+    trig_cut: bool,
     /// Arms refused because PIO1 held too many targets, or one too close
     /// after the last (a board fault: that trigger is not raised).
     pub trigger_faults: u32,
@@ -157,6 +162,8 @@ impl<B: PioBus> PioTimer<B> {
             trig_q: TriggerQueue::new(),
             trig_deferred: None,
             trig_by_response: false,
+            trig_follow: false,
+            trig_cut: false,
             trigger_faults: 0,
         };
         t.set_output(OutputMode::ForceLow);
@@ -233,17 +240,25 @@ impl<B: PioBus> PioTimer<B> {
         self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
     }
 
-    fn apply_trigger_output(&mut self, mode: OutputMode) {
+    /// Set the pad's override for `mode` from the levels now. Whether PIO1
+    /// toggled while the pad followed it, between the read and the write
+    /// (a few hundred ns of CPU): then a hold may have cut a pulse that had
+    /// just risen to a glitch.
+    fn apply_trigger_output(&mut self, mode: OutputMode) -> bool {
         let pad = self.bus.trigger_at_pad();
         let pio = self.bus.trigger_from_pio();
-        self.bus.set_trigger_outover(outover_for(mode, pad, pio));
+        let over = outover_for(mode, pad, pio);
+        self.bus.set_trigger_outover(over);
+        let moved = self.trig_follow && self.bus.trigger_from_pio() != pio;
+        self.trig_follow = matches!(over, OutOver::Normal | OutOver::Invert);
+        moved
     }
 
     /// The deferred mode, once no stale target is left to toggle.
     fn settle_trigger(&mut self) {
         if self.trig_deferred.is_some() && !self.trig_q.any_stale() {
             if let Some(mode) = self.trig_deferred.take() {
-                self.apply_trigger_output(mode);
+                let _ = self.apply_trigger_output(mode);
             }
         }
     }
@@ -433,6 +448,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_trigger_output(&mut self, mode: OutputMode) {
         let matches =
             matches!(mode, OutputMode::HighOnMatch | OutputMode::LowOnMatch | OutputMode::ToggleOnMatch);
+        self.trig_cut = false;
         if mode == OutputMode::Frozen && self.bus.trigger_at_pad() && self.trig_q.has_queued() {
             // Disarmed with the pulse already out (the answer came just
             // after the rise): its fall, held by PIO1, is what comes next
@@ -445,7 +461,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
             // is wanted.
             self.trig_q.all_stale();
             self.trig_deferred = None;
-            self.apply_trigger_output(mode);
+            self.trig_cut = self.apply_trigger_output(mode) && mode == OutputMode::Frozen;
             // The pad now holds its level by the override, so PIO1 SM1 may
             // drive the pin again if its hardware disarm had let it go
             // (undriven, the pull-down holds it low meanwhile).
@@ -455,16 +471,19 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
         self.trig_mode = mode;
         if self.trig_q.any_stale() {
             self.trig_deferred = Some(mode);
-            self.apply_trigger_output(OutputMode::Frozen);
+            let _ = self.apply_trigger_output(OutputMode::Frozen);
             self.bus.trigger_flag_irq(true);
         } else {
             self.trig_deferred = None;
-            self.apply_trigger_output(mode);
+            let _ = self.apply_trigger_output(mode);
         }
     }
 
+    /// The pad's level; high too, once, after a disarm's hold that came
+    /// as PIO1 toggled (the pulse may have got out as a glitch, so the
+    /// loop logs it and its sample is flagged).
     fn trigger_level(&mut self) -> bool {
-        self.bus.trigger_at_pad()
+        core::mem::take(&mut self.trig_cut) || self.bus.trigger_at_pad()
     }
 
     fn set_trigger_disarm(&mut self, by_response: bool) {
