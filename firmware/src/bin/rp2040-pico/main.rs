@@ -13,7 +13,8 @@
 //!   GP3  (pin 5)  ◀─ PIO0 SM1 ─── response edge; periodic edges
 //!   GP4  (pin 6)  UART1 TX ─▶ target RX; PIO0 SM2 times its start bits (no wire)
 //!   GP5  (pin 7)  UART1 RX ◀─ target TX; PIO0 SM1 times its start bits in UART runs
-//!   GP6  (pin 9)  ── PIO1 SM0 ──▶ trigger out (`--trigger-above`): high 10 µs from stimulus + threshold + 1 tick
+//!   GP6  (pin 9)  ── PIO1 SM0 ──▶ trigger out (`--trigger-above`): high 10 µs from stimulus + threshold + 1 tick;
+//!                 PIO1 SM1 lets it go on the answer's edge (one stimulus in flight)
 //!   USB           CDC ACM: the host link (`latprobe run --port /dev/ttyACM0`)
 //!   GP0/GP1       UART0 TX/RX, 921600 Bd: the host link through a debug probe's UART bridge
 //!   GP25          LED: on while a measurement runs

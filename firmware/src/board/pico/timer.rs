@@ -18,19 +18,16 @@
 //!
 //! The trigger is a compare like the stimulus: the capture loop
 //! (`TriggerOut::Compare { bits: 32 }`) arms it at `stimulus + threshold +
-//! 1`, the state machine toggles GP6 at that tick exactly, the top half
-//! programs the fall 10 µs later, and in one-in-flight modes the answer's
-//! capture disarms it by holding the pad (OUTOVER) in the top-priority
-//! interrupt. The rise's target and its fall's (10 µs later) go to PIO1
-//! together, so the width is exact whatever the interrupt latency. A
-//! target the state machine still holds when the trigger is disarmed (the
-//! answer came first) toggles PIO's level later, behind the held pad; the
-//! next arming waits for those toggles before the pad follows PIO again
-//! ([`TriggerQueue`], `trig_deferred`), so a stale target never shows.
-//!
-//! Output modes become the pad's override (OUTOVER): forced high or low,
-//! frozen at the pad's level, or following PIO (inverted where needed) so
-//! that the state machine's toggle is the wanted edge.
+//! 1` and PIO1 SM0 toggles GP6 at that tick exactly. The rise's target and
+//! its fall's (10 µs later) go to PIO1 together, so the width is exact
+//! whatever the interrupt latency. In one-in-flight modes PIO1 SM1 disarms
+//! it in hardware on the answer's edge (`program::WATCH`: it stops driving
+//! the pin); the answer's capture then holds the pad (OUTOVER) in the
+//! top-priority interrupt, as the loop alone does with identity bytes. A
+//! target the state machine still holds when the trigger is disarmed
+//! toggles PIO's level later, behind the held pad; the next arming waits
+//! for those toggles before the pad follows PIO again ([`TriggerQueue`],
+//! `trig_deferred`), so a stale target never shows.
 
 use super::edges::{wanted, EdgeFifo};
 use super::program::{clock_tick, stimulus_target, STIMULUS_FLAG};
