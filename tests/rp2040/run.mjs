@@ -8,7 +8,7 @@
 //        --mode gpio-echo|uart-echo|periodic|loopback
 //        [--latencies FILE] [--edge rising|falling|toggle] [--return-ns N]
 //        [--ppm N] [--period NS] [--line gpio|uart] [--baud N]
-//        [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--verbose]
+//        [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose]
 //
 // It serves one client on PATH (and, with --uart0-socket, one on the UART0
 // host link's socket) and runs until a client closes its socket, then
@@ -25,7 +25,9 @@
 // to GP3 and GP4 to GP5 with zero delay. Latency files: one ns integer a
 // line, `x` for no answer, `#` comments; used in order and cycled. Answers
 // queue in order behind a late one. RP2040_HARNESS_TRACE=1 logs the USB and
-// UART traffic.
+// UART traffic. --pin-log FILE writes every edge the firmware drives on GP2
+// (stimulus), GP4 (UART1 TX) and GP6 (the trigger output) as `PIN LEVEL NS`
+// lines, NS when the level is on the pad (lib/target.mjs watchOutput).
 // Exit status: 0 done, 1 error, 2 usage, 3 refused (an emulator gap the
 // harness will not paper over), 4 --max-seconds (wall clock) reached.
 
@@ -33,7 +35,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadInto } from './lib/elf.mjs';
 import { Emulator, Refusal } from './lib/emulator.mjs';
-import { GpioEcho, Latencies, Loopback, Periodic, RETURN_DELAY_NS, UartEcho } from './lib/target.mjs';
+import { GpioEcho, Latencies, Loopback, Periodic, PIN, RETURN_DELAY_NS, UartEcho, watchOutput } from './lib/target.mjs';
 import { UsbBridge } from './lib/usb-bridge.mjs';
 import { Uart0Bridge } from './lib/uart0-bridge.mjs';
 
@@ -42,7 +44,7 @@ const log = (line) => process.stderr.write(`rp2040 harness: ${line}\n`);
 function usage(message) {
   log(`${message}\nusage: node tests/rp2040/run.mjs --elf ELF --socket PATH --mode gpio-echo|uart-echo|periodic|loopback ` +
     '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
-    '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--verbose]');
+    '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose]');
   process.exit(2);
 }
 
@@ -70,6 +72,7 @@ try {
       'max-seconds': { type: 'string' },
       profile: { type: 'string' },
       'uart0-socket': { type: 'string' },
+      'pin-log': { type: 'string' },
       verbose: { type: 'boolean', default: false },
     },
     strict: true,
@@ -107,6 +110,19 @@ try {
 
 const emulator = new Emulator({ log, verbose: args.verbose });
 if (args.profile) emulator.profile = new Map();
+let pinLog = null;
+if (args['pin-log']) {
+  try {
+    pinLog = fs.openSync(args['pin-log'], 'w');
+  } catch (e) {
+    usage(`--pin-log ${args['pin-log']}: ${e.message}`);
+  }
+  for (const pin of [PIN.STIMULUS, PIN.UART_TX, PIN.TRIGGER]) {
+    // The trigger pin undriven (PIO1's hardware disarm) is low: its pad's pull-down.
+    const undriven = pin === PIN.TRIGGER ? 0 : null;
+    watchOutput(emulator, pin, (level, ns) => fs.writeSync(pinLog, `${pin} ${level} ${ns}\n`), { undriven });
+  }
+}
 let target;
 let bridge;
 try {

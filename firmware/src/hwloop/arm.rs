@@ -157,8 +157,11 @@ impl HwLoop {
             cx.front.disarm_trigger(cx.hw);
         }
         let Some(w) = want else { return };
-        if cx.front.trigger_phase() != TriggerPhase::Idle {
-            // High: its fall's interrupt runs this again.
+        if cx.front.trigger_phase() != TriggerPhase::Idle || cx.front.has_events() {
+            // High: its fall's interrupt runs this again. Events the engine
+            // has not seen (the pulse that just rose for `w.seq`, or its
+            // answer): the next round delivers them, then plans (forcing
+            // `w` now would raise a second pulse).
             return;
         }
         let now = cx.front.now(cx.hw);

@@ -151,6 +151,7 @@ impl Front {
         // As for the stimulus (RM0383 §13.3.8): frozen while the value
         // changes, the stale flag cleared, then the match mode.
         hw.set_trigger_output(OutputMode::Frozen);
+        hw.set_trigger_disarm(by_capture);
         hw.set_compare(Channel::Trigger, (at & self.trigger_mask) as u32);
         hw.take_compare(Channel::Trigger);
         hw.set_trigger_output(OutputMode::HighOnMatch);

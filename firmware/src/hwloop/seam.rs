@@ -114,6 +114,12 @@ pub trait TimerHw {
     /// Set what the trigger compare does to its pin (STM32: TIM3 OC1M);
     /// nothing on a board without one.
     fn set_trigger_output(&mut self, _mode: OutputMode) {}
+    /// Whether the trigger armed next may be disarmed by the response
+    /// line's next edge in hardware (one stimulus in flight), or only by
+    /// the loop (identity bytes: a start bit does not say which stimulus it
+    /// answers). Called when the trigger is armed; nothing on a board
+    /// whose hardware cannot (the Nucleo: the capture interrupt disarms).
+    fn set_trigger_disarm(&mut self, _by_response: bool) {}
     /// The trigger pin's level as it is now (STM32: PB4's IDR bit); `false`
     /// on a board without one.
     fn trigger_level(&mut self) -> bool {

@@ -1,6 +1,7 @@
 // The target, played at exact simulated nanoseconds against the firmware's
 // pins: GP2 stimulus (PIO0 SM3 output), GP3 response (input), GP4 UART1 TX
-// (to the target), GP5 UART1 RX (from the target).
+// (to the target), GP5 UART1 RX (from the target); GP6 is the firmware's
+// trigger output (PIO1 SM0), which the target only watches.
 //
 // Answers are in order, as a real target's single responder gives them: an
 // answer is due at max(its own time, the previous answer + one PIO tick)
@@ -9,7 +10,7 @@
 import { GPIOPinState } from 'rp2040js';
 import { PIO_TICK_NS } from './emulator.mjs';
 
-export const PIN = { STIMULUS: 2, RESPONSE: 3, UART_TX: 4, UART_RX: 5 };
+export const PIN = { STIMULUS: 2, RESPONSE: 3, UART_TX: 4, UART_RX: 5, TRIGGER: 6 };
 
 /** gpio-echo: the response returns to idle this long after max(stimulus return, answer). */
 export const RETURN_DELAY_NS = 1000;
@@ -55,15 +56,18 @@ function level(state) {
 
 /**
  * Calls `onEdge(level, ns)` for each change of a driven output between low
- * and high. `ns` is when the new level is on the pad: the end of the cycle
+ * and high; with `undriven: 0` (or 1) a pin whose output is not enabled
+ * counts as that level (its pad's pull-down or pull-up, which rp2040js does
+ * not model: GAPS.md). `ns` is when the new level is on the pad: the end of the cycle
  * whose PIO step (or CPU write) drove it, which is when another input can
  * first see it (an input set at time t is sampled by the step at t).
  */
-export function watchOutput(emulator, pinIndex, onEdge) {
+export function watchOutput(emulator, pinIndex, onEdge, { undriven = null } = {}) {
   const pin = emulator.mcu.gpio[pinIndex];
-  let last = level(pin.value);
+  const read = (state) => level(state) ?? undriven;
+  let last = read(pin.value);
   pin.addListener((state) => {
-    const now = level(state);
+    const now = read(state);
     if (now !== null && last !== null && now !== last) onEdge(now, emulator.nowNs + emulator.cycleNs);
     last = now;
   });

@@ -247,6 +247,8 @@ pub struct Sample {
     pub seq: u64,
     pub time_ns: i64,
     pub latency_ns: Option<i64>,
+    /// The `triggered` column (`--trigger-above`); false without it.
+    pub triggered: bool,
 }
 
 pub fn parse_samples(csv: &str) -> Vec<Sample> {
@@ -256,6 +258,7 @@ pub fn parse_samples(csv: &str) -> Vec<Sample> {
         header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"))
     };
     let (seq, time, latency) = (col("seq"), col("time_ns"), col("latency_ns"));
+    let triggered = header.iter().position(|h| *h == "triggered");
     lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
@@ -263,6 +266,7 @@ pub fn parse_samples(csv: &str) -> Vec<Sample> {
                 seq: f[seq].parse().expect("seq"),
                 time_ns: f[time].parse().expect("time_ns"),
                 latency_ns: f[latency].parse().ok(),
+                triggered: triggered.is_some_and(|i| f[i] == "1"),
             }
         })
         .collect()

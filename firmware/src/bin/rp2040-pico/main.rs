@@ -13,12 +13,14 @@
 //!   GP3  (pin 5)  ◀─ PIO0 SM1 ─── response edge; periodic edges
 //!   GP4  (pin 6)  UART1 TX ─▶ target RX; PIO0 SM2 times its start bits (no wire)
 //!   GP5  (pin 7)  UART1 RX ◀─ target TX; PIO0 SM1 times its start bits in UART runs
+//!   GP6  (pin 9)  ── PIO1 SM0 ──▶ trigger out (`--trigger-above`): high 10 µs from stimulus + threshold + 1 tick;
+//!                 PIO1 SM1 lets it go on the answer's edge (one stimulus in flight)
 //!   USB           CDC ACM: the host link (`latprobe run --port /dev/ttyACM0`)
 //!   GP0/GP1       UART0 TX/RX, 921600 Bd: the host link through a debug probe's UART bridge
 //!   GP25          LED: on while a measurement runs
 //!   RTT (SWD)     up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!
-//!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), TIMER_IRQ_0 (wake-up),
+//!   priority 3: PIO0_IRQ_0 (edge words, the stimulus flag), PIO1_IRQ_0 (the trigger's edges), TIMER_IRQ_0 (wake-up),
 //!               UART1_IRQ (target bytes) ── Front: words, flags, then `now` ──┐ pend
 //!   priority 2: SW0_IRQ (engine task: HwLoop::run)                       ◀──┘
 //!               USBCTRL_IRQ (USB: host bytes in, frames out to USB, UART0's ring and RTT up 1)
@@ -79,13 +81,14 @@ mod app {
     use latprobe_firmware::board::pico::PioTimer;
     use latprobe_firmware::boards::rp2040_pico::{HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ};
     use latprobe_firmware::engine::txq::{Class, TxQueue};
-    use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
+    use latprobe_firmware::hwloop::TriggerOut;
+    use latprobe_firmware::{BoardInfo, Engine, HwLoop, LoopConfig, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
     use rp2040_hal::{
         self as hal,
         clocks::Clock,
         fugit::RateExtU32,
-        gpio::{bank0::Gpio25, FunctionPio0, FunctionSioOutput, FunctionUart, Pin, PullDown},
+        gpio::{bank0::Gpio25, FunctionPio0, FunctionPio1, FunctionSioOutput, FunctionUart, Pin, PullDown},
         pac::Interrupt,
         uart::{DataBits, StopBits, UartConfig, UartPeripheral},
         usb::UsbBus,
@@ -180,6 +183,7 @@ mod app {
         let host_tx = pins.gpio0.into_function::<FunctionUart>();
         let host_rx = pins.gpio1.into_function::<FunctionUart>();
         let _stim = pins.gpio2.into_function::<FunctionPio0>();
+        let _trigger = pins.gpio6.into_function::<FunctionPio1>();
         let _resp = pins.gpio3.into_pull_down_input();
         let tx = pins.gpio4.into_function::<FunctionUart>();
         let rx = pins.gpio5.into_function::<FunctionUart>();
@@ -206,6 +210,12 @@ mod app {
         let _ = host_uart.split();
 
         let (resp_high, tx_high) = regs::start(&dp.RESETS);
+        // PIO1's trigger compare, synchronised to PIO0's count by one edge
+        // on the LED pin (regs::start_trigger).
+        let trigger = regs::start_trigger(&dp.RESETS);
+        if !trigger {
+            defmt::warn!("trigger: PIO1 did not synchronise with PIO0: no trigger output");
+        }
         // TIMER out of reset (§4.6): the wake-up alarm.
         dp.RESETS.reset().modify(|_, w| w.timer().clear_bit());
         while dp.RESETS.reset_done().read().timer().bit_is_clear() {}
@@ -239,6 +249,7 @@ mod app {
             | Capabilities::PERIODIC
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE;
+        let caps = if trigger { caps | Capabilities::TRIGGER } else { caps };
         let engine = Engine::new(
             BoardInfo::new("rp2040-pico", TIMER_HZ, TimerBits::B32, caps)
                 .with_uart_echo_floor(TARGET_BAUD)
@@ -260,7 +271,10 @@ mod app {
             Shared { engine, timer, host_uart_ring: TxQueue::new() },
             Local {
                 target_rx: TargetRx,
-                lp: HwLoop::new(LOOP),
+                lp: HwLoop::new(LoopConfig {
+                    trigger: if trigger { TriggerOut::Compare { bits: 32 } } else { TriggerOut::None },
+                    ..LOOP
+                }),
                 led,
                 was_running: false,
                 usb_dev,
@@ -291,6 +305,13 @@ mod app {
         rtic::pend(Interrupt::SW0_IRQ);
     }
 
+    /// PIO1: the trigger's edges (its rise and fall flags).
+    #[task(binds = PIO1_IRQ_0, priority = 3, shared = [timer])]
+    fn pio1(mut cx: pio1::Context) {
+        cx.shared.timer.lock(|t| t.on_timer_interrupt());
+        rtic::pend(Interrupt::SW0_IRQ);
+    }
+
     /// The wake-up alarm.
     #[task(binds = TIMER_IRQ_0, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
@@ -315,15 +336,17 @@ mod app {
         let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
         if *cx.local.was_running && !running {
             let s = lp.stats();
-            let (faults, lost) = timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges));
+            let (faults, lost, trig) =
+                timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges, t.hw.trigger_faults));
             defmt::info!(
-                "capture path: latch to sample queued max {=u32} ticks (last {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults",
+                "capture path: latch to sample queued max {=u32} ticks (last {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults, {=u32} trigger faults",
                 s.capture_cost_max,
                 s.capture_cost_last,
                 s.soft_stimuli,
                 s.lost_events,
                 lost,
-                faults
+                faults,
+                trig
             );
         }
         *cx.local.was_running = running;

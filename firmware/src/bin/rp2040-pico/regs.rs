@@ -4,7 +4,8 @@
 //! write. References are to the RP2040 datasheet.
 
 use latprobe_firmware::board::pico::program::{
-    self, jmp_always, mov, set_pindirs, MovDst, MovSrc, CLOCK_WRAP, EDGES_WRAP, STIMULUS_AT, STIMULUS_WRAP,
+    self, jmp_always, mov, set_pindirs, stimulus_target, trigger_sync_x, MovDst, MovSrc, CLOCK_WRAP,
+    EDGES_WRAP, PULL_BLOCK, STIMULUS_AT, STIMULUS_FLAG, STIMULUS_WRAP, TRIGGER_FLAG, TRIGGER_SYNC_WRAP,
 };
 use latprobe_firmware::board::pico::{edges::EdgeFifo, OutOver, PioBus, Sm};
 use rp2040_hal::pac;
@@ -17,6 +18,12 @@ pub const RESPONSE_PIN: u8 = 3;
 pub const TX_PIN: u8 = 4;
 /// UART1 RX (from the target's TX), watched by SM1 in UART runs.
 pub const RX_PIN: u8 = 5;
+/// The trigger output (PIO1 SM0; Pico header pin 9).
+pub const TRIGGER_PIN: u8 = 6;
+/// The pin of the boot-time sync edge between PIO0 and PIO1: the on-board
+/// LED, which no wire leaves (PIO0 drives it for 3 µs at boot, then it is
+/// the LED again).
+pub const SYNC_PIN: u8 = 25;
 
 /// The registers, by the PAC's pointers. Holds nothing: every access is
 /// one volatile read or write of a register the timer owns (PIO0, the
@@ -32,9 +39,18 @@ fn pio() -> &'static pac::pio0::RegisterBlock {
     unsafe { &*pac::PIO0::ptr() }
 }
 
+fn pio1() -> &'static pac::pio0::RegisterBlock {
+    // SAFETY: PIO1's register block (the PAC derives it from PIO0's: the
+    // same layout, datasheet §3.7), at a fixed address; the trigger is its
+    // only user (the HAL's PIO driver is never created), and every access
+    // is a single volatile register access.
+    unsafe { &*pac::PIO1::ptr() }
+}
+
 fn io() -> &'static pac::io_bank0::RegisterBlock {
-    // SAFETY: as for PIO0; only GPIO2's CTRL and the STATUS registers
-    // (read-only) are touched here, and GPIO2 belongs to PIO0 alone.
+    // SAFETY: as for PIO0; only GPIO2's and GPIO6's CTRL (GPIO25's during
+    // the boot-time sync) and the STATUS registers (read-only) are touched
+    // here; GPIO2 belongs to PIO0 alone, GPIO6 to PIO1 alone.
     unsafe { &*pac::IO_BANK0::ptr() }
 }
 
@@ -137,8 +153,9 @@ impl PioBus for Regs {
     fn response_pin(&mut self, uart: bool) {
         let pin = if uart { RX_PIN } else { RESPONSE_PIN };
         // SAFETY: JMP_PIN takes any GPIO number 0..=29; the other fields
-        // are kept.
+        // are kept. PIO1 SM1 (the trigger's disarm) watches the same pin.
         pio().sm(Sm::Response as usize).sm_execctrl().modify(|_, w| unsafe { w.jmp_pin().bits(pin) });
+        pio1().sm(1).sm_execctrl().modify(|_, w| unsafe { w.jmp_pin().bits(pin) });
     }
 
     fn micros(&mut self) -> u32 {
@@ -176,6 +193,75 @@ impl PioBus for Regs {
         }
         u.uartdr().write(|w| unsafe { w.data().bits(byte) });
         true
+    }
+
+    fn trigger_tx(&mut self, word: u32) -> bool {
+        let p = pio1();
+        if p.fstat().read().txfull().bits() & 1 != 0 {
+            return false;
+        }
+        // SAFETY: TXF0 takes any 32-bit word (§3.7).
+        p.txf(0).write(|w| unsafe { w.bits(word) });
+        true
+    }
+
+    fn take_trigger_flag(&mut self) -> bool {
+        let p = pio1();
+        if p.irq().read().bits() & (1 << TRIGGER_FLAG) == 0 {
+            return false;
+        }
+        // SAFETY: IRQ is write-1-to-clear (§3.7); only the trigger's flag.
+        p.irq().write(|w| unsafe { w.bits(1 << TRIGGER_FLAG) });
+        true
+    }
+
+    fn trigger_flag(&mut self) -> bool {
+        pio1().irq().read().bits() & (1 << TRIGGER_FLAG) != 0
+    }
+
+    fn trigger_flag_irq(&mut self, on: bool) {
+        // IRQ0_INTE: SMn (the PIO IRQ flags 0..3) at bits 8..11 (§3.7).
+        let bit = 1 << (8 + u32::from(TRIGGER_FLAG));
+        // SAFETY: only that bit changes; the others are written as read.
+        pio1()
+            .sm_irq(0)
+            .irq_inte()
+            .modify(|r, w| unsafe { w.bits(if on { r.bits() | bit } else { r.bits() & !bit }) });
+    }
+
+    fn set_trigger_outover(&mut self, mode: OutOver) {
+        io().gpio(TRIGGER_PIN as usize).gpio_ctrl().modify(|_, w| match mode {
+            OutOver::Normal => w.outover().normal(),
+            OutOver::Invert => w.outover().invert(),
+            OutOver::Low => w.outover().low(),
+            OutOver::High => w.outover().high(),
+        });
+    }
+
+    fn trigger_from_pio(&mut self) -> bool {
+        io().gpio(TRIGGER_PIN as usize).gpio_status().read().outfromperi().bit_is_set()
+    }
+
+    fn trigger_at_pad(&mut self) -> bool {
+        // OUTTOPAD is the level offered to the pad; OETOPAD whether it is
+        // driven (PIO1 SM1's disarm clears it): undriven, the pull-down.
+        let st = io().gpio(TRIGGER_PIN as usize).gpio_status().read();
+        st.outtopad().bit_is_set() && st.oetopad().bit_is_set()
+    }
+
+    fn trigger_watch(&mut self, by_response: bool) {
+        let r = pio1().sm(1);
+        // SAFETY: SMx_INSTR takes a 16-bit instruction and runs it at once,
+        // then the state machine goes on from there (§3.5.7); SM1 keeps no
+        // count, so the extra instruction costs it nothing. Its SET_BASE
+        // is the trigger pin (`start_trigger`).
+        let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+        if by_response {
+            exec(jmp_always(program::WATCH_ARM));
+        } else {
+            exec(jmp_always(program::WATCH_PARK));
+            exec(set_pindirs(1));
+        }
     }
 }
 
@@ -244,6 +330,14 @@ pub fn start(resets: &pac::RESETS) -> (bool, bool) {
         exec(mov(MovDst::Isr, false, MovSrc::Null));
         if sm == Sm::Stimulus {
             exec(set_pindirs(1));
+            // The sync pin too (`start_trigger`): PIO0's output enable of a
+            // pin is set by SET PINDIRS (§3.4.10), and an instruction
+            // executed while the state machines run would cost SM3 a
+            // clock, so it is set now, while they are disabled.
+            // SAFETY: SET_BASE takes any GPIO number 0..=31.
+            r.sm_pinctrl().modify(|_, w| unsafe { w.set_base().bits(SYNC_PIN) });
+            exec(set_pindirs(1));
+            r.sm_pinctrl().modify(|_, w| unsafe { w.set_base().bits(STIMULUS_PIN) });
         }
         exec(jmp_always(entry));
     }
@@ -252,6 +346,143 @@ pub fn start(resets: &pac::RESETS) -> (bool, bool) {
     // SAFETY: enable all four and restart their dividers in one write.
     p.ctrl().write(|w| unsafe { w.sm_enable().bits(0xf).clkdiv_restart().bits(0xf) });
     (resp_high, tx_high)
+}
+
+/// Polls of a flag or FIFO during the sync before giving up (each a few
+/// clocks; the sync edge comes 32 µs after its target is pushed).
+const SYNC_POLLS: u32 = 100_000;
+
+/// PIO1 out of reset with the trigger program, its state machine SM0
+/// synchronised to PIO0's count by one edge (`program::TRIGGER_SYNC`), and
+/// left comparing: the trigger compare of `board::pico::PioTimer`. Call it
+/// after [`start`], before anything else uses PIO0. Returns whether the
+/// sync edge was seen (else the board announces no trigger).
+///
+/// The sync: PIO1 SM0 waits in a one-instruction loop for GPIO25 high, X
+/// preloaded with PIO0's count for the instant after the edge; PIO0's
+/// stimulus state machine, its OUT pin moved to GPIO25 (IO_BANK0 FUNCSEL
+/// 6, PIO0) for the time, raises GPIO25 at a target and lowers it again
+/// (two toggles: its level, kept in ISR, is back where GPIO2's is). The
+/// pin then goes back to SIO (the LED) and SM0's OUT pin back to GPIO2.
+/// PIO1 reads GPIO25 without the input synchroniser (INPUT_SYNC_BYPASS,
+/// §3.5.6.3): the edge comes from PIO0 on the same clock.
+pub fn start_trigger(resets: &pac::RESETS) -> bool {
+    // §2.14: PIO1 out of reset, then wait for it.
+    resets.reset().modify(|_, w| w.pio1().clear_bit());
+    while resets.reset_done().read().pio1().bit_is_clear() {}
+    let (p0, p1) = (pio(), pio1());
+    for (i, word) in program::trigger_image().iter().enumerate() {
+        // SAFETY: INSTR_MEMn takes a 16-bit instruction.
+        p1.instr_mem(i).write(|w| unsafe { w.bits(u32::from(*word)) });
+    }
+    // SAFETY: CTRL's SM_RESTART bits are self-clearing strobes.
+    p1.ctrl().write(|w| unsafe { w.sm_restart().bits(1) });
+    let r = p1.sm(0);
+    // SAFETY (every write below, and `exec`'s): each field within its
+    // width, from the SMx_* register tables (§3.7), as for PIO0 in
+    // `start`; SMx_INSTR takes a 16-bit instruction, executed at once
+    // (§3.5.7), here while PIO1 SM0 is disabled.
+    r.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
+    let (bottom, top) = TRIGGER_SYNC_WRAP;
+    r.sm_execctrl().write(|w| unsafe {
+        w.wrap_bottom()
+            .bits(bottom)
+            .wrap_top()
+            .bits(top)
+            .jmp_pin()
+            .bits(SYNC_PIN)
+            .status_sel()
+            .txlevel()
+            .status_n()
+            .bits(1)
+    });
+    r.sm_shiftctrl().write(|w| w.fjoin_rx().bit(false));
+    r.sm_pinctrl().write(|w| unsafe {
+        w.out_base().bits(TRIGGER_PIN).out_count().bits(1).set_base().bits(TRIGGER_PIN).set_count().bits(1)
+    });
+    // SAFETY: one bit a GPIO; only the sync pin's.
+    p1.input_sync_bypass().write(|w| unsafe { w.bits(1 << SYNC_PIN) });
+    let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+    exec(mov(MovDst::Isr, false, MovSrc::Null));
+    exec(set_pindirs(1));
+    exec(jmp_always(program::TRIGGER_SYNC_AT));
+
+    // PIO0's count now, from the clock state machine's next word.
+    let mut regs = Regs;
+    for _ in 0..regs.rx_level(Sm::Clock) {
+        let _ = regs.rx(Sm::Clock);
+    }
+    let mut now = None;
+    for _ in 0..SYNC_POLLS {
+        if let Some(w) = regs.rx(Sm::Clock) {
+            now = Some(program::clock_tick(w));
+            break;
+        }
+    }
+    let Some(now) = now else { return false };
+    // 2000 ticks (32 µs): room for the writes below.
+    let tick = now.wrapping_add(2000);
+    // SAFETY: TXF0 takes any 32-bit word (§3.7); SM0 is disabled and its
+    // FIFO empty, and the `pull block` below takes this word at once.
+    p1.txf(0).write(|w| unsafe { w.bits(trigger_sync_x(tick)) });
+    exec(PULL_BLOCK);
+    exec(mov(MovDst::X, false, MovSrc::Osr));
+    // SAFETY: CTRL (§3.7): SM_ENABLE and CLKDIV_RESTART for SM0 only.
+    p1.ctrl().write(|w| unsafe { w.sm_enable().bits(1).clkdiv_restart().bits(1) });
+
+    let sync_io = io().gpio(SYNC_PIN as usize).gpio_ctrl();
+    sync_io.modify(|_, w| w.funcsel().pio0());
+    let stim = p0.sm(Sm::Stimulus as usize).sm_pinctrl();
+    // SAFETY: PINCTRL OUT_BASE takes any GPIO number 0..=31 (§3.7); a
+    // running state machine takes it at its next OUT/MOV PINS (§3.5.6).
+    stim.modify(|_, w| unsafe { w.out_base().bits(SYNC_PIN) });
+    let mut edge = |at: u32| {
+        if !regs.tx(Sm::Stimulus, stimulus_target(at)) {
+            return false;
+        }
+        for _ in 0..SYNC_POLLS {
+            if regs.take_flag(STIMULUS_FLAG) {
+                return true;
+            }
+        }
+        false
+    };
+    let rose = edge(tick);
+    // Left the sync loop: it saw the edge.
+    let synced = rose && p1.sm(0).sm_addr().read().bits() as u8 != program::TRIGGER_SYNC_AT;
+    let fell = edge(tick.wrapping_add(200));
+    // SAFETY: as above: OUT_BASE back to GPIO2.
+    stim.modify(|_, w| unsafe { w.out_base().bits(STIMULUS_PIN) });
+    sync_io.modify(|_, w| w.funcsel().sio());
+    // Now the stimulus program's own wrap.
+    let (bottom, top) = STIMULUS_WRAP;
+    // SAFETY: EXECCTRL WRAP_TOP/WRAP_BOTTOM take 0..=31 (§3.7); SM0 is in
+    // 16..31 by now, where only a fall-through at 31 would use the wrap.
+    r.sm_execctrl().modify(|_, w| unsafe { w.wrap_bottom().bits(bottom).wrap_top().bits(top) });
+    if !(synced && fell) {
+        // Never synchronised: stopped, so no trigger can come of it.
+        // SAFETY: CTRL with every state machine of PIO1 disabled.
+        p1.ctrl().write(|w| unsafe { w.bits(0) });
+        return false;
+    }
+    // SM1, the response watcher (`program::WATCH`), parked, with the
+    // trigger pin driven. SAFETY (every write): each field within its
+    // width (§3.7); SMx_INSTR while SM1 is disabled.
+    let w1 = p1.sm(1);
+    w1.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
+    let (wb, wt) = program::WATCH_WRAP;
+    w1.sm_execctrl()
+        .write(|w| unsafe { w.wrap_bottom().bits(wb).wrap_top().bits(wt).jmp_pin().bits(RESPONSE_PIN) });
+    w1.sm_shiftctrl().write(|w| w.fjoin_rx().bit(false));
+    w1.sm_pinctrl().write(|w| unsafe {
+        w.in_base().bits(TRIGGER_PIN).set_base().bits(TRIGGER_PIN).set_count().bits(1).out_count().bits(0)
+    });
+    let exec1 = |instr: u16| w1.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+    exec1(set_pindirs(1));
+    exec1(jmp_always(program::WATCH_PARK));
+    // SAFETY: CTRL (§3.7): SM0 stays enabled, SM1 is enabled; no restart.
+    p1.ctrl().write(|w| unsafe { w.sm_enable().bits(0b11) });
+    true
 }
 
 /// The target UART's receiver (UART1 DR), as the capture loop reads it.

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //!   bin (RTIC, rp2040-hal, rp2040-pac)         lib (this module, host-tested)
-//!   PIO0 FIFOs, FDEBUG, IRQ, ADDR    ─┐
+//!   PIO1 SM0 TXF0, IRQ, GPIO6 CTRL   ─┐ (the trigger output)
+//!   PIO0 FIFOs, FDEBUG, IRQ, ADDR    ─┤
 //!   IO_BANK0 GPIO2 OUTOVER, STATUS   ─┼──▶ PioBus ──▶ PioTimer<B>: TimerHw ──▶ hwloop
 //!   TIMER ALARM0, UART1 DR           ─┘
 //!   the whole chip: rp2040js (tests/rp2040), someone else's model of it
@@ -22,6 +23,7 @@
 pub mod edges;
 pub mod program;
 pub mod timer;
+pub mod trigger;
 
 pub use timer::PioTimer;
 
@@ -108,4 +110,25 @@ pub trait PioBus {
     /// Put a byte into the target UART's TX FIFO; `false` if it is full
     /// (UARTFR TXFF).
     fn uart_write(&mut self, byte: u8) -> bool;
+    /// Push a target word into PIO1's trigger state machine (PIO1 TXF0);
+    /// `false` if its TX FIFO is full. `false` too on a board whose PIO1
+    /// trigger did not synchronise (nothing would run it).
+    fn trigger_tx(&mut self, word: u32) -> bool;
+    /// PIO1 IRQ flag [`program::TRIGGER_FLAG`], cleared if set.
+    fn take_trigger_flag(&mut self) -> bool;
+    /// PIO1 IRQ flag [`program::TRIGGER_FLAG`], not cleared.
+    fn trigger_flag(&mut self) -> bool;
+    /// Enable or disable that flag on the PIO1_IRQ_0 line.
+    fn trigger_flag_irq(&mut self, on: bool);
+    /// The trigger pin's output override (its GPIOx_CTRL OUTOVER).
+    fn set_trigger_outover(&mut self, mode: OutOver);
+    /// The trigger pin's level from PIO1, before the override.
+    fn trigger_from_pio(&mut self) -> bool;
+    /// The trigger pin's level at the pad, after the override and with its
+    /// output enabled (an undriven pin is held low by its pull-down).
+    fn trigger_at_pad(&mut self) -> bool;
+    /// PIO1 SM1, the response watcher ([`program::WATCH`]): watch the
+    /// response for the trigger just armed (`true`: executes `jmp
+    /// WATCH_ARM`), or park it with the trigger pin driven (`false`).
+    fn trigger_watch(&mut self, by_response: bool);
 }

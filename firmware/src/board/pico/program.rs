@@ -223,6 +223,117 @@ pub const fn image() -> [u16; 32] {
     m
 }
 
+/// `pull block` (§3.4.7: opcode 100, bit 7 = 1 pull, IfEmpty 0, Block
+/// 1): only executed by the CPU (SMx_INSTR) with a word already in the TX
+/// FIFO, to load a value before a state machine is enabled.
+pub const PULL_BLOCK: u16 = 0b100 << 13 | 1 << 7 | 1 << 5;
+
+/// PIO1's program: the trigger output. PIO0's 32 slots are full, so the
+/// trigger is a state machine of PIO1 (SM0) running the stimulus program
+/// itself ([`STIMULUS`], at the same addresses 16..31, so its compare and
+/// its edge take the very clocks the stimulus's do), with its own pin and
+/// its own IRQ flag ([`TRIGGER_FLAG`]). A compare needs the same count as
+/// PIO0's, and PIO1 cannot read PIO0's X, nor be enabled in the same CTRL
+/// write (each block has its own). So it is synchronised once, at boot, by
+/// an edge: [`TRIGGER_SYNC`] at 0 is a one-instruction loop (wrap 0..0)
+/// that waits, with X preloaded, until PIO0's stimulus state machine
+/// raises the sync pin, and then enters the stimulus program at 16 with
+/// PIO0's count (`trigger_sync_x`).
+pub const TRIGGER_SYNC: u16 = jmp(Cond::Pin, STIMULUS_AT);
+/// Where the sync loop lies in PIO1.
+pub const TRIGGER_SYNC_AT: u8 = 0;
+/// The sync loop's wrap (one instruction: it falls through to itself
+/// while the pin is low).
+pub const TRIGGER_SYNC_WRAP: (u8, u8) = (TRIGGER_SYNC_AT, TRIGGER_SYNC_AT);
+/// PIO1 IRQ flag raised by the trigger's edges (`irq 0 rel` on SM0).
+pub const TRIGGER_FLAG: u8 = 0;
+
+/// X to preload into PIO1's trigger state machine so that it holds PIO0's
+/// count once it leaves the sync loop, when the sync edge is PIO0's
+/// stimulus edge for tick `tick` (target `stimulus_target(tick)`).
+///
+/// Counted from the stimulus program: X equals the target W at the
+/// compare (25); the edge (27) is two clocks later and the state machine
+/// at 16 is balanced again (2 clocks a decrement from a loop head) one
+/// clock after it, where PIO0's count is W - 1 by the balance. PIO1 sees
+/// the pin in the edge's clock (rp2040js steps PIO0 before PIO1 in one
+/// cycle; on silicon the input synchroniser is bypassed for this pin,
+/// `INPUT_SYNC_BYPASS`, datasheet §3.5.6.3) and runs 16 in the next.
+pub const fn trigger_sync_x(tick: u32) -> u32 {
+    stimulus_target(tick).wrapping_sub(1)
+}
+
+/// `out y, n` (§3.4.5: opcode 011, destination 7:5 = Y, bit count 4:0).
+pub const fn out_y(n: u8) -> u16 {
+    0b011 << 13 | 0b010 << 5 | (n as u16 & 0x1f)
+}
+
+/// `mov osr, pins` (§3.4.8: source PINS = 000, the IN pins from IN_BASE).
+pub const MOV_OSR_PINS: u16 = 0b101 << 13 | 0b111 << 5;
+
+/// Where PIO1's response watcher (SM1) lies: 1..12.
+pub const WATCH_AT: u8 = 1;
+/// Its parking loop (the CPU's `jmp WATCH_AT` there: not watching).
+pub const WATCH_PARK: u8 = WATCH_AT;
+/// Its entry to watch the response for the trigger just armed (the CPU
+/// executes `jmp WATCH_ARM`, from wherever SM1 is).
+pub const WATCH_ARM: u8 = WATCH_AT + 1;
+/// Its wrap: 4..4, so that waiting for a rise is one instruction a clock
+/// (`jmp pin` falls through to itself), like waiting for a fall (6).
+pub const WATCH_WRAP: (u8, u8) = (WATCH_AT + 3, WATCH_AT + 3);
+
+/// PIO1 SM1, the trigger's disarm in hardware (one stimulus in flight).
+/// JMP_PIN is the response pin, IN_BASE and SET_BASE the trigger pin. Armed,
+/// it drives the trigger pin (SET PINDIRS 1), waits for the response to
+/// leave the level it has now, and then, if the trigger pin is still low
+/// (the answer came first), stops driving it (SET PINDIRS 0: PIO1's output
+/// enable of the pin, which SM0's later toggles do not change, §3.5.6), so
+/// the rise never reaches the pad, which its pull-down holds low. If the
+/// pulse is already out it is left alone. The CPU's disarm (the capture
+/// interrupt) stays behind it. This machine is not in the count's step:
+/// it only waits, and the CPU moves it by executed jumps.
+///
+/// ```text
+///   1      park (jmp 1)
+///   2      drive the trigger pin
+///   3      response high now: wait for low at 6; else for high at 4 (wrap 4..4)
+///   7..9   the trigger pin's level into Y (mov osr, pins; out y, 1): low → 11
+///   10     the pulse is out: park
+///   11..12 stop driving it; park
+/// ```
+pub const WATCH: [u16; 12] = [
+    jmp_always(WATCH_PARK),          // 1
+    set_pindirs(1),                  // 2
+    jmp(Cond::Pin, WATCH_AT + 5),    // 3 → 6
+    jmp(Cond::Pin, WATCH_AT + 6),    // 4 → 7 (rest low: high is the answer; wrap 4..4)
+    jmp_always(WATCH_AT + 3),        // 5 → 4 (not reached with the wrap)
+    jmp(Cond::Pin, WATCH_AT + 5),    // 6 (rest high: loop while high)
+    MOV_OSR_PINS,                    // 7
+    out_y(1),                        // 8
+    jmp(Cond::YZero, WATCH_AT + 10), // 9 → 11
+    jmp_always(WATCH_PARK),          // 10
+    set_pindirs(0),                  // 11
+    jmp_always(WATCH_PARK),          // 12
+];
+
+/// Every instruction word PIO1 holds: the sync loop at 0, the response
+/// watcher at 1..12, the stimulus program at 16..31 (13..15 unused).
+pub const fn trigger_image() -> [u16; 32] {
+    let mut m = [0u16; 32];
+    m[TRIGGER_SYNC_AT as usize] = TRIGGER_SYNC;
+    let mut i = 0;
+    while i < 12 {
+        m[WATCH_AT as usize + i] = WATCH[i];
+        i += 1;
+    }
+    i = 0;
+    while i < 16 {
+        m[STIMULUS_AT as usize + i] = STIMULUS[i];
+        i += 1;
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +484,48 @@ mod tests {
                 assert_eq!(address, fall, "jmp x-- at {pc}");
             }
         }
+    }
+
+    #[test]
+    fn the_trigger_image_is_the_stimulus_program_and_a_sync_loop() {
+        let m = trigger_image();
+        expect(m[0], Op::JMP { condition: JmpCondition::PinHigh, address: STIMULUS_AT });
+        assert_eq!(&m[16..32], &STIMULUS[..]);
+        assert_eq!(&m[16..32], &image()[16..32], "the same words at the same addresses as PIO0's");
+        expect(PULL_BLOCK, Op::PULL { if_empty: false, block: true });
+        expect(
+            mov(MovDst::X, false, MovSrc::Osr),
+            Op::MOV { destination: MovDestination::X, op: MovOperation::None, source: MovSource::OSR },
+        );
+        // The same path from the loop head as PIO0's: balanced.
+        assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
+        assert_eq!(trigger_sync_x(1000), !1001u32 - 1);
+    }
+
+    #[test]
+    fn the_watcher_is_the_instructions_named() {
+        let m = trigger_image();
+        let j = |address| Op::JMP { condition: JmpCondition::Always, address };
+        let jp = |address| Op::JMP { condition: JmpCondition::PinHigh, address };
+        let set = |data| Op::SET { destination: pio_core::SetDestination::PINDIRS, data };
+        let want = [
+            j(1),
+            set(1),
+            jp(6),
+            jp(7),
+            j(4),
+            jp(6),
+            Op::MOV { destination: MovDestination::OSR, op: MovOperation::None, source: MovSource::PINS },
+            Op::OUT { destination: pio_core::OutDestination::Y, bit_count: 1 },
+            Op::JMP { condition: JmpCondition::YIsZero, address: 11 },
+            j(1),
+            set(0),
+            j(1),
+        ];
+        for (i, op) in want.into_iter().enumerate() {
+            expect(m[1 + i], op);
+        }
+        assert_eq!(WATCH_ARM, 2);
     }
 
     #[test]

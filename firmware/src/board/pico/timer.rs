@@ -11,14 +11,27 @@
 //!   TxStart    SM2 edges of GP4 (our UART TX pin)     CH3 capture (a wire PA9-PB10)
 //!   Stimulus   SM3 toggles GP2 at the target; flag 3  CH1 compare, OC1M
 //!   Wake       TIMER ALARM0 (1 µs, rounded up)        CH4 compare
+//!   Trigger    PIO1 SM0 toggles GP6 at the target;    TIM3 CH1 compare on PB4
+//!              PIO1 flag 0 (its count synchronised
+//!              to PIO0's at boot, `program::TRIGGER_SYNC`)
 //! ```
 //!
-//! Output modes become the pad's override (OUTOVER): forced high or low,
-//! frozen at the pad's level, or following PIO (inverted where needed) so
-//! that the state machine's toggle is the wanted edge.
+//! The trigger is a compare like the stimulus: the capture loop
+//! (`TriggerOut::Compare { bits: 32 }`) arms it at `stimulus + threshold +
+//! 1` and PIO1 SM0 toggles GP6 at that tick exactly. The rise's target and
+//! its fall's (10 µs later) go to PIO1 together, so the width is exact
+//! whatever the interrupt latency. In one-in-flight modes PIO1 SM1 disarms
+//! it in hardware on the answer's edge (`program::WATCH`: it stops driving
+//! the pin); the answer's capture then holds the pad (OUTOVER) in the
+//! top-priority interrupt, as the loop alone does with identity bytes. A
+//! target the state machine still holds when the trigger is disarmed
+//! toggles PIO's level later, behind the held pad; the next arming waits
+//! for those toggles before the pad follows PIO again ([`TriggerQueue`],
+//! `trig_deferred`), so a stale target never shows.
 
 use super::edges::{wanted, EdgeFifo};
 use super::program::{clock_tick, stimulus_target, STIMULUS_FLAG};
+use super::trigger::{Tag, TriggerQueue};
 use super::{OutOver, PioBus, Sm};
 use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
 
@@ -80,6 +93,50 @@ pub struct PioTimer<B> {
     pub clock_faults: u32,
     /// Words the edge state machines lost to a full FIFO.
     pub lost_edges: u32,
+    /// The trigger compare's value.
+    trig_at: u32,
+    /// The match mode last asked for.
+    trig_mode: OutputMode,
+    /// The targets PIO1 holds.
+    trig_q: TriggerQueue,
+    /// A match mode asked for while stale targets are still to toggle:
+    /// applied once they have.
+    trig_deferred: Option<OutputMode>,
+    /// The trigger being armed may be disarmed by the response's edge in
+    /// PIO1 (one stimulus in flight).
+    trig_by_response: bool,
+    /// The pad follows PIO1 (its override is normal or inverted).
+    trig_follow: bool,
+    /// A disarm's hold came as PIO1 toggled: the pulse may have got out
+    /// (`trigger_level` says so once).
+    trig_cut: bool,
+    /// Arms refused because PIO1 held too many targets, or one too close
+    /// after the last (a board fault: that trigger is not raised).
+    pub trigger_faults: u32,
+}
+
+/// The trigger pulse's width, as the capture loop programs it (its fall is
+/// pushed with its rise).
+const TRIGGER_WIDTH_TICKS: u32 = crate::boards::rp2040_pico::LOOP.trigger_width_ticks() as u32;
+
+/// The override that gives `mode` on a pad at `pad` whose PIO level is
+/// `pio` (the state machine toggles at its match).
+const fn outover_for(mode: OutputMode, pad: bool, pio: bool) -> OutOver {
+    // Follow PIO with the inversion that keeps the pad where it is: the
+    // state machine's toggle is then the edge.
+    let follow = if pad == pio { OutOver::Normal } else { OutOver::Invert };
+    let hold = if pad { OutOver::High } else { OutOver::Low };
+    match mode {
+        OutputMode::Frozen => hold,
+        OutputMode::ForceHigh => OutOver::High,
+        OutputMode::ForceLow => OutOver::Low,
+        OutputMode::ToggleOnMatch => follow,
+        // Already at the level the match would make: stay (the toggle
+        // would undo it).
+        OutputMode::HighOnMatch if pad => hold,
+        OutputMode::LowOnMatch if !pad => hold,
+        OutputMode::HighOnMatch | OutputMode::LowOnMatch => follow,
+    }
 }
 
 impl<B: PioBus> PioTimer<B> {
@@ -97,8 +154,17 @@ impl<B: PioBus> PioTimer<B> {
             stim_mode: OutputMode::Frozen,
             clock_faults: 0,
             lost_edges: 0,
+            trig_at: 0,
+            trig_mode: OutputMode::Frozen,
+            trig_q: TriggerQueue::new(),
+            trig_deferred: None,
+            trig_by_response: false,
+            trig_follow: false,
+            trig_cut: false,
+            trigger_faults: 0,
         };
         t.set_output(OutputMode::ForceLow);
+        t.set_trigger_output(OutputMode::ForceLow);
         t.keep_alive();
         t.bus.alarm_irq(true);
         t
@@ -170,6 +236,79 @@ impl<B: PioBus> PioTimer<B> {
         let now = self.bus.micros();
         self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
     }
+
+    /// Set the pad's override for `mode` from the levels now. Whether PIO1
+    /// toggled while the pad followed it, between the read and the write
+    /// (a few hundred ns of CPU): then a hold may have cut a pulse that had
+    /// just risen to a glitch.
+    fn apply_trigger_output(&mut self, mode: OutputMode) -> bool {
+        let pad = self.bus.trigger_at_pad();
+        let pio = self.bus.trigger_from_pio();
+        let over = outover_for(mode, pad, pio);
+        self.bus.set_trigger_outover(over);
+        let moved = self.trig_follow && self.bus.trigger_from_pio() != pio;
+        self.trig_follow = matches!(over, OutOver::Normal | OutOver::Invert);
+        moved
+    }
+
+    /// The deferred mode, once no stale target is left to toggle.
+    fn settle_trigger(&mut self) {
+        if self.trig_deferred.is_some() && !self.trig_q.any_stale() {
+            if let Some(mode) = self.trig_deferred.take() {
+                let _ = self.apply_trigger_output(mode);
+            }
+        }
+    }
+
+    /// The trigger's flag cleared, then every target the counter has passed
+    /// dropped (the flag first: a toggle after the counter read is then
+    /// not lost); whether a live one was among them: the match.
+    fn take_trigger(&mut self) -> bool {
+        let _ = self.bus.take_trigger_flag();
+        if self.trig_q.is_empty() {
+            return false;
+        }
+        let now = self.counter();
+        let live = self.trig_q.pop_passed(now);
+        self.settle_trigger();
+        live
+    }
+
+    /// Arm the trigger compare at `trig_at`: want it again if it is held
+    /// (the fall pushed with its rise), else push it (as the stimulus's
+    /// target word: the same program), with its fall if it is a rise. A
+    /// target too close to arm is waited out, so that the loop's check
+    /// after arming raises it in software (as for the stimulus).
+    fn push_trigger(&mut self) {
+        if self.trig_q.revive(self.trig_at) {
+            self.settle_trigger();
+            return;
+        }
+        let now = self.counter();
+        let ahead = self.trig_at.wrapping_sub(now);
+        if (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&ahead) {
+            let rise = self.trig_mode == OutputMode::HighOnMatch;
+            let fall = self.trig_at.wrapping_add(TRIGGER_WIDTH_TICKS);
+            let room = self.trig_q.may_push(self.trig_at, TARGET_LEAD_TICKS)
+                && (!rise || self.trig_q.len() + 2 <= super::trigger::DEPTH);
+            if room && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
+                self.trig_q.push(self.trig_at, Tag::Live);
+                if rise {
+                    // From here PIO1 SM1 watches the response for this rise.
+                    self.bus.trigger_watch(self.trig_by_response);
+                }
+                if rise && self.bus.trigger_tx(stimulus_target(fall)) {
+                    // Wanted once the loop asks for it; a disarm before
+                    // the rise makes it stale.
+                    self.trig_q.push(fall, Tag::Queued);
+                }
+            } else {
+                self.trigger_faults = self.trigger_faults.wrapping_add(1);
+            }
+        } else if ahead < TARGET_LEAD_TICKS {
+            while self.trig_at.wrapping_sub(self.counter()) < TARGET_LEAD_TICKS {}
+        }
+    }
 }
 
 impl<B: PioBus> TimerHw for PioTimer<B> {
@@ -217,6 +356,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn take_compare(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus => self.bus.take_flag(STIMULUS_FLAG),
+            Channel::Trigger => self.take_trigger(),
             Channel::Wake => {
                 let fired = self.bus.take_alarm();
                 if fired {
@@ -231,6 +371,13 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn compare_pending(&mut self, ch: Channel) -> bool {
         match ch {
             Channel::Stimulus => self.bus.flag(STIMULUS_FLAG),
+            Channel::Trigger => {
+                if self.trig_q.is_empty() {
+                    return false;
+                }
+                let now = self.counter();
+                self.trig_q.live_passed(now)
+            }
             Channel::Wake => self.bus.alarm_fired(),
             _ => false,
         }
@@ -239,6 +386,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     fn set_compare(&mut self, ch: Channel, raw: u32) {
         match ch {
             Channel::Stimulus => self.stim_at = raw,
+            Channel::Trigger => self.trig_at = raw,
             Channel::Wake => {
                 let ahead = raw.wrapping_sub(self.counter());
                 // Passed (more than half a period "ahead"): at once.
@@ -268,6 +416,13 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 }
                 self.bus.flag_irq(STIMULUS_FLAG, on);
             }
+            Channel::Trigger => {
+                if on {
+                    self.push_trigger();
+                }
+                // On while a deferred mode waits for the stale toggles.
+                self.bus.trigger_flag_irq(on || self.trig_deferred.is_some());
+            }
             Channel::Wake if !on => self.keep_alive(),
             _ => {}
         }
@@ -277,25 +432,59 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
         self.stim_mode = mode;
         let pad = self.bus.stimulus_at_pad();
         let pio = self.bus.stimulus_from_pio();
-        // Follow PIO with the inversion that keeps the pad where it is: the
-        // state machine's toggle is then the edge.
-        let follow = if pad == pio { OutOver::Normal } else { OutOver::Invert };
-        let hold = if pad { OutOver::High } else { OutOver::Low };
-        self.bus.set_outover(match mode {
-            OutputMode::Frozen => hold,
-            OutputMode::ForceHigh => OutOver::High,
-            OutputMode::ForceLow => OutOver::Low,
-            OutputMode::ToggleOnMatch => follow,
-            // Already at the level the match would make: stay (the toggle
-            // would undo it).
-            OutputMode::HighOnMatch if pad => hold,
-            OutputMode::LowOnMatch if !pad => hold,
-            OutputMode::HighOnMatch | OutputMode::LowOnMatch => follow,
-        });
+        self.bus.set_outover(outover_for(mode, pad, pio));
     }
 
     fn output_level(&mut self) -> bool {
         self.bus.stimulus_at_pad()
+    }
+
+    /// A match mode set while earlier (disarmed) targets are still in
+    /// flight holds the pad until they have toggled; any other mode
+    /// applies at once and ends such a wait.
+    fn set_trigger_output(&mut self, mode: OutputMode) {
+        let matches =
+            matches!(mode, OutputMode::HighOnMatch | OutputMode::LowOnMatch | OutputMode::ToggleOnMatch);
+        self.trig_cut = false;
+        if mode == OutputMode::Frozen && self.bus.trigger_at_pad() && self.trig_q.has_queued() {
+            // Disarmed with the pulse already out (the answer came just
+            // after the rise): its fall, held by PIO1, is what comes next
+            // and what the loop asks for next. The pad keeps following PIO,
+            // so the fall is exact however long the CPU takes to ask.
+            return;
+        }
+        if !matches {
+            // Disarmed, forced, or the pulse done: no toggle still to come
+            // is wanted.
+            self.trig_q.all_stale();
+            self.trig_deferred = None;
+            self.trig_cut = self.apply_trigger_output(mode) && mode == OutputMode::Frozen;
+            // The pad now holds its level by the override, so PIO1 SM1 may
+            // drive the pin again if its hardware disarm had let it go
+            // (undriven, the pull-down holds it low meanwhile).
+            self.bus.trigger_watch(false);
+            return;
+        }
+        self.trig_mode = mode;
+        if self.trig_q.any_stale() {
+            self.trig_deferred = Some(mode);
+            let _ = self.apply_trigger_output(OutputMode::Frozen);
+            self.bus.trigger_flag_irq(true);
+        } else {
+            self.trig_deferred = None;
+            let _ = self.apply_trigger_output(mode);
+        }
+    }
+
+    /// The pad's level; high too, once, after a disarm's hold that came
+    /// as PIO1 toggled (the pulse may have got out as a glitch, so the
+    /// loop logs it and its sample is flagged).
+    fn trigger_level(&mut self) -> bool {
+        core::mem::take(&mut self.trig_cut) || self.bus.trigger_at_pad()
+    }
+
+    fn set_trigger_disarm(&mut self, by_response: bool) {
+        self.trig_by_response = by_response;
     }
 
     fn send_byte(&mut self, byte: u8) -> bool {
@@ -321,6 +510,248 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec::Vec;
+
+    /// PIO0's count and PIO1's trigger state machine as the datasheet has
+    /// them: the clock word is `!now`; PIO1 takes its targets in order and
+    /// toggles its level at each (`program::STIMULUS`: at the tick the
+    /// target word names), raising its flag; the pad is that level through
+    /// the override. Every other register is inert.
+    #[derive(Debug, Default)]
+    struct Bus {
+        now: u32,
+        targets: Vec<u32>,
+        pio: bool,
+        outover: u8,
+        flag: bool,
+        /// The trigger pad's edges: (tick, level).
+        edges: Vec<(u32, bool)>,
+    }
+
+    impl Bus {
+        fn pad(&self) -> bool {
+            match self.outover {
+                1 => !self.pio,
+                2 => false,
+                3 => true,
+                _ => self.pio,
+            }
+        }
+        fn set_pad(&mut self, f: impl FnOnce(&mut Self), tick: u32) {
+            let before = self.pad();
+            f(self);
+            if self.pad() != before {
+                self.edges.push((tick, self.pad()));
+            }
+        }
+        /// Time passes to `to`: the targets before it toggle, in order.
+        fn advance(&mut self, to: u32) {
+            while let Some(&t) = self.targets.first() {
+                if t >= to {
+                    break;
+                }
+                self.targets.remove(0);
+                self.set_pad(|b| b.pio = !b.pio, t);
+                self.flag = true;
+            }
+            self.now = to;
+        }
+    }
+
+    impl PioBus for &mut Bus {
+        fn rx(&mut self, sm: Sm) -> Option<u32> {
+            (sm == Sm::Clock).then_some(!self.now)
+        }
+        fn rx_level(&mut self, _: Sm) -> u8 {
+            0
+        }
+        fn tx(&mut self, _: Sm, _: u32) -> bool {
+            true
+        }
+        fn tx_empty(&mut self, _: Sm) -> bool {
+            true
+        }
+        fn take_rx_stall(&mut self, _: Sm) -> bool {
+            false
+        }
+        fn addr(&mut self, _: Sm) -> u8 {
+            0
+        }
+        fn take_flag(&mut self, _: u8) -> bool {
+            false
+        }
+        fn flag(&mut self, _: u8) -> bool {
+            false
+        }
+        fn flag_irq(&mut self, _: u8, _: bool) {}
+        fn set_outover(&mut self, _: OutOver) {}
+        fn stimulus_from_pio(&mut self) -> bool {
+            false
+        }
+        fn stimulus_at_pad(&mut self) -> bool {
+            false
+        }
+        fn response_level(&mut self) -> bool {
+            false
+        }
+        fn response_pin(&mut self, _: bool) {}
+        fn micros(&mut self) -> u32 {
+            0
+        }
+        fn set_alarm(&mut self, _: u32) {}
+        fn take_alarm(&mut self) -> bool {
+            false
+        }
+        fn alarm_fired(&mut self) -> bool {
+            false
+        }
+        fn alarm_irq(&mut self, _: bool) {}
+        fn uart_write(&mut self, _: u8) -> bool {
+            true
+        }
+        fn trigger_tx(&mut self, word: u32) -> bool {
+            // The word for tick t is `stimulus_target(t)`.
+            self.targets.push((!word).wrapping_sub(1));
+            true
+        }
+        fn take_trigger_flag(&mut self) -> bool {
+            core::mem::take(&mut self.flag)
+        }
+        fn trigger_flag(&mut self) -> bool {
+            self.flag
+        }
+        fn trigger_flag_irq(&mut self, _: bool) {}
+        fn set_trigger_outover(&mut self, mode: OutOver) {
+            let now = self.now;
+            self.set_pad(|b| b.outover = mode as u8, now);
+        }
+        fn trigger_from_pio(&mut self) -> bool {
+            self.pio
+        }
+        fn trigger_at_pad(&mut self) -> bool {
+            self.pad()
+        }
+        fn trigger_watch(&mut self, _: bool) {}
+    }
+
+    const W: u32 = TRIGGER_WIDTH_TICKS;
+
+    /// The capture loop's arming (`Front::arm_trigger`).
+    fn arm(t: &mut PioTimer<&mut Bus>, at: u32) {
+        t.set_trigger_output(OutputMode::Frozen);
+        t.set_compare(Channel::Trigger, at);
+        t.take_compare(Channel::Trigger);
+        t.set_trigger_output(OutputMode::HighOnMatch);
+        t.set_compare_irq(Channel::Trigger, true);
+    }
+
+    /// The loop's fall after a rise (`Front::rose`).
+    fn fall(t: &mut PioTimer<&mut Bus>, at: u32) {
+        t.set_trigger_output(OutputMode::LowOnMatch);
+        t.set_compare(Channel::Trigger, at + W);
+        t.take_compare(Channel::Trigger);
+        t.set_compare_irq(Channel::Trigger, true);
+    }
+
+    fn timer(bus: &mut Bus) -> PioTimer<&mut Bus> {
+        PioTimer::new(bus, false, true)
+    }
+
+    #[test]
+    fn a_pulse_rises_at_its_tick_and_falls_a_width_later_whenever_the_cpu_looks() {
+        let mut bus = Bus { now: 1000, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        arm(&mut t, 5000);
+        t.bus().advance(5001);
+        assert!(t.compare_pending(Channel::Trigger));
+        assert!(t.take_compare(Channel::Trigger), "the rise is the match");
+        // The CPU comes back late, after the fall's tick: the fall was PIO1's.
+        t.bus().advance(5000 + W + 300);
+        fall(&mut t, 5000);
+        // Its tick passed with no match left to come: the loop lowers the
+        // pin (already low) and freezes it (`Front::rose`).
+        assert!(!t.compare_pending(Channel::Trigger));
+        t.set_trigger_output(OutputMode::ForceLow);
+        t.set_trigger_output(OutputMode::Frozen);
+        assert_eq!(t.bus().edges, [(5000, true), (5000 + W, false)]);
+    }
+
+    #[test]
+    fn a_disarm_before_the_tick_hides_both_toggles_and_the_next_pulse_is_exact() {
+        let mut bus = Bus { now: 1000, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        arm(&mut t, 5000);
+        t.bus().advance(4900);
+        t.set_trigger_output(OutputMode::Frozen);
+        assert!(!t.trigger_level(), "disarmed in time");
+        t.set_compare_irq(Channel::Trigger, false);
+        t.bus().advance(9000);
+        assert!(!t.take_compare(Channel::Trigger), "a disarmed target's toggle is no match");
+        arm(&mut t, 20_000);
+        t.bus().advance(20_001);
+        assert!(t.take_compare(Channel::Trigger));
+        fall(&mut t, 20_000);
+        t.bus().advance(30_000);
+        assert!(t.take_compare(Channel::Trigger));
+        assert_eq!(t.bus().edges, [(20_000, true), (20_000 + W, false)]);
+    }
+
+    #[test]
+    fn a_disarm_that_finds_the_pulse_out_keeps_its_exact_fall() {
+        let mut bus = Bus { now: 1000, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        arm(&mut t, 5000);
+        // The answer latched just after the rise; its interrupt comes late.
+        t.bus().advance(5400);
+        t.set_trigger_output(OutputMode::Frozen);
+        assert!(t.trigger_level(), "the pulse is out");
+        // The loop asks for the fall only after its tick (the CPU was slow):
+        // it came from PIO1 all the same, exactly.
+        t.bus().advance(5000 + W + 200);
+        fall(&mut t, 5000);
+        assert!(!t.compare_pending(Channel::Trigger));
+        t.set_trigger_output(OutputMode::ForceLow);
+        t.set_trigger_output(OutputMode::Frozen);
+        t.bus().advance(9000);
+        assert_eq!(t.bus().edges, [(5000, true), (5000 + W, false)]);
+    }
+
+    #[test]
+    fn an_arming_behind_stale_targets_waits_for_their_toggles() {
+        // Identity bytes: disarmed (its answer's byte came), the next
+        // stimulus armed while PIO1 still holds the disarmed rise and fall.
+        let mut bus = Bus { now: 1000, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        arm(&mut t, 5000);
+        t.bus().advance(4000);
+        t.set_trigger_output(OutputMode::Frozen);
+        t.set_compare_irq(Channel::Trigger, false);
+        arm(&mut t, 17_500);
+        assert_eq!(t.bus().targets, [5000, 5000 + W, 17_500, 17_500 + W]);
+        // The stale toggles, each seen by the interrupt.
+        t.bus().advance(5001);
+        assert!(!t.take_compare(Channel::Trigger));
+        t.bus().advance(5000 + W + 1);
+        assert!(!t.take_compare(Channel::Trigger));
+        t.bus().advance(17_501);
+        assert!(t.take_compare(Channel::Trigger));
+        fall(&mut t, 17_500);
+        t.bus().advance(20_000);
+        assert!(t.take_compare(Channel::Trigger));
+        assert_eq!(t.bus().edges, [(17_500, true), (17_500 + W, false)]);
+    }
+
+    #[test]
+    fn a_target_before_a_held_one_is_refused_not_missed() {
+        let mut bus = Bus { now: 1000, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        arm(&mut t, 5000);
+        t.set_trigger_output(OutputMode::Frozen);
+        // Earlier than the held fall: PIO1 would miss it and wait a count period.
+        arm(&mut t, 5000 + W - 50);
+        assert_eq!(t.trigger_faults, 1);
+        assert_eq!(t.bus().targets, [5000, 5000 + W]);
+    }
 
     #[test]
     fn ticks_to_us_rounds_up_and_is_never_short() {
