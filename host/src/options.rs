@@ -39,7 +39,7 @@ pub struct TimingArgs {
 /// The trigger output, shared by `run` and `demo`.
 #[derive(Debug, Clone, Args)]
 pub struct TriggerArgs {
-    /// Raise the probe's trigger output the moment a stimulus has gone this long without an answer (while the target is still late, so its trace can be stopped with the cause in flight), and flag the sample; must be below --timeout; needs a probe that announces a trigger output (the virtual probe of `demo`: a FIFO; qemu: flags only)
+    /// Raise the probe's trigger output the moment a stimulus has gone this long without an answer (while the target is still late, so its trace can be stopped with the cause in flight), and flag the sample; must be below --timeout; needs a probe that announces a trigger output (the virtual probe of `demo`: a FIFO; qemu: flags only; Nucleo-F411RE: PB4; Pico: GP6)
     #[arg(long, value_name = "DURATION", value_parser = parse_trigger_ns, allow_hyphen_values = true)]
     pub trigger_above: Option<u64>,
 }

@@ -323,8 +323,9 @@ impl Request {
                     return Err(Error::Config(
                         "--trigger-above: this probe has no trigger output (its Hello does not announce \
                          one): leave --trigger-above out, or use a probe with one: the virtual probe (latprobe \
-                         demo, a FIFO), the qemu board (flags only) or the Nucleo-F411RE (PB4; its boot log \
-                         says `trigger: TIM3 not in step` when it withholds it)"
+                         demo, a FIFO), the qemu board (flags only), the Nucleo-F411RE (PB4) or the Pico (GP6); \
+                         a board withholds it when its trigger timer did not start in step at boot (its \
+                         log says so)"
                             .into(),
                     ));
                 }
