@@ -107,13 +107,6 @@ impl<const Q: usize> Engine<Q> {
         if self.samples.len() == 1 {
             self.flush_at = Some(now.saturating_add(self.board.flush_ticks()));
         }
-        if s.triggered {
-            // A triggered sample goes out within 1 ms, not 50: a host that
-            // stops the target's trace on it (`--trace-stop host`) waits on
-            // this batch. At most one batch a millisecond for it.
-            let soon = now.saturating_add(self.board.flush_ticks() / 50);
-            self.flush_at = Some(self.flush_at.map_or(soon, |f| f.min(soon)));
-        }
         if self.samples.is_full() {
             self.flush();
         }

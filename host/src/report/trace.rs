@@ -294,9 +294,11 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
         let _ = writeln!(
             s,
             "  stopped by latprobe (--trace-stop host) when a flagged sample arrived{}; threshold to stop: {}",
-            t.host_stops.map_or(String::new(), |n| format!(
-                " ({n} stops; flagged samples within 10 ms of a stop shared it)"
-            )),
+            match t.host_stops {
+                None => String::new(),
+                Some(0) => " (no flagged sample arrived: no stop)".to_string(),
+                Some(n) => format!(" ({n} stops; flagged samples within 10 ms of a stop shared it)"),
+            },
             if whole.is_empty() { "- (no answered sample to time it by)".to_string() } else { whole.join(", ") }
         );
     } else if !whole.is_empty() {
