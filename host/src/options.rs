@@ -63,9 +63,22 @@ pub struct TraceArgs {
     /// An ftrace tracer beside the events, e.g. function (the responder's --tracer)
     #[arg(long, value_name = "NAME", requires = "trace")]
     pub tracer: Option<String>,
+    /// The ring buffer per CPU on the target, KiB: it must hold the time from the stimulus to the stop (the responder's --trace-buffer-kb) [default: 4096; with --trace-stop host 16384, as the stop comes up to the answer's lateness plus 50 ms later]
+    #[arg(long, value_name = "KIB", requires = "trace", value_parser = clap::value_parser!(u32).range(64..))]
+    pub trace_buffer_kb: Option<u32>,
     /// Who stops the trace: `probe`, its trigger line (demo: the virtual probe's FIFO; run: the wire to the target's GPIO named by --target-trigger-gpio), or `host`, latprobe itself when a flagged sample reaches it, through a FIFO on the target (over SSH with --target): no wire, but later by the answer's lateness, a batch (up to 50 ms) and the link; the report gives each snapshot's trigger-to-stop time [default: probe in demo and with --target-trigger-gpio, else host]
     #[arg(long, value_name = "WHO", value_enum, requires = "trace")]
     pub trace_stop: Option<TraceStop>,
+}
+
+impl TraceArgs {
+    /// The responder's `--trace-buffer-kb` for a run stopped by `stop`.
+    pub fn buffer_kb(&self, stop: TraceStop) -> u32 {
+        self.trace_buffer_kb.unwrap_or(match stop {
+            TraceStop::Probe => 4096,
+            TraceStop::Host => 16_384,
+        })
+    }
 }
 
 /// `--trace-stop`.

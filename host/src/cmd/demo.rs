@@ -419,6 +419,8 @@ fn demo_trace(
         a.extend(["--tracer".into(), tr.into()]);
     }
     let host = t.trace_stop == Some(crate::options::TraceStop::Host);
+    let stop = if host { crate::options::TraceStop::Host } else { crate::options::TraceStop::Probe };
+    a.extend(["--trace-buffer-kb".into(), t.buffer_kb(stop).to_string().into()]);
     crate::stderr_line!(
         "latprobe demo: trace: snapshots into {}; trigger FIFO {} ({})",
         dir.display(),

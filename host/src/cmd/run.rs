@@ -164,6 +164,7 @@ fn run_trace(
     if let Some(tr) = &t.tracer {
         a.extend(["--tracer".into(), tr.into()]);
     }
+    a.extend(["--trace-buffer-kb".into(), t.buffer_kb(stop).to_string().into()]);
     let dir = crate::cmd::demo::trace_dir_for(t, &args.out, &args.gates);
     let host_stop = match stop {
         TraceStop::Host => Some(crate::target::stop::HostStop::remote(&r.ssh, &fifo)?.record_in(&dir)?),

@@ -31,6 +31,10 @@ pub struct TraceSection {
     /// Why not.
     pub reason: Option<String>,
     pub triggers: Option<u64>,
+    /// Of them, those that came while a snapshot was being saved (counted
+    /// for the numbering, not traced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggers_while_saving: Option<u64>,
     /// Trigger seen → `tracing_on` written, each trigger, ns.
     pub stop_latencies_ns: Vec<u64>,
     /// The marker's write(2) after each answer: mean and max, ns.
@@ -101,6 +105,7 @@ pub fn load(src: &TraceSource, r: &Report) -> TraceSection {
         enabled: meta.and_then(|m| m.get("enabled")).and_then(serde_json::Value::as_bool),
         reason: meta.and_then(|m| m.get("reason")).and_then(|v| v.as_str()).map(str::to_string),
         triggers: get_u64("triggers"),
+        triggers_while_saving: get_u64("triggers_while_saving").filter(|&n| n > 0),
         stop_latencies_ns: meta
             .and_then(|m| m.get("stop_latencies_ns"))
             .and_then(|v| serde_json::from_value(v.clone()).ok())
@@ -284,8 +289,10 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
     let stops: Vec<String> = t.stop_latencies_ns.iter().map(|&n| format_ns(n)).collect();
     let _ = writeln!(
         s,
-        "  {} triggers, {} snapshots; trigger seen to tracing_on 0: {}",
+        "  {} triggers{}, {} snapshots; trigger seen to tracing_on 0: {}",
         t.triggers.unwrap_or(t.snapshots.len() as u64),
+        t.triggers_while_saving
+            .map_or(String::new(), |n| format!(" ({n} while a snapshot was saved: untraced)")),
         t.snapshots.len(),
         if stops.is_empty() { "-".to_string() } else { stops.join(", ") }
     );

@@ -94,6 +94,9 @@ pub struct TraceReport {
     /// `gpio /dev/gpiochip0:22` or `fifo PATH`.
     pub trigger: Option<String>,
     pub triggers: u64,
+    /// Triggers that came while a snapshot was being saved (tracing off):
+    /// counted, so the numbering stays the probe's, but not traced.
+    pub triggers_while_saving: u64,
     pub snapshots: Vec<String>,
     /// Trigger seen → `tracing_on` written, CLOCK_MONOTONIC, ns, each trigger.
     pub stop_latencies_ns: Vec<u64>,

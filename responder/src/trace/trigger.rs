@@ -220,6 +220,22 @@ pub fn run(mut source: Source, ctx: &Context) {
         if on.write_at(b"1", 0).is_err() {
             armed = false;
         }
+        // Triggers that came while the trace was off (the save above): a
+        // stop now would find the buffer just cleared (an empty snapshot,
+        // spending --trace-keep). Counted, so the k-th trigger is still the
+        // probe's k-th, and not traced.
+        let mut missed = 0;
+        while missed < 1024 {
+            match source.wait(Duration::ZERO) {
+                Ok(Some(_)) => missed += 1,
+                _ => break,
+            }
+        }
+        if missed > 0 {
+            let mut r = ctx.shared.report.lock().unwrap_or_else(|p| p.into_inner());
+            r.triggers += missed;
+            r.triggers_while_saving += missed;
+        }
     }
 }
 
