@@ -128,3 +128,177 @@ fn instructions_per_sample_by_part_under_icount() {
     }
     println!("{t}");
 }
+
+/// The parts of the instruction profile, in print order, each with the
+/// path fragments that pick it (the first part whose fragment a
+/// function's path holds; an inlined callee counts where it was inlined:
+/// RTIC inlines a task's body into its interrupt handler).
+const PROFILE_PARTS: [(&str, &[&str]); 9] = [
+    ("capture", &["hwloop::front", "USART2"]),
+    ("encoding", &["postcard", "cobs", "crc", "framing", "batch", "varint", "outbox", "txq", "serde"]),
+    ("engine", &["latprobe_firmware::engine", "latprobe_firmware::ticks"]),
+    ("loop", &["latprobe_firmware::hwloop", "EXTI1", "QemuTimer", "syst"]),
+    ("link", &["uart::", "serial", "USART1", "EXTI0", "host_tx", "host_rx"]),
+    ("meter", &["cpu::", "Meter", "SysTick"]),
+    ("builtins", &["compiler_builtins", "memcpy", "memset", "memmove", "__aeabi"]),
+    ("dispatch", &["rtic", "cortex_m", "critical_section"]),
+    ("other", &[""]),
+];
+
+/// `_ZN3foo3bar17h0123456789abcdefE` → `foo::bar` (legacy mangling; other
+/// names as they are).
+fn demangle(name: &str) -> String {
+    let Some(mut rest) = name.strip_prefix("_ZN") else { return name.to_owned() };
+    let mut parts = Vec::new();
+    while let Some(len_end) = rest.find(|c: char| !c.is_ascii_digit()) {
+        let Ok(len) = rest[..len_end].parse::<usize>() else { break };
+        let Some(seg) = rest.get(len_end..len_end + len) else { break };
+        if !(seg.len() == 17 && seg.starts_with('h') && seg[1..].bytes().all(|b| b.is_ascii_hexdigit())) {
+            parts.push(seg);
+        }
+        rest = &rest[len_end + len..];
+    }
+    parts
+        .join("::")
+        .replace("$LT$", "<")
+        .replace("$GT$", ">")
+        .replace("$u20$", " ")
+        .replace("$RF$", "&")
+        .replace("..", "::")
+}
+
+/// The ELF's functions: (start, end, path), by start.
+fn functions(elf: &[u8]) -> Vec<(u64, u64, String)> {
+    use object::{Object as _, ObjectSymbol as _};
+    let file = object::File::parse(elf).expect("the firmware ELF");
+    let mut f: Vec<(u64, u64, String)> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .filter_map(|s| {
+            // A Thumb function's symbol has bit 0 set.
+            let start = s.address() & !1;
+            Some((start, start + s.size(), demangle(s.name().ok()?)))
+        })
+        .collect();
+    f.sort();
+    f
+}
+
+/// Instructions executed by translation-block start address, from QEMU's
+/// `-d in_asm,exec,nochain` log: `in_asm` prints each block once as it is
+/// translated (its instructions), `exec` every run of a block (`nochain`:
+/// also the runs reached by a chained jump). A block counts the size of
+/// its latest translation (an `-icount` I/O re-translation ends a block
+/// early; the few such runs may be counted at the wrong size).
+fn exec_profile(log: &std::path::Path) -> std::collections::HashMap<u64, u64> {
+    use std::io::BufRead as _;
+    let f = std::fs::File::open(log).expect("QEMU's exec log");
+    let mut size: std::collections::HashMap<u64, u64> = Default::default();
+    let mut runs: std::collections::HashMap<u64, u64> = Default::default();
+    let mut block: Option<(u64, u64)> = None;
+    for line in std::io::BufReader::new(f).lines() {
+        let line = line.expect("a log line");
+        if let Some(rest) = line.strip_prefix("Trace ") {
+            if let Some((pc, n)) = block.take() {
+                size.insert(pc, n);
+            }
+            // Trace 0: 0x7f.. [00000000/08000abc/..] sym
+            let pc = rest.split('[').nth(1).and_then(|s| s.split('/').nth(1)).expect("an exec line");
+            let pc = u64::from_str_radix(pc, 16).expect("a block address");
+            let n = size.get(&pc).copied().unwrap_or(1);
+            *runs.entry(pc).or_default() += n;
+        } else if line.starts_with("IN:") {
+            if let Some((pc, n)) = block.take() {
+                size.insert(pc, n);
+            }
+            block = Some((u64::MAX, 0));
+        } else if let (Some(b), Some(hex)) = (block.as_mut(), line.strip_prefix("0x")) {
+            if let Some(addr) = hex.split(':').next().and_then(|a| u64::from_str_radix(a, 16).ok()) {
+                if b.0 == u64::MAX {
+                    b.0 = addr;
+                }
+                b.1 += 1;
+            }
+        }
+    }
+    runs
+}
+
+/// uart-echo with identity under QEMU's exec log: instructions per sample
+/// by part and the costliest functions, the difference of a short and a
+/// long run (boot and handshake cancel).
+fn profile_run(
+    count: u64,
+) -> (std::collections::BTreeMap<&'static str, u64>, std::collections::BTreeMap<String, u64>) {
+    let _serial = harness::serial();
+    let dir = tempfile::tempdir().expect("a folder for the exec log");
+    let log = dir.path().join("exec.log");
+    let mut bench = Bench::start_with(&["-d", "in_asm,exec,nochain", "-D", log.to_str().expect("UTF-8")]);
+    let echo = SlowEcho::connect(&bench.target_sock(), usize::MAX, Duration::ZERO);
+    let n = count.to_string();
+    let port = format!("unix:{}", bench.host_sock().display());
+    let r = run(
+        &bench,
+        &[
+            "run",
+            "--port",
+            &port,
+            "--mode",
+            "uart-echo",
+            "--interval",
+            "500us",
+            "--count",
+            &n,
+            "-o",
+            "r.json",
+        ],
+    );
+    echo.stop();
+    bench.stop_and_read_log();
+    assert_eq!(r["counts"]["samples"], count, "{:#}", r["counts"]);
+    let runs = exec_profile(&log);
+    if let Some(out) = std::env::var_os("LATPROBE_PROFILE_DUMP") {
+        // Instructions by block address, for a look at the hot lines
+        // (`llvm-objdump -d -l` of the ELF beside it).
+        let mut lines: Vec<String> = runs.iter().map(|(pc, n)| format!("{pc:08x} {n}")).collect();
+        lines.sort();
+        let out = std::path::PathBuf::from(out).with_extension(count.to_string());
+        std::fs::write(out, lines.join("\n")).expect("the profile dump");
+    }
+    let funcs = functions(&std::fs::read(&harness::artifacts().elf).expect("the ELF"));
+    let mut parts: std::collections::BTreeMap<&'static str, u64> =
+        PROFILE_PARTS.iter().map(|(p, _)| (*p, 0)).collect();
+    let mut by_function = std::collections::BTreeMap::new();
+    for (pc, n) in runs {
+        let i = funcs.partition_point(|f| f.0 <= pc);
+        let path = i.checked_sub(1).map(|i| &funcs[i]).filter(|f| pc < f.1).map_or("", |f| f.2.as_str());
+        let part = PROFILE_PARTS.iter().find(|(_, keys)| keys.iter().any(|k| path.contains(k))).unwrap().0;
+        *parts.get_mut(part).unwrap() += n;
+        *by_function.entry(format!("{part}: {path}")).or_default() += n;
+    }
+    (parts, by_function)
+}
+
+#[test]
+#[ignore = "a figure, not a check: where the instructions go, by function (QEMU's exec log, slow)"]
+fn instructions_per_sample_by_function_under_qemu_exec_log() {
+    const SHORT: u64 = 200;
+    const LONG: u64 = 1_200;
+    let (short, short_f) = profile_run(SHORT);
+    let (long, long_f) = profile_run(LONG);
+    let per = |a: u64, b: u64| b.saturating_sub(a) / (LONG - SHORT);
+    let mut top: Vec<(u64, &String)> =
+        long_f.iter().map(|(f, n)| (per(short_f.get(f).copied().unwrap_or(0), *n), f)).collect();
+    top.sort_by(|a, b| b.cmp(a));
+    let mut t =
+        String::from("qemu firmware, uart-echo identified 500us, instructions per sample by function\n");
+    for (n, f) in top.iter().take(25) {
+        t.push_str(&format!("  {n:>6}  {f}\n"));
+    }
+    let total: u64 = PROFILE_PARTS.iter().map(|(p, _)| per(short[p], long[p])).sum();
+    t.push_str(&format!("total {total}:"));
+    for (p, _) in PROFILE_PARTS {
+        t.push_str(&format!(" {p} {}", per(short[p], long[p])));
+    }
+    println!("{t}");
+}

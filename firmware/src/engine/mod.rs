@@ -23,8 +23,8 @@ pub mod validate;
 mod window;
 
 use latprobe_protocol::{
-    Anomalies, Config, EdgeBatchBuilder, ErrorCode, FrameDecoder, ProbeMsg, SampleBatchBuilder, Stimulus,
-    StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT,
+    identity_index, Anomalies, Config, EdgeBatchBuilder, ErrorCode, FrameDecoder, ProbeMsg,
+    SampleBatchBuilder, Stimulus, StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT,
 };
 
 pub use board::{BoardInfo, FIRMWARE_VERSION, MAX_BOARD_NAME};
@@ -133,14 +133,15 @@ struct Run {
 
 impl Run {
     fn slot_of(&self, seq: u64) -> usize {
-        // A 64-bit division is a long software routine on a core without a
-        // divider (Cortex-M0+: hundreds of cycles), and this runs several
-        // times per sample: one slot needs none, and a sequence number
-        // below 2^32 (11 hours at 100 000 stimuli/s) a 32-bit one.
-        match (self.window, u32::try_from(seq)) {
-            (1, _) => 0,
-            (w, Ok(s)) => (s % w as u32) as usize,
-            (w, Err(_)) => (seq % w as u64) as usize,
+        // No division: the window is one slot or one per identity
+        // ([`Stimulus::window`]), and `identity_index` folds modulo 9
+        // (a 64-bit division is a long library routine on these cores and
+        // this runs several times per sample).
+        if self.window == 1 {
+            0
+        } else {
+            debug_assert_eq!(self.window, IDENTITY_COUNT);
+            identity_index(seq)
         }
     }
 
