@@ -186,42 +186,75 @@ fn functions(elf: &[u8]) -> Vec<(u64, u64, String)> {
 
 /// Instructions executed by translation-block start address, from QEMU's
 /// `-d in_asm,exec,nochain` log: `in_asm` prints each block once as it is
-/// translated (its instructions), `exec` every run of a block (`nochain`:
-/// also the runs reached by a chained jump). A block counts the size of
-/// its latest translation (an `-icount` I/O re-translation ends a block
-/// early; the few such runs may be counted at the wrong size).
-fn exec_profile(log: &std::path::Path) -> std::collections::HashMap<u64, u64> {
+/// translated (its instructions' addresses), `exec` every run of a block
+/// (`nochain`: also the runs reached by a chained jump), with its flags.
+/// Under `-icount` a block that reaches a device register part-way is
+/// cut there: its instructions up to the access ran, and the access runs
+/// again as a block of its own (flags `CF_LAST_IO`): the cut block counts
+/// only what ran before the access.
+/// Also the runs of each block (of a function's first block: its calls).
+fn exec_profile(
+    log: &std::path::Path,
+) -> (std::collections::HashMap<u64, u64>, std::collections::HashMap<u64, u64>) {
     use std::io::BufRead as _;
+    /// QEMU 7.2's `CF_LAST_IO` (include/exec/exec-all.h).
+    const CF_LAST_IO: u64 = 0x8000;
     let f = std::fs::File::open(log).expect("QEMU's exec log");
-    let mut size: std::collections::HashMap<u64, u64> = Default::default();
+    // A block's instruction addresses, by start address and flags.
+    let mut blocks: std::collections::HashMap<(u64, u64), std::rc::Rc<Vec<u64>>> = Default::default();
     let mut runs: std::collections::HashMap<u64, u64> = Default::default();
-    let mut block: Option<(u64, u64)> = None;
+    let mut entries: std::collections::HashMap<u64, u64> = Default::default();
+    // The block being read from `in_asm`, until its first run names its flags.
+    let mut reading: Option<Vec<u64>> = None;
+    let mut translated: Option<Vec<u64>> = None;
+    let mut last: Option<(u64, std::rc::Rc<Vec<u64>>)> = None;
     for line in std::io::BufReader::new(f).lines() {
         let line = line.expect("a log line");
         if let Some(rest) = line.strip_prefix("Trace ") {
-            if let Some((pc, n)) = block.take() {
-                size.insert(pc, n);
+            if let Some(b) = reading.take() {
+                translated = Some(b);
             }
-            // Trace 0: 0x7f.. [00000000/08000abc/..] sym
-            let pc = rest.split('[').nth(1).and_then(|s| s.split('/').nth(1)).expect("an exec line");
-            let pc = u64::from_str_radix(pc, 16).expect("a block address");
-            let n = size.get(&pc).copied().unwrap_or(1);
-            *runs.entry(pc).or_default() += n;
-        } else if line.starts_with("IN:") {
-            if let Some((pc, n)) = block.take() {
-                size.insert(pc, n);
-            }
-            block = Some((u64::MAX, 0));
-        } else if let (Some(b), Some(hex)) = (block.as_mut(), line.strip_prefix("0x")) {
-            if let Some(addr) = hex.split(':').next().and_then(|a| u64::from_str_radix(a, 16).ok()) {
-                if b.0 == u64::MAX {
-                    b.0 = addr;
+            // Trace 0: 0x7f.. [00000000/08000abc/flags/cflags] sym
+            let fields: Vec<&str> = rest
+                .split('[')
+                .nth(1)
+                .and_then(|s| s.split(']').next())
+                .expect("an exec line")
+                .split('/')
+                .collect();
+            let pc = u64::from_str_radix(fields[1], 16).expect("a block address");
+            let cflags = u64::from_str_radix(fields[3], 16).expect("block flags");
+            let key = (pc, cflags);
+            if let Some(b) = translated.take() {
+                if b.first() == Some(&pc) {
+                    blocks.insert(key, std::rc::Rc::new(b));
                 }
-                b.1 += 1;
+            }
+            let insns = blocks.get(&key).cloned().unwrap_or_else(|| std::rc::Rc::new(vec![pc]));
+            if cflags & CF_LAST_IO != 0 {
+                if let Some((prev, b)) = &last {
+                    // The block before was cut at this access: only its
+                    // instructions before it ran.
+                    if b.contains(&pc) {
+                        let ran = b.iter().filter(|&&a| a < pc).count() as u64;
+                        *runs.entry(*prev).or_default() -= b.len() as u64 - ran;
+                    }
+                }
+            }
+            *runs.entry(pc).or_default() += insns.len() as u64;
+            if cflags & CF_LAST_IO == 0 {
+                *entries.entry(pc).or_default() += 1;
+            }
+            last = Some((pc, insns));
+        } else if line.starts_with("IN:") {
+            reading = Some(Vec::new());
+        } else if let (Some(b), Some(hex)) = (reading.as_mut(), line.strip_prefix("0x")) {
+            if let Some(addr) = hex.split(':').next().and_then(|a| u64::from_str_radix(a, 16).ok()) {
+                b.push(addr);
             }
         }
     }
-    runs
+    (runs, entries)
 }
 
 /// uart-echo with identity under QEMU's exec log: instructions per sample
@@ -256,14 +289,16 @@ fn profile_run(
     echo.stop();
     bench.stop_and_read_log();
     assert_eq!(r["counts"]["samples"], count, "{:#}", r["counts"]);
-    let runs = exec_profile(&log);
+    let (runs, entries) = exec_profile(&log);
     if let Some(out) = std::env::var_os("LATPROBE_PROFILE_DUMP") {
         // Instructions by block address, for a look at the hot lines
         // (`llvm-objdump -d -l` of the ELF beside it).
-        let mut lines: Vec<String> = runs.iter().map(|(pc, n)| format!("{pc:08x} {n}")).collect();
+        let mut lines: Vec<String> =
+            runs.iter().map(|(pc, n)| format!("{pc:08x} {n} {}", entries.get(pc).unwrap_or(&0))).collect();
         lines.sort();
         let out = std::path::PathBuf::from(out).with_extension(count.to_string());
-        std::fs::write(out, lines.join("\n")).expect("the profile dump");
+        std::fs::write(&out, lines.join("\n")).expect("the profile dump");
+        let _ = std::fs::copy(&log, out.with_extension(format!("{count}.log")));
     }
     let funcs = functions(&std::fs::read(&harness::artifacts().elf).expect("the ELF"));
     let mut parts: std::collections::BTreeMap<&'static str, u64> =

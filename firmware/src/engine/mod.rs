@@ -115,6 +115,9 @@ struct Run {
     next_seq: u64,
     /// The next sample to send; samples go out in sequence order.
     emit_seq: u64,
+    /// `slot_of(emit_seq)`, kept as `emit_seq` moves on: emit and the
+    /// timeout scans want it on every pass.
+    emit_slot: usize,
     slots: [Slot; IDENTITY_COUNT],
     next: Next,
     /// The highest sequence number whose answer was heard so far, in time
@@ -143,6 +146,18 @@ impl Run {
             debug_assert_eq!(self.window, IDENTITY_COUNT);
             identity_index(seq)
         }
+    }
+
+    /// The slots of the stimuli in flight (`emit_seq..next_seq`), in
+    /// sequence order: the only ones that can be [`Slot::Out`] (a
+    /// stimulus before `emit_seq` has its sample sent, one from `next_seq`
+    /// on is not produced yet). Usually one or two of the nine, so the
+    /// timeout scans look at those only.
+    fn in_flight(&self) -> impl Iterator<Item = usize> {
+        let w = self.window;
+        let first = self.emit_slot;
+        let n = self.next_seq.saturating_sub(self.emit_seq).min(w as u64) as usize;
+        (0..n).map(move |k| if first + k >= w { first + k - w } else { first + k })
     }
 
     fn timeout(&self) -> u64 {
@@ -279,7 +294,8 @@ impl<const Q: usize> Engine<Q> {
         let lag = u64::from(self.board.response_lag_ticks);
         if let (Some(run), Some(stall)) = (self.run.as_mut(), stall) {
             let timeout = run.timeout().saturating_add(lag);
-            for slot in &mut run.slots[..run.window] {
+            for i in run.in_flight() {
+                let slot = &mut run.slots[i];
                 if let Slot::Out { seq, tick } = *slot {
                     if now > tick.saturating_add(timeout) {
                         *slot = Slot::TimedOut { seq, tick };

@@ -71,8 +71,8 @@ impl<const Q: usize> Engine<Q> {
                 }
             }
             let lag = u64::from(self.board.response_lag_ticks);
-            for slot in &run.slots[..run.window] {
-                if let Slot::Out { tick, .. } = *slot {
+            for i in run.in_flight() {
+                if let Slot::Out { tick, .. } = run.slots[i] {
                     earliest(tick.saturating_add(run.timeout()).saturating_add(lag).saturating_add(1));
                 }
             }
@@ -136,6 +136,7 @@ impl<const Q: usize> Engine<Q> {
             base_tick: start_tick,
             next_seq: 0,
             emit_seq: 0,
+            emit_slot: 0,
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_max: None,

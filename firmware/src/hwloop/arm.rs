@@ -177,6 +177,10 @@ impl HwLoop {
     /// latched so far are delivered before this runs), the pin forced
     /// high and lowered `trigger_width` later.
     fn soft_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
+        if self.soft_fall.is_none() && !cx.engine.has_trigger() {
+            // No threshold and no pulse to lower: not even a counter read.
+            return;
+        }
         let now = cx.front.now(cx.hw);
         while cx.engine.trigger_due(now).is_some() {
             cx.hw.set_trigger_output(OutputMode::ForceHigh);
