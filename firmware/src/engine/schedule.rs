@@ -172,12 +172,13 @@ impl<const Q: usize> Engine<Q> {
                 if !run.wants_more() {
                     return;
                 }
-                let c = run.config;
+                // The two fields, not a copy of the whole Config.
+                let (dither_ticks, interval_ticks) = (run.config.dither_ticks, run.config.interval_ticks);
                 let seq = run.next_seq;
-                let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
+                let dither = if dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(dither_ticks)) };
                 let slot = run
                     .base_tick
-                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(c.interval_ticks)));
+                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(interval_ticks)));
                 (seq, slot.saturating_add(dither))
             }
         };

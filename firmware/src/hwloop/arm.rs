@@ -68,10 +68,9 @@ impl HwLoop {
             self.warn_no_tx_wire(cx.engine, now);
         }
         cx.hw.marker(self.marker && cx.engine.is_running());
-        let config = cx.engine.config().copied();
         if !cx.engine.is_running() {
             // Between runs the stimulus line rests at its idle level.
-            if let Some(Stimulus::Edge(edge)) = config.map(|c| c.stimulus) {
+            if let Some(Stimulus::Edge(edge)) = cx.engine.config().map(|c| c.stimulus) {
                 cx.hw.set_output(rest(edge));
             }
         }

@@ -271,6 +271,8 @@ pub struct HwLoop {
     /// When the TX line is free again: the end of the last byte sent.
     tx_free_at: u64,
     line: Line,
+    /// The line the running measurement wants ([`HwLoop::follow_run`]).
+    run_line: Line,
     /// What the response capture channel is set to.
     hw_polarity: Option<Polarity>,
     pairer: StartBitPairer,
@@ -309,6 +311,7 @@ impl HwLoop {
             tx_wire: TxWire::Unknown,
             tx_free_at: 0,
             line: Line::Off,
+            run_line: Line::Off,
             hw_polarity: None,
             pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
             run: None,
