@@ -107,6 +107,16 @@ fn measure(name: &str, mode: &str, interval: &str, count: u64, extra: &[&str]) -
     // The Nucleo's core at 100 MHz, about one instruction a cycle, at the
     // 921 600 Bd link's rate of about 21 000 samples a second.
     row.push_str(&format!("   {:>5.0} %", per(busy) as f64 * 21_000.0 / 100e6 * 100.0));
+    // The capture path (echo modes): from the read of the answer's byte to
+    // its sample queued and the engine polled, the run's last and largest,
+    // as the firmware logs it (`LoopStats::capture_cost_*`).
+    if let Some(l) = log.iter().rev().find(|l| l.contains("capture path: ")) {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let after = |w: &str| words.iter().position(|x| *x == w).and_then(|i| words.get(i + 1));
+        let max: u64 = after("max").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let last: u64 = after("last").and_then(|v| v.parse().ok()).unwrap_or(0);
+        row.push_str(&format!("   {:>6} {:>6}", last * INSTRUCTIONS_PER_TICK, max * INSTRUCTIONS_PER_TICK));
+    }
     row
 }
 
@@ -120,7 +130,7 @@ fn instructions_per_sample_by_part_under_icount() {
     ];
     let mut t = String::from(
         "qemu firmware, instructions per sample (-icount shift=0), by part\n\
-         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz\n",
+         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz   capture to sample (last, max)\n",
     );
     for r in rows {
         t.push_str(&r);
@@ -133,15 +143,23 @@ fn instructions_per_sample_by_part_under_icount() {
 /// path fragments that pick it (the first part whose fragment a
 /// function's path holds; an inlined callee counts where it was inlined:
 /// RTIC inlines a task's body into its interrupt handler).
-const PROFILE_PARTS: [(&str, &[&str]); 9] = [
-    ("capture", &["hwloop::front", "USART2"]),
+const PROFILE_PARTS: [(&str, &[&str]); 11] = [
+    // The target line's interrupt and the wake-up alarm's.
+    ("capture", &["USART2"]),
+    ("wake", &["SysTick"]),
+    // The meter's own calls and its counter reads.
+    ("meter", &["cpu::", "Meter", "qemu::cnt"]),
+    // Counter reads and tick extension (`now`), wherever called from.
+    ("clock", &["Front::now", "QemuTimer", "latprobe_firmware::ticks"]),
     ("encoding", &["postcard", "cobs", "crc", "framing", "batch", "varint", "outbox", "txq", "serde"]),
-    ("engine", &["latprobe_firmware::engine", "latprobe_firmware::ticks"]),
-    ("loop", &["latprobe_firmware::hwloop", "EXTI1", "QemuTimer", "syst"]),
-    ("link", &["uart::", "serial", "USART1", "EXTI0", "host_tx", "host_rx"]),
-    ("meter", &["cpu::", "Meter", "SysTick"]),
+    // Matching, the schedule, emit (what is not inlined into the task).
+    ("engine", &["latprobe_firmware::engine"]),
+    // The engine task's own body: the capture loop and what RTIC and the
+    // compiler inlined into `EXTI1`.
+    ("loop", &["latprobe_firmware::hwloop", "EXTI1"]),
+    ("link", &["uart::", "serial", "USART1", "EXTI0"]),
     ("builtins", &["compiler_builtins", "memcpy", "memset", "memmove", "__aeabi"]),
-    ("dispatch", &["rtic", "cortex_m", "critical_section"]),
+    ("dispatch", &["rtic", "cortex_m", "critical_section", "idle"]),
     ("other", &[""]),
 ];
 
@@ -389,6 +407,7 @@ fn the_shortest_interval_the_qemu_probe_keeps() {
          interval  samples  taken  lost dropped overruns slipped longest slip timeouts  CPU busy  samples/s  limit\n"
     );
     let mut kept = None;
+    let mut broken = false;
     for us in [1_000, 500, 300, 200, 150, 100, 50, 20, 10] {
         let (r, busy, _) = limit_step(us, COUNT);
         let c = &r["counts"];
@@ -398,14 +417,19 @@ fn the_shortest_interval_the_qemu_probe_keeps() {
         // Slips with the CPU mostly asleep: every identity was in flight,
         // waiting for its echo (the nine-answer window over the round
         // trip); with the CPU busy: the probe's CPU.
+        // A few slips (at most 1 % of the samples) are the harness's echo
+        // thread descheduled on a loaded machine, not the rate: kept.
         let limit = match (loss, get("slipped")) {
-            (0, 0) => "kept",
+            (0, s) if s * 100 <= COUNT => "kept",
             (0, _) if busy < 50 => "slipped: all 9 identities in flight (echo round trip)",
             (0, _) => "slipped: the probe's CPU",
             _ if get("dropped_by_probe") + get("overruns") > 0 => "output queue full (link)",
             _ => "lost on the way",
         };
-        if limit == "kept" {
+        // The walk's limit: the last step kept before the first that was not.
+        if limit != "kept" {
+            broken = true;
+        } else if !broken {
             kept = Some(us);
         }
         let elapsed = r["probe_elapsed_ns"].as_u64().unwrap_or(1).max(1);
