@@ -5,7 +5,7 @@
 //! generator and the request ids.
 
 use latprobe_protocol::{
-    identity_byte, Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_COUNT,
+    Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
     MAX_BATCH_COUNT,
 };
 
@@ -241,7 +241,12 @@ impl<const Q: usize> Engine<Q> {
             }
         }
         let stimulus = match run.config.stimulus {
-            Stimulus::Identified => Stimulus::Byte(identity_byte(seq)),
+            // The slot is the identity (`slot_of` with nine slots is
+            // `identity_index`): no second fold.
+            Stimulus::Identified => {
+                debug_assert_eq!(run.window, IDENTITY_COUNT);
+                Stimulus::Byte(IDENTITY_ALPHABET[i])
+            }
             s => s,
         };
         run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus } };
