@@ -309,14 +309,14 @@ fn profile_run(
     assert_eq!(r["counts"]["samples"], count, "{:#}", r["counts"]);
     let (runs, entries) = exec_profile(&log);
     if let Some(out) = std::env::var_os("LATPROBE_PROFILE_DUMP") {
-        // Instructions by block address, for a look at the hot lines
-        // (`llvm-objdump -d -l` of the ELF beside it).
+        // `address instructions runs` per block, in PATH.<count>, for a
+        // look at the hot source lines (`llvm-objdump -d -l` of the ELF
+        // beside it; a function's first block runs once a call).
         let mut lines: Vec<String> =
             runs.iter().map(|(pc, n)| format!("{pc:08x} {n} {}", entries.get(pc).unwrap_or(&0))).collect();
         lines.sort();
         let out = std::path::PathBuf::from(out).with_extension(count.to_string());
         std::fs::write(&out, lines.join("\n")).expect("the profile dump");
-        let _ = std::fs::copy(&log, out.with_extension(format!("{count}.log")));
     }
     let funcs = functions(&std::fs::read(&harness::artifacts().elf).expect("the ELF"));
     let mut parts: std::collections::BTreeMap<&'static str, u64> =
