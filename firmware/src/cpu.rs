@@ -82,6 +82,7 @@ impl CpuMeter {
         }
     }
 
+    #[inline]
     fn charge(&mut self, now: u32) {
         let dt = now.wrapping_sub(self.last);
         self.ticks[self.current as usize] += u64::from(dt);
@@ -89,6 +90,7 @@ impl CpuMeter {
     }
 
     /// A task body starts (at `now`).
+    #[inline]
     pub fn enter(&mut self, part: Part, now: u32) {
         self.charge(now);
         if self.depth == DEPTH {
@@ -102,6 +104,7 @@ impl CpuMeter {
     }
 
     /// The task body that entered last ends (at `now`).
+    #[inline]
     pub fn leave(&mut self, now: u32) {
         self.charge(now);
         if self.excess > 0 {
@@ -114,6 +117,7 @@ impl CpuMeter {
 
     /// The bottom level (the idle loop) goes to sleep or wakes: charge the
     /// time so far and go on as `part`.
+    #[inline]
     pub fn switch(&mut self, part: Part, now: u32) {
         self.charge(now);
         self.current = part;

@@ -110,16 +110,23 @@ impl TickExtender {
     /// (a wrap happened that [`Self::on_overflow`] has not counted yet).
     /// Bits of `counter` above the timer's width are ignored.
     pub fn now(&self, counter: u64, overflow_pending: bool) -> u64 {
+        // One arm per width, so each shift is by a constant: a 64-bit shift
+        // by a variable is a dozen instructions on a 32-bit core, and this
+        // runs on every counter read.
         match self.bits {
             TimerBits::B64 => counter,
-            bits => {
-                let raw = counter & bits.mask();
-                let half = 1u64 << (bits.bits() - 1);
-                // Lower half with the flag pending: read after the wrap.
-                let wraps = self.overflows + u64::from(overflow_pending && raw < half);
-                (wraps << bits.bits()) | raw
-            }
+            TimerBits::B32 => self.extend::<32>(counter, overflow_pending),
+            TimerBits::B16 => self.extend::<16>(counter, overflow_pending),
         }
+    }
+
+    #[inline(always)]
+    fn extend<const BITS: u32>(&self, counter: u64, overflow_pending: bool) -> u64 {
+        let raw = counter & ((1u64 << BITS) - 1);
+        let half = 1u64 << (BITS - 1);
+        // Lower half with the flag pending: read after the wrap.
+        let wraps = self.overflows + u64::from(overflow_pending && raw < half);
+        (wraps << BITS) | raw
     }
 
     /// The extended tick of a capture (or compare) register value `raw`,

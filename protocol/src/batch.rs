@@ -133,17 +133,26 @@ pub struct EdgeBatch<'a> {
 // Worst case of one sample: a 10-byte stimulus delta and a 5-byte latency.
 const MAX_SAMPLE_LEN: usize = varint::MAX_LEN + 5;
 
+/// `a - b` as an i64, if it is one; in 64-bit arithmetic (an i128 is a
+/// long routine on a 32-bit probe).
+fn signed_diff(a: u64, b: u64) -> Option<i64> {
+    if a >= b {
+        i64::try_from(a - b).ok()
+    } else {
+        0i64.checked_sub_unsigned(b - a)
+    }
+}
+
 fn encode_sample(
     prev_tick: Option<u64>,
     interval: u32,
     s: &Sample,
-    out: &mut [u8; MAX_SAMPLE_LEN],
+    out: &mut [u8],
 ) -> Result<usize, BatchError> {
     let mut n = 0;
     if let Some(prev) = prev_tick {
         let delta = s.stimulus_tick.checked_sub(prev).ok_or(BatchError::Backwards)?;
-        let dev =
-            i64::try_from(i128::from(delta) - i128::from(interval)).map_err(|_| BatchError::Overflow)?;
+        let dev = signed_diff(delta, u64::from(interval)).ok_or(BatchError::Overflow)?;
         n += varint::write(varint::zigzag(dev), &mut out[n..]).ok_or(BatchError::Overflow)?;
     }
     let code = match s.outcome {
@@ -201,12 +210,19 @@ impl SampleBatchBuilder {
             }
             Some(self.last_tick)
         };
-        let mut tmp = [0u8; MAX_SAMPLE_LEN];
-        let n = encode_sample(prev, self.interval_ticks, s, &mut tmp)?;
-        if self.len + n > self.buf.len() {
-            return Err(BatchError::Full);
-        }
-        self.buf[self.len..self.len + n].copy_from_slice(&tmp[..n]);
+        let n = if self.buf.len() - self.len >= MAX_SAMPLE_LEN {
+            // Room for the longest sample: coded in place (an error leaves
+            // `len`, and so the batch, as it was).
+            encode_sample(prev, self.interval_ticks, s, &mut self.buf[self.len..])?
+        } else {
+            let mut tmp = [0u8; MAX_SAMPLE_LEN];
+            let n = encode_sample(prev, self.interval_ticks, s, &mut tmp)?;
+            if self.len + n > self.buf.len() {
+                return Err(BatchError::Full);
+            }
+            self.buf[self.len..self.len + n].copy_from_slice(&tmp[..n]);
+            n
+        };
         self.len += n;
         if self.count == 0 {
             self.first_seq = s.seq;
@@ -376,8 +392,7 @@ impl EdgeBatchBuilder {
             return Err(BatchError::NotContiguous { expected, got: e.seq });
         }
         let delta = e.tick.checked_sub(self.last_tick).ok_or(BatchError::Backwards)?;
-        let dd = i64::try_from(i128::from(delta) - i128::from(self.last_delta))
-            .map_err(|_| BatchError::Overflow)?;
+        let dd = signed_diff(delta, self.last_delta).ok_or(BatchError::Overflow)?;
         let mut tmp = [0u8; varint::MAX_LEN];
         let n = varint::write(varint::zigzag(dd), &mut tmp).ok_or(BatchError::Overflow)?;
         if self.len + n > self.buf.len() {
@@ -478,5 +493,22 @@ impl Iterator for EdgeIter<'_> {
         };
         self.failed = r.is_err();
         Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::signed_diff;
+
+    #[test]
+    fn signed_diff_is_the_i128_difference_where_it_fits_an_i64() {
+        let edges =
+            [0, 1, 2, 1 << 31, 1 << 32, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX];
+        for &a in &edges {
+            for &b in &edges {
+                let want = i64::try_from(i128::from(a) - i128::from(b)).ok();
+                assert_eq!(signed_diff(a, b), want, "{a} - {b}");
+            }
+        }
     }
 }

@@ -25,7 +25,38 @@ pub const DEFAULT_HORIZON_INTERVALS: u32 = 8;
 
 /// The identity byte of stimulus `seq`.
 pub const fn identity_byte(seq: u64) -> u8 {
-    IDENTITY_ALPHABET[(seq % IDENTITY_COUNT as u64) as usize]
+    IDENTITY_ALPHABET[identity_index(seq)]
+}
+
+/// `seq % IDENTITY_COUNT`: the identity (and the probe's window slot) of
+/// stimulus `seq`, without a division. A 64-bit division is a library
+/// routine on a 32-bit core (about 100 instructions on the M4, hundreds of
+/// cycles on the M0+, which has no divide instruction at all) and this
+/// runs several times per sample. 2^6 = 64 = 7 · 9 + 1, so every power of
+/// 2^6 is 1 modulo 9, and a number is congruent to the sum of its digits
+/// in any base 2^(6k): fold 24-bit digits, then 12-bit, then 6-bit ones,
+/// then subtract.
+pub const fn identity_index(seq: u64) -> usize {
+    const { assert!(IDENTITY_COUNT == 9, "identity_index folds modulo 9") };
+    // Three 24-bit digits: below 3 · 2^24.
+    let s = (seq & 0xff_ffff) + ((seq >> 24) & 0xff_ffff) + (seq >> 48);
+    let s = s as u32;
+    // 12-bit digits: below 2^12 + 3 · 2^12.
+    let s = (s & 0xfff) + (s >> 12);
+    // 6-bit digits, twice: below 64 + 256, then below 64 + 5.
+    let s = (s & 0x3f) + (s >> 6);
+    let mut s = (s & 0x3f) + (s >> 6);
+    // s < 72.
+    if s >= 36 {
+        s -= 36;
+    }
+    if s >= 18 {
+        s -= 18;
+    }
+    if s >= 9 {
+        s -= 9;
+    }
+    s as usize
 }
 
 /// The identity (0..9) of an answer byte, or `None` for a byte outside

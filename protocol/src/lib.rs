@@ -39,7 +39,7 @@ pub use framing::{
     decode_message, encode_message, DecoderStats, EncodeError, Feed, FrameDecoder, FrameError, MessageError,
 };
 pub use identity::{
-    identity_byte, identity_of, DEFAULT_HORIZON_INTERVALS, IDENTITY_ALPHABET, IDENTITY_COUNT,
+    identity_byte, identity_index, identity_of, DEFAULT_HORIZON_INTERVALS, IDENTITY_ALPHABET, IDENTITY_COUNT,
 };
 pub use message::{
     Anomalies, ErrorCode, ErrorReport, Heartbeat, HostMsg, LogLevel, LogLine, ProbeInfo, ProbeMsg,
@@ -143,6 +143,26 @@ mod tests {
             assert_eq!(identity_of(identity_byte(seq)), Some((seq % 9) as usize));
         }
         assert!(Stimulus::Identified.has_identity() && Stimulus::Identified.is_byte());
+    }
+
+    #[test]
+    fn the_identity_index_is_the_sequence_number_modulo_nine_without_a_division() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let edges = (0..4096u64).chain((0..64).flat_map(|b| {
+            let p = 1u64 << b;
+            [p - 1, p, p + 1, u64::MAX - p]
+        }));
+        for seq in edges.chain(
+            core::iter::from_fn(|| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                Some(x)
+            })
+            .take(100_000),
+        ) {
+            assert_eq!(identity_index(seq), (seq % 9) as usize, "seq {seq}");
+        }
         assert_eq!((Stimulus::Identified.window(), Stimulus::Byte(1).window()), (9, 1));
     }
 

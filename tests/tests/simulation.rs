@@ -286,7 +286,12 @@ fn periodic_edges_across_32_bit_wraps() {
 /// uart-echo with identity at a 1 ms interval: horizon (timeout) 8 ms,
 /// guard 0.1 ms, dither 0.5 ms (0.5 + 8 + 0.1 <= 9 intervals).
 fn identified_config(hz: u32, count: u64, seed: u64) -> Config {
-    let ms = hz / 1000;
+    identified_config_at(hz / 1000, count, seed)
+}
+
+/// [`identified_config`] at an interval of `ms` ticks (the horizon, guard
+/// and dither scale with it).
+fn identified_config_at(ms: u32, count: u64, seed: u64) -> Config {
     Config {
         mode: Mode::UartEcho,
         interval_ticks: ms,
@@ -305,11 +310,15 @@ fn identified_config(hz: u32, count: u64, seed: u64) -> Config {
 /// own answer, to the tick; the timeouts are exactly the stimuli without an
 /// answer within the horizon; and nothing else was timed.
 fn assert_exact_identity_run(sim: &Sim, n: u64, hz: u32) {
+    assert_exact_identity_run_at(sim, n, u64::from(hz) / 1000);
+}
+
+/// [`assert_exact_identity_run`] for an interval of `ms` ticks.
+fn assert_exact_identity_run_at(sim: &Sim, n: u64, ms: u64) {
     let host = &sim.host;
     assert!(host.errors.is_empty(), "errors: {:?}", host.errors);
     assert_eq!((host.bad_frames(), host.gaps, host.after_stopped), (0, 0, 0));
     assert_eq!(host.samples.len() as u64, n);
-    let ms = u64::from(hz) / 1000;
     let timeout = 8 * ms;
     for (i, s) in host.samples.iter().enumerate() {
         assert_eq!(s.seq, i as u64);
@@ -398,4 +407,35 @@ fn identity_million_samples_32_bit_counter_at_100_mhz() {
     let mut sim = boot(p, identified_config(hz, MILLION, 0x5eed2));
     sim.run_to_stop(30 * MILLION);
     assert_exact_identity_run(&sim, MILLION, hz);
+}
+
+/// At the Nucleo's link limit: 921 600 Bd carries about 21 000 samples a
+/// second (4.4 bytes each), a 48 µs interval. The same in-order target
+/// with its tail to ten intervals, a 921 600 Bd target line (a byte is
+/// 1 085 ticks at 100 MHz) and a 30 µs interrupt latency, more than half
+/// the interval: every latency still equals the truth to the tick.
+#[test]
+fn identity_at_the_nucleo_link_limit_48us_every_latency_exact() {
+    let hz = 100_000_000;
+    let interval = 4_800u32;
+    let p = SimParams {
+        bits: TimerBits::B32,
+        hz,
+        start: (1 << 32) - 10_000_000,
+        seed: 0x1d48,
+        isr_delay: 3_000,
+        ovf_delay: 1_000_000_000,
+        target: Target::InOrderUart {
+            hz,
+            interval: u64::from(interval),
+            timeout: 8 * u64::from(interval),
+            byte_ticks: 1_085,
+        },
+        drain: Drain::Fast,
+        byte_lag: 1_200,
+    };
+    let n = 200_000;
+    let mut sim = boot(p, identified_config_at(interval, n, 0x5eed48));
+    sim.run_to_stop(30 * n);
+    assert_exact_identity_run_at(&sim, n, u64::from(interval));
 }

@@ -23,8 +23,8 @@ pub mod validate;
 mod window;
 
 use latprobe_protocol::{
-    Anomalies, Config, EdgeBatchBuilder, ErrorCode, FrameDecoder, ProbeMsg, SampleBatchBuilder, Stimulus,
-    StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT,
+    identity_index, Anomalies, Config, EdgeBatchBuilder, ErrorCode, FrameDecoder, ProbeMsg,
+    SampleBatchBuilder, Stimulus, StopReason, Stopped, IDENTITY_COUNT, MAX_BATCH_COUNT,
 };
 
 pub use board::{BoardInfo, FIRMWARE_VERSION, MAX_BOARD_NAME};
@@ -115,6 +115,9 @@ struct Run {
     next_seq: u64,
     /// The next sample to send; samples go out in sequence order.
     emit_seq: u64,
+    /// `slot_of(emit_seq)`, kept as `emit_seq` moves on: emit and the
+    /// timeout scans want it on every pass.
+    emit_slot: usize,
     slots: [Slot; IDENTITY_COUNT],
     next: Next,
     /// The highest sequence number whose answer was heard so far, in time
@@ -133,15 +136,28 @@ struct Run {
 
 impl Run {
     fn slot_of(&self, seq: u64) -> usize {
-        // A 64-bit division is a long software routine on a core without a
-        // divider (Cortex-M0+: hundreds of cycles), and this runs several
-        // times per sample: one slot needs none, and a sequence number
-        // below 2^32 (11 hours at 100 000 stimuli/s) a 32-bit one.
-        match (self.window, u32::try_from(seq)) {
-            (1, _) => 0,
-            (w, Ok(s)) => (s % w as u32) as usize,
-            (w, Err(_)) => (seq % w as u64) as usize,
+        // No division: the window is one slot or one per identity
+        // ([`Stimulus::window`]), and `identity_index` folds modulo 9
+        // (a 64-bit division is a long library routine on these cores and
+        // this runs several times per sample).
+        if self.window == 1 {
+            0
+        } else {
+            debug_assert_eq!(self.window, IDENTITY_COUNT);
+            identity_index(seq)
         }
+    }
+
+    /// The slots of the stimuli in flight (`emit_seq..next_seq`), in
+    /// sequence order: the only ones that can be [`Slot::Out`] (a
+    /// stimulus before `emit_seq` has its sample sent, one from `next_seq`
+    /// on is not produced yet). Usually one or two of the nine, so the
+    /// timeout scans look at those only.
+    fn in_flight(&self) -> impl Iterator<Item = usize> {
+        let w = self.window;
+        let first = self.emit_slot;
+        let n = self.next_seq.saturating_sub(self.emit_seq).min(w as u64) as usize;
+        (0..n).map(move |k| if first + k >= w { first + k - w } else { first + k })
     }
 
     fn timeout(&self) -> u64 {
@@ -278,7 +294,8 @@ impl<const Q: usize> Engine<Q> {
         let lag = u64::from(self.board.response_lag_ticks);
         if let (Some(run), Some(stall)) = (self.run.as_mut(), stall) {
             let timeout = run.timeout().saturating_add(lag);
-            for slot in &mut run.slots[..run.window] {
+            for i in run.in_flight() {
+                let slot = &mut run.slots[i];
                 if let Slot::Out { seq, tick } = *slot {
                     if now > tick.saturating_add(timeout) {
                         *slot = Slot::TimedOut { seq, tick };

@@ -5,7 +5,7 @@
 //! generator and the request ids.
 
 use latprobe_protocol::{
-    identity_byte, Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_COUNT,
+    Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
     MAX_BATCH_COUNT,
 };
 
@@ -71,8 +71,8 @@ impl<const Q: usize> Engine<Q> {
                 }
             }
             let lag = u64::from(self.board.response_lag_ticks);
-            for slot in &run.slots[..run.window] {
-                if let Slot::Out { tick, .. } = *slot {
+            for i in run.in_flight() {
+                if let Slot::Out { tick, .. } = run.slots[i] {
                     earliest(tick.saturating_add(run.timeout()).saturating_add(lag).saturating_add(1));
                 }
             }
@@ -136,6 +136,7 @@ impl<const Q: usize> Engine<Q> {
             base_tick: start_tick,
             next_seq: 0,
             emit_seq: 0,
+            emit_slot: 0,
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_max: None,
@@ -171,12 +172,13 @@ impl<const Q: usize> Engine<Q> {
                 if !run.wants_more() {
                     return;
                 }
-                let c = run.config;
+                // The two fields, not a copy of the whole Config.
+                let (dither_ticks, interval_ticks) = (run.config.dither_ticks, run.config.interval_ticks);
                 let seq = run.next_seq;
-                let dither = if c.dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(c.dither_ticks)) };
+                let dither = if dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(dither_ticks)) };
                 let slot = run
                     .base_tick
-                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(c.interval_ticks)));
+                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(interval_ticks)));
                 (seq, slot.saturating_add(dither))
             }
         };
@@ -239,7 +241,12 @@ impl<const Q: usize> Engine<Q> {
             }
         }
         let stimulus = match run.config.stimulus {
-            Stimulus::Identified => Stimulus::Byte(identity_byte(seq)),
+            // The slot is the identity (`slot_of` with nine slots is
+            // `identity_index`): no second fold.
+            Stimulus::Identified => {
+                debug_assert_eq!(run.window, IDENTITY_COUNT);
+                Stimulus::Byte(IDENTITY_ALPHABET[i])
+            }
             s => s,
         };
         run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus } };

@@ -35,6 +35,13 @@ pub struct TriggerRequest {
 }
 
 impl<const Q: usize> Engine<Q> {
+    /// Whether the running measurement has a trigger threshold
+    /// (`Config::trigger_ticks`): without one, [`Engine::trigger_request`]
+    /// and [`Engine::trigger_due`] are always `None`.
+    pub fn has_trigger(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.config.trigger_ticks > 0)
+    }
+
     /// The trigger to arm (a hardware compare at `at`), if the run has a
     /// threshold and a stimulus is unanswered whose trigger is not raised.
     /// When its answer arrives the request moves on (to the next stimulus

@@ -78,7 +78,7 @@ impl<const N: usize> TxQueue<N> {
         if frame.len() + reserve > self.free() {
             return false;
         }
-        let tail = (self.head + self.len) % N;
+        let tail = wrap::<N>(self.head + self.len);
         let first = frame.len().min(N - tail);
         self.buf[tail..tail + first].copy_from_slice(&frame[..first]);
         self.buf[..frame.len() - first].copy_from_slice(&frame[first..]);
@@ -96,7 +96,7 @@ impl<const N: usize> TxQueue<N> {
     /// Mark `n` bytes from the front as sent (clamped to what is queued).
     pub fn consume(&mut self, n: usize) {
         let n = n.min(self.len);
-        self.head = (self.head + n) % N;
+        self.head = wrap::<N>(self.head + n);
         self.len -= n;
         if self.len == 0 {
             // Keep frames contiguous as long as possible: fewer DMA chunks.
@@ -115,6 +115,17 @@ impl<const N: usize> TxQueue<N> {
             done += n;
         }
         done
+    }
+}
+
+/// `i % N` for `i < 2 N` (head and length are each at most `N`): a
+/// subtraction, not a division (`N` need not be a power of two, and the
+/// M0+ has no divide instruction).
+const fn wrap<const N: usize>(i: usize) -> usize {
+    if i >= N {
+        i - N
+    } else {
+        i
     }
 }
 

@@ -133,7 +133,9 @@ impl<const Q: usize> Engine<Q> {
                 return;
             }
             let seq = run.emit_seq;
-            let outcome = match run.slots[run.slot_of(seq)] {
+            let i = run.emit_slot;
+            debug_assert_eq!(i, run.slot_of(seq));
+            let outcome = match run.slots[i] {
                 Slot::Answered { seq: s, latency, .. } if s == seq => Outcome::Response(latency),
                 Slot::TimedOut { seq: s, .. } if s == seq => Outcome::Timeout,
                 _ => {
@@ -144,7 +146,6 @@ impl<const Q: usize> Engine<Q> {
                     return;
                 }
             };
-            let i = run.slot_of(seq);
             let stimulus_tick = match run.slots[i] {
                 Slot::Answered { tick, .. } | Slot::TimedOut { tick, .. } => tick,
                 _ => 0,
@@ -158,6 +159,7 @@ impl<const Q: usize> Engine<Q> {
             );
             let Some(run) = self.run.as_mut() else { return };
             run.emit_seq += 1;
+            run.emit_slot = if run.emit_slot + 1 >= run.window { 0 } else { run.emit_slot + 1 };
             self.totals.taken += 1;
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;

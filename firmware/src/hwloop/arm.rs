@@ -5,7 +5,7 @@
 //! deadline. Owns what is armed ([`Armed`]), whether the TX start-bit
 //! wire answered ([`TxWire`]), the TX line's free time and the retry.
 
-use latprobe_protocol::{Edge, Stimulus, IDENTITY_COUNT};
+use latprobe_protocol::{identity_index, Edge, Stimulus};
 
 use super::front::Front;
 use super::seam::{Channel, OutputMode, Polarity, TimerHw};
@@ -68,10 +68,9 @@ impl HwLoop {
             self.warn_no_tx_wire(cx.engine, now);
         }
         cx.hw.marker(self.marker && cx.engine.is_running());
-        let config = cx.engine.config().copied();
         if !cx.engine.is_running() {
             // Between runs the stimulus line rests at its idle level.
-            if let Some(Stimulus::Edge(edge)) = config.map(|c| c.stimulus) {
+            if let Some(Stimulus::Edge(edge)) = cx.engine.config().map(|c| c.stimulus) {
                 cx.hw.set_output(rest(edge));
             }
         }
@@ -79,7 +78,7 @@ impl HwLoop {
             None => self.disarm(cx.hw),
             Some(req) if self.done_id == Some(req.id) => {}
             Some(req) => {
-                let slot = if self.identity { (req.seq % IDENTITY_COUNT as u64) as usize } else { 0 };
+                let slot = if self.identity { identity_index(req.seq) } else { 0 };
                 match req.stimulus {
                     Stimulus::Edge(edge) => self.arm_edge(cx, req, slot, edge),
                     Stimulus::Byte(b) if now >= req.at => self.send(cx, req.id, slot, b),
@@ -147,7 +146,7 @@ impl HwLoop {
             TriggerOut::Software => return self.soft_trigger(cx),
             TriggerOut::Compare { bits } => bits,
         };
-        cx.front.set_trigger(bits, self.cfg.trigger_width_ticks());
+        cx.front.set_trigger(bits, self.periods.trigger_width_ticks);
         let want = cx.engine.trigger_request();
         let phase = cx.front.trigger_phase();
         if let TriggerPhase::Armed { seq, at, .. } = phase {
@@ -180,10 +179,14 @@ impl HwLoop {
     /// latched so far are delivered before this runs), the pin forced
     /// high and lowered `trigger_width` later.
     fn soft_trigger<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>) {
+        if self.soft_fall.is_none() && !cx.engine.has_trigger() {
+            // No threshold and no pulse to lower: not even a counter read.
+            return;
+        }
         let now = cx.front.now(cx.hw);
         while cx.engine.trigger_due(now).is_some() {
             cx.hw.set_trigger_output(OutputMode::ForceHigh);
-            self.soft_fall = Some(now + self.cfg.trigger_width_ticks());
+            self.soft_fall = Some(now + self.periods.trigger_width_ticks);
         }
         match self.soft_fall {
             Some(f) if now >= f => {
@@ -226,10 +229,10 @@ impl HwLoop {
         // be at the active level the last stimulus left it at, and an edge
         // forced now would then be no edge at all. So it rests now, and the
         // edge comes a short rest later, by the compare like any stimulus.
-        let at = if req.at <= now + self.cfg.late_rest_ticks() / 2 {
+        let at = if req.at <= now + self.periods.late_rest_ticks / 2 {
             cx.hw.set_output(rest(edge));
             now = cx.front.now(cx.hw);
-            now + self.cfg.late_rest_ticks()
+            now + self.periods.late_rest_ticks
         } else {
             req.at
         };
@@ -292,17 +295,17 @@ impl HwLoop {
             if hw_tick {
                 cx.hw.set_capture(Channel::TxStart, None);
             }
-            self.retry_at = Some(written + self.cfg.bit_ticks().max(1));
+            self.retry_at = Some(written + self.periods.bit_ticks.max(1));
             return;
         }
         self.retry_at = None;
         // The start bit begins at once on an idle line, or when the byte
         // before has left.
         let soft = written.max(self.tx_free_at);
-        self.tx_free_at = soft + self.cfg.byte_ticks();
+        self.tx_free_at = soft + self.periods.byte_ticks;
         self.done_id = Some(id);
         if hw_tick {
-            self.armed = Armed::Byte { soft, deadline: soft + self.cfg.tx_capture_wait(), slot };
+            self.armed = Armed::Byte { soft, deadline: soft + self.periods.tx_capture_wait, slot };
         } else {
             self.stimulus(cx.engine, soft, slot, written, true);
         }

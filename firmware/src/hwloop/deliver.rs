@@ -5,26 +5,28 @@
 //! capture is overdue.
 
 use super::arm::{Armed, TxWire};
-use super::front::{Batch, Event};
+use super::front::Event;
 use super::HwLoop;
 use crate::engine::Engine;
 
 impl HwLoop {
-    /// Hand a batch to the engine: stimuli first, then answers in latch
-    /// order, then `poll(now)`.
-    pub(super) fn deliver<const Q: usize>(&mut self, engine: &mut Engine<Q>, b: &Batch, now: u64) {
-        for _ in 0..b.lost {
+    /// Hand the collected batch to the engine: stimuli first, then answers
+    /// in latch order, then `poll(now)`.
+    pub(super) fn deliver<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
+        let (lost, stimulus_fired, tx_start) =
+            (self.batch.lost, self.batch.stimulus_fired, self.batch.tx_start);
+        for _ in 0..lost {
             // A capture or byte that never reached us: one answer the less.
             engine.count_overcapture();
         }
-        self.stats.lost_events = self.stats.lost_events.saturating_add(b.lost);
-        if b.stimulus_fired {
+        self.stats.lost_events = self.stats.lost_events.saturating_add(lost);
+        if stimulus_fired {
             if let Armed::Edge { at, slot } = self.armed {
                 self.armed = Armed::Nothing;
                 self.stimulus(engine, at, slot, now, false);
             }
         }
-        if let Some((raw_tick, overcaptured)) = b.tx_start {
+        if let Some((raw_tick, overcaptured)) = tx_start {
             if let Armed::Byte { soft, slot, .. } = self.armed {
                 self.armed = Armed::Nothing;
                 self.tx_wire = TxWire::Wired;
@@ -34,7 +36,7 @@ impl HwLoop {
                     self.stimulus(engine, soft, slot, now, true);
                 } else {
                     let tick = raw_tick.saturating_sub(u64::from(self.cfg.capture_delay_ticks));
-                    self.tx_free_at = tick + self.cfg.byte_ticks();
+                    self.tx_free_at = tick + self.periods.byte_ticks;
                     self.stimulus(engine, tick, slot, now, false);
                 }
             }
@@ -42,8 +44,8 @@ impl HwLoop {
         // Before any answer: a byte whose start-bit capture is overdue has
         // its software tick reported, so its answer is never "before" it.
         self.tx_fallback(engine, now);
-        for e in &b.events[..b.len] {
-            match *e {
+        for i in 0..self.batch.len {
+            match self.batch.events[i] {
                 Event::Response { tick, overcaptured } => {
                     let tick = tick.saturating_sub(u64::from(self.cfg.capture_delay_ticks));
                     self.on_capture(engine, tick, overcaptured, now);

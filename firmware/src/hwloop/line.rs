@@ -60,17 +60,19 @@ impl HwLoop {
                 self.stats = LoopStats::default();
             }
             self.set_line(Line::Off);
+            // What the line captures follows from the run alone (running,
+            // and its stimulus): found once per run, not on every pass.
+            self.run_line = match (engine.is_running(), c.map(|c| c.stimulus)) {
+                (true, Some(Stimulus::Edge(Edge::Rising))) => Line::Edges(Polarity::Rising),
+                (true, Some(Stimulus::Edge(Edge::Falling))) => Line::Edges(Polarity::Falling),
+                (true, Some(Stimulus::Edge(Edge::Toggle))) => Line::Edges(Polarity::Both),
+                (true, Some(Stimulus::Byte(_) | Stimulus::Identified)) => Line::Uart,
+                (true, Some(Stimulus::None(ResponseLine::Gpio))) => Line::Edges(Polarity::Both),
+                (true, Some(Stimulus::None(ResponseLine::Uart))) => Line::Uart,
+                _ => Line::Off,
+            };
         }
-        let want = match (engine.is_running(), engine.config().map(|c| c.stimulus)) {
-            (true, Some(Stimulus::Edge(Edge::Rising))) => Line::Edges(Polarity::Rising),
-            (true, Some(Stimulus::Edge(Edge::Falling))) => Line::Edges(Polarity::Falling),
-            (true, Some(Stimulus::Edge(Edge::Toggle))) => Line::Edges(Polarity::Both),
-            (true, Some(Stimulus::Byte(_) | Stimulus::Identified)) => Line::Uart,
-            (true, Some(Stimulus::None(ResponseLine::Gpio))) => Line::Edges(Polarity::Both),
-            (true, Some(Stimulus::None(ResponseLine::Uart))) => Line::Uart,
-            _ => Line::Off,
-        };
-        self.set_line(want);
+        self.set_line(self.run_line);
         self.sync_line(hw);
         if self.tx_wire == TxWire::Absent {
             hw.set_capture(Channel::TxStart, None);

@@ -202,6 +202,34 @@ impl LoopConfig {
     }
 }
 
+/// The periods [`LoopConfig`] derives, computed once in [`HwLoop::new`]:
+/// each is a 64-bit division, a library routine on these cores, and the
+/// loop needs them on every stimulus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Periods {
+    bit_ticks: u64,
+    byte_ticks: u64,
+    tx_capture_wait: u64,
+    late_rest_ticks: u64,
+    trigger_width_ticks: u64,
+    /// 10 µs, at least a tick: how soon [`HwLoop::run`] comes back.
+    soon: u64,
+}
+
+impl Periods {
+    const fn of(cfg: &LoopConfig) -> Self {
+        let soon = cfg.timer_hz as u64 / 100_000;
+        Self {
+            bit_ticks: cfg.bit_ticks(),
+            byte_ticks: cfg.byte_ticks(),
+            tx_capture_wait: cfg.tx_capture_wait(),
+            late_rest_ticks: cfg.late_rest_ticks(),
+            trigger_width_ticks: cfg.trigger_width_ticks(),
+            soon: if soon == 0 { 1 } else { soon },
+        }
+    }
+}
+
 /// Exclusive access to the [`Front`] and the timer for the time of a
 /// closure: an RTIC lock on the board, the plain values in tests.
 pub trait TimerLock {
@@ -235,6 +263,7 @@ pub struct LoopStats {
 #[derive(Debug, Clone)]
 pub struct HwLoop {
     cfg: LoopConfig,
+    periods: Periods,
     armed: Armed,
     /// Id of the last request handled (armed or produced).
     done_id: Option<u32>,
@@ -242,6 +271,8 @@ pub struct HwLoop {
     /// When the TX line is free again: the end of the last byte sent.
     tx_free_at: u64,
     line: Line,
+    /// The line the running measurement wants ([`HwLoop::follow_run`]).
+    run_line: Line,
     /// What the response capture channel is set to.
     hw_polarity: Option<Polarity>,
     pairer: StartBitPairer,
@@ -262,6 +293,10 @@ pub struct HwLoop {
     trigger_wake: Option<u64>,
     /// A software trigger pulse is high until this tick.
     soft_fall: Option<u64>,
+    /// What the last `Front::collect` handed over. Kept here, not built per
+    /// pass: a fresh one (its 16 events set, then moved) cost about 500
+    /// instructions a pass, more than the pass's own work.
+    batch: Batch,
     stats: LoopStats,
 }
 
@@ -270,11 +305,13 @@ impl HwLoop {
     pub const fn new(cfg: LoopConfig) -> Self {
         Self {
             cfg,
+            periods: Periods::of(&cfg),
             armed: Armed::Nothing,
             done_id: None,
             tx_wire: TxWire::Unknown,
             tx_free_at: 0,
             line: Line::Off,
+            run_line: Line::Off,
             hw_polarity: None,
             pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
             run: None,
@@ -286,6 +323,7 @@ impl HwLoop {
             marker: false,
             trigger_wake: None,
             soft_fall: None,
+            batch: Batch::new(),
             stats: LoopStats {
                 soft_stimuli: 0,
                 skew_clamped: 0,
@@ -320,10 +358,10 @@ impl HwLoop {
     /// The engine task: deliver what the front logged, poll, and carry out
     /// the engine's requests; repeated while something is already due.
     pub fn run<L: TimerLock, const Q: usize>(&mut self, engine: &mut Engine<Q>, timer: &mut L) {
-        let mut batch = Batch::new();
         for _ in 0..ROUNDS {
-            let now = timer.lock(|front, hw| front.collect(hw, &mut batch));
-            self.deliver(engine, &batch, now);
+            let batch = &mut self.batch;
+            let now = timer.lock(|front, hw| front.collect(hw, batch));
+            self.deliver(engine, now);
             if !timer.lock(|front, hw| self.plan(engine, front, hw)) {
                 return;
             }
@@ -332,7 +370,7 @@ impl HwLoop {
         // than wait for the next wrap, and let the other tasks in.
         timer.lock(|front, hw| {
             let now = front.now(hw);
-            let soon = now + u64::from(self.cfg.timer_hz / 100_000).max(1);
+            let soon = now + self.periods.soon;
             hw.set_compare(Channel::Wake, soon as u32);
             hw.take_compare(Channel::Wake);
             hw.set_compare_irq(Channel::Wake, true);

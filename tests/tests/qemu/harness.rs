@@ -284,6 +284,12 @@ pub struct Bench {
 impl Bench {
     /// Start the firmware in QEMU, waiting for its sockets.
     pub fn start() -> Bench {
+        Bench::start_with(&[])
+    }
+
+    /// [`Bench::start`] with more QEMU arguments (`-d exec,nochain,in_asm
+    /// -D FILE`: the instruction profile of the throughput figure).
+    pub fn start_with(extra: &[&str]) -> Bench {
         let a = artifacts();
         let dir = tempfile::Builder::new().prefix("latprobe-qemu-").tempdir().expect("temp dir");
         let d = dir.path();
@@ -304,6 +310,7 @@ impl Bench {
             // First -serial is USART1 (host link), second USART2 (target line).
             .args(["-serial", "chardev:host", "-serial", "chardev:target", "-kernel"])
             .arg(&a.elf)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(File::create(d.join("defmt.bin")).expect("defmt.bin"))
             .stderr(File::create(d.join("qemu.err")).expect("qemu.err"));

@@ -46,11 +46,21 @@ pub fn host_bytes<H: TimerHw, const Q: usize>(
 /// section, with the board's `counter`, readable from anywhere.
 /// (The Pico has none: reading its PIO clock waits for a push, and rp2040js
 /// profiles its cycles instead.)
+///
+/// The meter sits in an `UnsafeCell`, not a `RefCell`: every access is
+/// inside `interrupt::free` and none calls back into the meter, so the
+/// borrow flag's checks (a dozen instructions on each of the ten or so
+/// calls per sample) would guard nothing.
 #[allow(dead_code)]
 pub struct Meter {
-    m: cortex_m::interrupt::Mutex<core::cell::RefCell<latprobe_firmware::cpu::CpuMeter>>,
+    m: core::cell::UnsafeCell<latprobe_firmware::cpu::CpuMeter>,
     counter: fn() -> u32,
 }
+
+// SAFETY: the meter is only reached through `Meter::with` and
+// `Meter::sleep`, each inside `cortex_m::interrupt::free` on a single-core
+// chip: no other context runs while one holds the `&mut`.
+unsafe impl Sync for Meter {}
 
 impl core::fmt::Debug for Meter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -62,12 +72,16 @@ impl core::fmt::Debug for Meter {
 impl Meter {
     /// A meter reading `counter`.
     pub const fn new(counter: fn() -> u32) -> Self {
-        let m = latprobe_firmware::cpu::CpuMeter::new(0);
-        Self { m: cortex_m::interrupt::Mutex::new(core::cell::RefCell::new(m)), counter }
+        Self { m: core::cell::UnsafeCell::new(latprobe_firmware::cpu::CpuMeter::new(0)), counter }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut latprobe_firmware::cpu::CpuMeter, u32) -> R) -> R {
-        cortex_m::interrupt::free(|cs| f(&mut self.m.borrow(cs).borrow_mut(), (self.counter)()))
+        cortex_m::interrupt::free(|_| {
+            // SAFETY: interrupts are masked on a single core and `f` does
+            // not reach the meter again: this is the only reference.
+            let m = unsafe { &mut *self.m.get() };
+            f(m, (self.counter)())
+        })
     }
 
     /// A task body starts.
@@ -85,8 +99,11 @@ impl Meter {
     /// core, ARMv7-M ARM B1.5.19) and sleep is only the time in WFI.
     pub fn sleep(&self) {
         use latprobe_firmware::cpu::Part;
-        cortex_m::interrupt::free(|cs| {
-            let mut m = self.m.borrow(cs).borrow_mut();
+        cortex_m::interrupt::free(|_| {
+            // SAFETY: as in `with`: interrupts masked on a single core, no
+            // other reference while this one lives (WFI runs no handler
+            // until the mask is lifted).
+            let m = unsafe { &mut *self.m.get() };
             m.switch(Part::Sleep, (self.counter)());
             cortex_m::asm::wfi();
             m.switch(Part::Other, (self.counter)());

@@ -58,6 +58,21 @@ const TIM2_PSC: u16 = 9;
 const SYSTICK_HZ: u64 = 168_000_000;
 /// Longest SysTick one-shot: its 24-bit reload, about 100 ms at 168 MHz.
 const MAX_ALARM_CYCLES: u32 = 0x00ff_ffff;
+/// SysTick cycles per timer tick as a reduced fraction (168/100 = 42/25).
+const ALARM_NUM: u32 = (SYSTICK_HZ / gcd(SYSTICK_HZ, LOOP.timer_hz as u64)) as u32;
+/// See [`ALARM_NUM`].
+const ALARM_DEN: u32 = (LOOP.timer_hz as u64 / gcd(SYSTICK_HZ, LOOP.timer_hz as u64)) as u32;
+/// The most ticks ahead whose cycles are computed: beyond, the longest alarm.
+const MAX_ALARM_AHEAD: u32 = MAX_ALARM_CYCLES / ALARM_NUM * ALARM_DEN;
+const _: () = assert!((MAX_ALARM_AHEAD as u64) * (ALARM_NUM as u64) <= u32::MAX as u64);
+
+const fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;
 /// The host link and the target line: the baud rate does not matter in QEMU,
@@ -157,7 +172,12 @@ impl TimerHw for QemuTimer {
     }
 
     fn overflow_pending(&mut self) -> bool {
-        self.read();
+        // No read of its own: the flag is a wrap that a read has seen, and
+        // the front reads the counter right before it asks (`Front::now`),
+        // so a wrap between two reads is seen by the second, whose value
+        // is then in the counter's lower half: placed after the wrap, as
+        // the extender's rule wants. (A read here too cost three register
+        // reads per `now`, on the hottest path of the loop.)
         self.wrapped
     }
 
@@ -187,9 +207,14 @@ impl TimerHw for QemuTimer {
 
     fn set_compare(&mut self, ch: Channel, raw: u32) {
         if ch == Channel::Wake {
-            let ahead = u64::from(raw.wrapping_sub(self.read()));
-            let cycles = ahead * SYSTICK_HZ / u64::from(LOOP.timer_hz);
-            self.alarm(cycles.min(u64::from(MAX_ALARM_CYCLES)) as u32);
+            let ahead = raw.wrapping_sub(self.read());
+            // SysTick cycles from timer ticks in 32 bits (a 64-bit
+            // division is a library call): ahead × 42 / 25 for 168 MHz
+            // from 100 MHz, and anything past the longest alarm clamped
+            // before it could overflow.
+            let cycles =
+                if ahead > MAX_ALARM_AHEAD { MAX_ALARM_CYCLES } else { ahead * ALARM_NUM / ALARM_DEN };
+            self.alarm(cycles);
         }
     }
 

@@ -363,9 +363,8 @@ fn a_start_bit_capture_waiting_at_plan_time_is_not_dropped() {
         }
         // The engine task collects (nothing yet), then spends 3 bit times
         // on its delivery; the start bit latches meanwhile.
-        let mut b = Batch::new();
-        let now = s.front.collect(&mut s.hw, &mut b);
-        s.lp.deliver(&mut s.e, &b, now);
+        let now = s.front.collect(&mut s.hw, &mut s.lp.batch);
+        s.lp.deliver(&mut s.e, now);
         let t = s.hw.t + 3 * BIT;
         s.hw.advance(t);
         if interrupt_ran {
