@@ -485,6 +485,30 @@ fn run_target_without_the_line_names_the_flag_it_needs() {
     assert_eq!(o.status.code(), Some(2), "--target-device alone: {}", show(&o));
 }
 
+/// What the responder's `--trace` changes in tracefs, to compare before and
+/// after a run (the machine's own state, whatever an earlier run left).
+fn tracefs_state() -> Vec<String> {
+    let t = Path::new("/sys/kernel/tracing");
+    let mut files: Vec<String> = [
+        "sched/sched_switch",
+        "sched/sched_wakeup",
+        "irq/irq_handler_entry",
+        "irq/irq_handler_exit",
+        "irq/softirq_entry",
+        "irq/softirq_exit",
+        "timer/hrtimer_expire_entry",
+        "timer/hrtimer_expire_exit",
+    ]
+    .iter()
+    .map(|e| format!("events/{e}/enable"))
+    .collect();
+    files.extend(["tracing_on", "trace_clock", "buffer_size_kb", "current_tracer"].map(String::from));
+    files
+        .iter()
+        .map(|f| format!("{f}={}", std::fs::read_to_string(t.join(f)).unwrap_or_default().trim()))
+        .collect()
+}
+
 /// `demo --trace` over SSH: the responder writes its snapshots in the run's
 /// directory on the target, and they come back beside the report. The
 /// demo's target is this machine, so the trigger FIFO is shared; this test
@@ -502,6 +526,7 @@ fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
             return;
         }
     }
+    let tracefs_before = tracefs_state();
     let sshd = Sshd::start();
     let out = tempfile::tempdir().unwrap();
     let report = out.path().join("t.json");
@@ -543,10 +568,8 @@ fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
     let saved = std::fs::read_to_string(out.path().join("t-trace").join(file)).unwrap();
     assert!(saved.contains("tracing_mark_write: latprobe seq="));
     assert!(t["snapshots"][0]["stop_latency_ns"].as_u64().unwrap() > 0);
-    assert_eq!(
-        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/enable").unwrap().trim(),
-        "0"
-    );
+    wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
+    assert_eq!(tracefs_state(), tracefs_before, "tracefs restored");
 }
 
 /// `run --trace` on a board with no trigger wire (`--trace-stop host`, the
@@ -567,6 +590,7 @@ fn run_trace_over_ssh_stops_the_trace_from_the_host_and_brings_the_snapshots_bac
         eprintln!("skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)");
         return;
     }
+    let tracefs_before = tracefs_state();
     let sshd = Sshd::start();
     let (_master, tty) = target_tty();
     let dir = tempfile::tempdir().unwrap();
@@ -626,11 +650,7 @@ fn run_trace_over_ssh_stops_the_trace_from_the_host_and_brings_the_snapshots_bac
     wait_until("the remote responder ends", Duration::from_secs(3), || remote_responders(&sshd).is_empty());
     wait_until("the stop's cat ends", Duration::from_secs(3), || below_sshd(&sshd, "cat").is_empty());
     assert_eq!(temp_dirs(), before, "the run's directory on the target is removed");
-    assert_eq!(
-        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/enable").unwrap().trim(),
-        "0",
-        "tracefs restored"
-    );
+    assert_eq!(tracefs_state(), tracefs_before, "tracefs restored");
 }
 
 /// `run --trace` refusals, each naming its fix, before anything starts.
