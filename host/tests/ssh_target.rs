@@ -485,6 +485,21 @@ fn run_target_without_the_line_names_the_flag_it_needs() {
     assert_eq!(o.status.code(), Some(2), "--target-device alone: {}", show(&o));
 }
 
+/// Whether tracefs is there, mounted now if need be (as root); if not, the
+/// test says why it skips.
+fn tracefs_here() -> bool {
+    let on = || Path::new("/sys/kernel/tracing/tracing_on").exists();
+    if !on() {
+        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).output();
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !(root && on()) {
+        eprintln!("skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)");
+    }
+    root && on()
+}
+
 /// What the responder's `--trace` changes in tracefs, to compare before and
 /// after a run (the machine's own state, whatever an earlier run left).
 fn tracefs_state() -> Vec<String> {
@@ -516,15 +531,8 @@ fn tracefs_state() -> Vec<String> {
 #[test]
 fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
     let _one = lock();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/tracing_on").exists() {
-        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).output();
-        if !Path::new("/sys/kernel/tracing/tracing_on").exists() {
-            eprintln!(
-                "skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)"
-            );
-            return;
-        }
+    if !tracefs_here() {
+        return;
     }
     let tracefs_before = tracefs_state();
     let sshd = Sshd::start();
@@ -582,12 +590,7 @@ fn a_traced_demo_over_ssh_brings_its_snapshots_back_beside_the_report() {
 #[test]
 fn run_trace_over_ssh_stops_the_trace_from_the_host_and_brings_the_snapshots_back() {
     let _one = lock();
-    if !Path::new("/sys/kernel/tracing/tracing_on").exists() {
-        let _ = Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).output();
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/tracing_on").exists() {
-        eprintln!("skipped: tracefs is not mounted at /sys/kernel/tracing and could not be (root needed)");
+    if !tracefs_here() {
         return;
     }
     let tracefs_before = tracefs_state();

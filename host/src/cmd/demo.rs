@@ -418,8 +418,8 @@ fn demo_trace(
     if let Some(tr) = &t.tracer {
         a.extend(["--tracer".into(), tr.into()]);
     }
-    let host = t.trace_stop == Some(crate::options::TraceStop::Host);
-    let stop = if host { crate::options::TraceStop::Host } else { crate::options::TraceStop::Probe };
+    let stop = t.trace_stop.unwrap_or(crate::options::TraceStop::Probe);
+    let host = stop == crate::options::TraceStop::Host;
     a.extend(["--trace-buffer-kb".into(), t.buffer_kb(stop).to_string().into()]);
     crate::stderr_line!(
         "latprobe demo: trace: snapshots into {}; trigger FIFO {} ({})",

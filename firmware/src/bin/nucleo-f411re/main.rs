@@ -323,8 +323,7 @@ mod app {
         // the pins end as the lib's tests check them.
         gpio::configure_pins(&mut regs);
         let hw = Tim2::start(regs);
-        let [a, b, c] = hw.step_check();
-        let trigger_ok = hw.trigger_in_step();
+        let ([a, b, c], trigger_ok) = (hw.step_check(), hw.trigger_in_step());
         if trigger_ok {
             defmt::info!("trigger: TIM3 in step with TIM2 (TIM2 {=u32}, TIM3 {=u32}, TIM2 {=u32})", a, b, c);
         } else {
@@ -337,15 +336,13 @@ mod app {
         }
         let timer = Timer::new(hw, LOOP.timer_bits);
 
-        let mut caps = Capabilities::GPIO_ECHO
+        let caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
             | Capabilities::PERIODIC
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE;
-        if trigger_ok {
-            // PB4 (TIM3 CH1): `--trigger-above`.
-            caps = caps | Capabilities::TRIGGER;
-        }
+        // PB4 (TIM3 CH1), `--trigger-above`: only when TIM3 started in step.
+        let caps = if trigger_ok { caps | Capabilities::TRIGGER } else { caps };
         // A uart-echo answer faster than one byte at the target line's baud
         // is an earlier stimulus's late echo, not this one's answer.
         // A UART answer reaches the engine when its byte is read, up to a
