@@ -148,7 +148,7 @@ const PROFILE_PARTS: [(&str, &[&str]); 11] = [
     ("capture", &["USART2"]),
     ("wake", &["SysTick"]),
     // The meter's own calls and its counter reads.
-    ("meter", &["cpu::", "Meter", "qemu::cnt"]),
+    ("meter", &["cpu::", "Meter", "Tim2Cnt"]),
     // Counter reads and tick extension (`now`), wherever called from.
     ("clock", &["Front::now", "QemuTimer", "latprobe_firmware::ticks"]),
     ("encoding", &["postcard", "cobs", "crc", "framing", "batch", "varint", "outbox", "txq", "serde"]),

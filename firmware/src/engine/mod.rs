@@ -50,6 +50,9 @@ pub struct StimulusRequest {
     pub at: u64,
     /// What to produce: an edge or a byte (never `Stimulus::None(_)`).
     pub stimulus: Stimulus,
+    /// The window slot of `seq`: with identity, its identity's index
+    /// (`identity_index(seq)`); without, 0.
+    pub slot: u8,
 }
 
 /// Totals of the current (or last) measurement, as sent in Stopped.
@@ -106,13 +109,21 @@ struct Run {
     periodic: bool,
     /// Slots in use: [`Stimulus::window`].
     window: usize,
-    /// Schedule anchor: stimulus `base_seq` is planned at `base_tick`, the
-    /// next ones an interval apart (plus their dither).
-    base_seq: u64,
-    base_tick: u64,
+    /// The schedule's place of stimulus `next_seq` (before its dither):
+    /// the anchor plus an interval per stimulus since, kept as `next_seq`
+    /// moves on (a multiply per plan was a library call on the M0+), and
+    /// re-anchored where a slip of an interval or more happened.
+    sched_tick: u64,
     /// Echo: the next stimulus to produce (all before it were produced).
     /// Periodic: the next edge's sequence number.
     next_seq: u64,
+    /// `slot_of(next_seq)`, kept as `next_seq` moves on (echo).
+    next_slot: usize,
+    /// Ticks after a request's `at` by which the board must have reported
+    /// it ([`Engine::stall_ticks`]), and a stimulus's timeout with the
+    /// board's response lag: both derived once per run, read every pass.
+    stall: u64,
+    timeout_lag: u64,
     /// The next sample to send; samples go out in sequence order.
     emit_seq: u64,
     /// `slot_of(emit_seq)`, kept as `emit_seq` moves on: emit and the
@@ -153,11 +164,14 @@ impl Run {
     /// stimulus before `emit_seq` has its sample sent, one from `next_seq`
     /// on is not produced yet). Usually one or two of the nine, so the
     /// timeout scans look at those only.
+    #[inline]
     fn in_flight(&self) -> impl Iterator<Item = usize> {
         let w = self.window;
         let first = self.emit_slot;
-        let n = self.next_seq.saturating_sub(self.emit_seq).min(w as u64) as usize;
-        (0..n).map(move |k| if first + k >= w { first + k - w } else { first + k })
+        // At most the window (`next_seq - emit_seq` never exceeds it): the
+        // difference of the low words, no 64-bit arithmetic.
+        let n = ((self.next_seq as u32).wrapping_sub(self.emit_seq as u32) as usize).min(w);
+        (first..first + n).map(move |k| if k >= w { k - w } else { k })
     }
 
     fn timeout(&self) -> u64 {
@@ -290,16 +304,16 @@ impl<const Q: usize> Engine<Q> {
     /// after delivering a group of events.
     pub fn poll(&mut self, now: u64) {
         self.saw(now);
-        let stall = self.run.as_ref().map(|r| self.stall_ticks(&r.config));
-        let lag = u64::from(self.board.response_lag_ticks);
-        if let (Some(run), Some(stall)) = (self.run.as_mut(), stall) {
-            let timeout = run.timeout().saturating_add(lag);
+        if let Some(run) = self.run.as_mut() {
+            let (timeout, stall) = (run.timeout_lag, run.stall);
             for i in run.in_flight() {
                 let slot = &mut run.slots[i];
                 if let Slot::Out { seq, tick } = *slot {
-                    if now > tick.saturating_add(timeout) {
-                        *slot = Slot::TimedOut { seq, tick };
+                    if now <= tick.saturating_add(timeout) {
+                        // Later stimuli went out later: none of them is due.
+                        break;
                     }
+                    *slot = Slot::TimedOut { seq, tick };
                 }
             }
             if let Next::Armed { req } = run.next {

@@ -30,8 +30,8 @@ impl<const Q: usize> Engine<Q> {
     /// [`Engine::on_stimulus`]. `None` means: nothing (cancel anything armed).
     /// Its `stimulus` is concrete: with identity, the byte of its `seq`.
     pub fn stimulus_request(&self) -> Option<StimulusRequest> {
-        match self.run.as_ref()?.next {
-            Next::Armed { req } => Some(req),
+        match &self.run.as_ref()?.next {
+            Next::Armed { req } => Some(*req),
             _ => None,
         }
     }
@@ -43,41 +43,47 @@ impl<const Q: usize> Engine<Q> {
     /// past (at or before the last `now` given) is left out, so a board
     /// never spins on it.
     pub fn next_deadline(&self) -> Option<u64> {
-        let mut d = self.flush_at;
-        let mut earliest = |t: u64| d = Some(d.map_or(t, |d: u64| d.min(t)));
-        if let Some(run) = &self.run {
-            earliest(run.heartbeat_at);
-            match run.next {
-                Next::Done => {}
-                Next::Armed { req } => {
-                    if req.at > self.last_now {
-                        earliest(req.at);
-                    }
-                    earliest(req.at.saturating_add(self.stall_ticks(&run.config)).saturating_add(1));
+        // Plain `min`s on a `u64` (the heartbeat is always due some time):
+        // this runs on every pass of the engine task.
+        let Some(run) = &self.run else { return self.flush_at };
+        let mut d = run.heartbeat_at;
+        if let Some(f) = self.flush_at {
+            d = d.min(f);
+        }
+        match &run.next {
+            Next::Done => {}
+            Next::Armed { req } => {
+                if req.at > self.last_now {
+                    d = d.min(req.at);
                 }
-                Next::Blocked { seq, .. } => {
-                    // Its slot frees on an answer, a timeout (below), or
-                    // when its identity may be taken back.
-                    if let Some(t) = self.reclaim_at(run, run.slots[run.slot_of(seq)]) {
-                        earliest(t.max(self.last_now.saturating_add(1)));
-                    }
+                d = d.min(req.at.saturating_add(run.stall).saturating_add(1));
+            }
+            Next::Blocked { .. } => {
+                // Its slot (`next_seq`'s) frees on an answer, a timeout
+                // (below), or when its identity may be taken back.
+                if let Some(t) = self.reclaim_at(run, run.slots[run.next_slot]) {
+                    d = d.min(t.max(self.last_now.saturating_add(1)));
                 }
             }
+        }
+        if run.config.trigger_ticks != 0 {
             if let Some(t) = self.trigger_request() {
                 // A software board raises it then; a hardware one has it
                 // armed, and the wake-up costs one poll.
                 if t.at > self.last_now {
-                    earliest(t.at);
-                }
-            }
-            let lag = u64::from(self.board.response_lag_ticks);
-            for i in run.in_flight() {
-                if let Slot::Out { tick, .. } = run.slots[i] {
-                    earliest(tick.saturating_add(run.timeout()).saturating_add(lag).saturating_add(1));
+                    d = d.min(t.at);
                 }
             }
         }
-        d
+        // Stimuli are produced in sequence order at rising ticks: the
+        // first one still out times out first.
+        for i in run.in_flight() {
+            if let Slot::Out { tick, .. } = run.slots[i] {
+                d = d.min(tick.saturating_add(run.timeout_lag).saturating_add(1));
+                break;
+            }
+        }
+        Some(d)
     }
 
     /// The requested stimulus happened at extended tick `tick` (equal to the
@@ -100,18 +106,22 @@ impl<const Q: usize> Engine<Q> {
         // schedule re-anchors at it, so the stimuli after it keep their
         // spacing rather than burst to catch up.
         let late = tick.saturating_sub(req.at);
-        if late >= u64::from(run.config.interval_ticks) {
+        let interval = u64::from(run.config.interval_ticks);
+        if late >= interval {
             let a = &mut self.totals.anomalies;
             a.slipped += 1;
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(late);
             a.slip_max_ticks = a.slip_max_ticks.max(late);
-            run.base_seq = req.seq;
-            run.base_tick = tick;
+            // Re-anchored at it: the next one an interval later.
+            run.sched_tick = tick;
         }
-        let i = run.slot_of(req.seq);
+        run.sched_tick = run.sched_tick.saturating_add(interval);
+        let i = usize::from(req.slot);
+        debug_assert_eq!(i, run.slot_of(req.seq));
         run.slots[i] = Slot::Out { seq: req.seq, tick };
         run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
+        run.next_slot = if i + 1 >= run.window { 0 } else { i + 1 };
         run.next = Next::Done;
         // Pipelined: with identity the next stimulus is planned at once.
         self.plan(now);
@@ -132,9 +142,12 @@ impl<const Q: usize> Engine<Q> {
             start_tick,
             periodic,
             window: config.stimulus.window(),
-            base_seq: 0,
-            base_tick: start_tick,
+            sched_tick: start_tick,
             next_seq: 0,
+            next_slot: 0,
+            stall: self.stall_ticks(&config),
+            timeout_lag: u64::from(config.timeout_ticks)
+                .saturating_add(u64::from(self.board.response_lag_ticks)),
             emit_seq: 0,
             emit_slot: 0,
             slots: [Slot::Free; IDENTITY_COUNT],
@@ -159,7 +172,17 @@ impl<const Q: usize> Engine<Q> {
     /// it is counted with its delay; one slipped by an interval or more
     /// re-anchors the schedule, so later stimuli keep their spacing rather
     /// than bunch up to catch up.
+    #[inline]
     pub(super) fn plan(&mut self, now: u64) {
+        // Already requested (most calls: after each answer and poll): no
+        // call, no set-up.
+        if let Some(Run { next: Next::Armed { .. }, .. }) = &self.run {
+            return;
+        }
+        self.plan_next(now);
+    }
+
+    fn plan_next(&mut self, now: u64) {
         let lead = u64::from(self.board.arm_lead_ticks);
         let reclaim_wait = self.board.heartbeat_ticks();
         let id = self.next_request_id;
@@ -172,21 +195,18 @@ impl<const Q: usize> Engine<Q> {
                 if !run.wants_more() {
                     return;
                 }
-                // The two fields, not a copy of the whole Config.
-                let (dither_ticks, interval_ticks) = (run.config.dither_ticks, run.config.interval_ticks);
-                let seq = run.next_seq;
+                let dither_ticks = run.config.dither_ticks;
                 let dither = if dither_ticks == 0 { 0 } else { u64::from(run.rng.up_to(dither_ticks)) };
-                let slot = run
-                    .base_tick
-                    .saturating_add((seq - run.base_seq).saturating_mul(u64::from(interval_ticks)));
-                (seq, slot.saturating_add(dither))
+                (run.next_seq, run.sched_tick.saturating_add(dither))
             }
         };
         if !run.wants_more() {
             run.next = Next::Done;
             return;
         }
-        let i = run.slot_of(seq);
+        // `seq` is `next_seq` (planned, or blocked since).
+        let i = run.next_slot;
+        debug_assert_eq!(i, run.slot_of(seq));
         // The end of the sample that last held the slot, if the slot is free.
         let ended = match run.slots[i] {
             Slot::Free => None,
@@ -236,8 +256,7 @@ impl<const Q: usize> Engine<Q> {
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
             a.slip_max_ticks = a.slip_max_ticks.max(slip);
             if slip >= u64::from(run.config.interval_ticks) {
-                run.base_seq = seq;
-                run.base_tick = at;
+                run.sched_tick = at;
             }
         }
         let stimulus = match run.config.stimulus {
@@ -249,7 +268,8 @@ impl<const Q: usize> Engine<Q> {
             }
             s => s,
         };
-        run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus } };
+        // `i` < the window (at most nine slots): the cast is lossless.
+        run.next = Next::Armed { req: StimulusRequest { id, seq, at, stimulus, slot: i as u8 } };
         self.next_request_id = id.wrapping_add(1);
     }
 

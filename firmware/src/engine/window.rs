@@ -126,7 +126,21 @@ impl<const Q: usize> Engine<Q> {
     /// Send every resolved sample whose predecessors are all sent, in
     /// sequence order; end the run when the count is taken or, stopping,
     /// when nothing is left in flight.
+    #[inline]
     pub(super) fn emit(&mut self, now: u64) {
+        // Nothing to send (most calls): no call.
+        let Some(run) = &self.run else { return };
+        let ready = match run.slots[run.emit_slot] {
+            Slot::Answered { seq, .. } | Slot::TimedOut { seq, .. } => seq == run.emit_seq,
+            Slot::Free | Slot::Out { .. } => false,
+        };
+        if run.periodic || !(ready || run.stopping) {
+            return;
+        }
+        self.emit_ready(now);
+    }
+
+    fn emit_ready(&mut self, now: u64) {
         loop {
             let Some(run) = self.run.as_mut() else { return };
             if run.periodic {

@@ -5,7 +5,7 @@
 //! deadline. Owns what is armed ([`Armed`]), whether the TX start-bit
 //! wire answered ([`TxWire`]), the TX line's free time and the retry.
 
-use latprobe_protocol::{identity_index, Edge, Stimulus};
+use latprobe_protocol::{Edge, Stimulus};
 
 use super::front::Front;
 use super::seam::{Channel, OutputMode, Polarity, TimerHw};
@@ -78,7 +78,7 @@ impl HwLoop {
             None => self.disarm(cx.hw),
             Some(req) if self.done_id == Some(req.id) => {}
             Some(req) => {
-                let slot = if self.identity { identity_index(req.seq) } else { 0 };
+                let slot = usize::from(req.slot);
                 match req.stimulus {
                     Stimulus::Edge(edge) => self.arm_edge(cx, req, slot, edge),
                     Stimulus::Byte(b) if now >= req.at => self.send(cx, req.id, slot, b),
@@ -87,17 +87,6 @@ impl HwLoop {
             }
         }
         self.plan_trigger(cx);
-        // Service the timer, not only read it: a start-bit capture that
-        // latched while the lock held its interrupt back is taken now, so
-        // the fallback below never calls a wired byte unwired (and the rest
-        // of the run software-timed). What it logged is delivered next.
-        let now = cx.front.service(cx.hw);
-        if cx.front.tx_start.is_none() {
-            self.tx_fallback(cx.engine, now);
-        }
-        if cx.front.has_events() {
-            return true;
-        }
         let mut due = cx.engine.next_deadline();
         let mut earliest = |t: u64| due = Some(due.map_or(t, |d: u64| d.min(t)));
         if let Armed::Byte { deadline, .. } = self.armed {
@@ -109,28 +98,43 @@ impl HwLoop {
         if let Some(t) = self.trigger_wake {
             earliest(t);
         }
-        let Some(due) = due else {
-            cx.hw.set_compare_irq(Channel::Wake, false);
-            return false;
+        // The wake-up compare, set from the `now` planning began with (a
+        // deadline that passed since is caught below, by the `now` read
+        // after the compare was written).
+        let wake = match due {
+            None => {
+                cx.hw.set_compare_irq(Channel::Wake, false);
+                None
+            }
+            Some(d) if d <= cx.now => return true,
+            Some(d) => match cx.front.ext.compare_value(d, cx.now) {
+                Some(v) => {
+                    cx.hw.set_compare(Channel::Wake, v as u32);
+                    cx.hw.take_compare(Channel::Wake);
+                    cx.hw.set_compare_irq(Channel::Wake, true);
+                    Some(d)
+                }
+                None => {
+                    // Beyond one counter period: the wrap's interrupt re-plans.
+                    cx.hw.set_compare_irq(Channel::Wake, false);
+                    None
+                }
+            },
         };
-        if due <= now {
+        // Then service the timer, not only read it: a start-bit capture
+        // that latched while the lock held its interrupt back is taken now,
+        // so the fallback never calls a wired byte unwired (and the rest of
+        // the run software-timed). What it logged is delivered next round.
+        // Its `now`, read after the compare was written, also tells whether
+        // the deadline passed while it was written: no match until the wrap.
+        let now = cx.front.service(cx.hw);
+        if cx.front.tx_start.is_none() && self.tx_fallback(cx.engine, now) {
             return true;
         }
-        match cx.front.ext.compare_value(due, now) {
-            Some(v) => {
-                cx.hw.set_compare(Channel::Wake, v as u32);
-                cx.hw.take_compare(Channel::Wake);
-                cx.hw.set_compare_irq(Channel::Wake, true);
-                // Passed while it was written: no match until the wrap.
-                let after = cx.front.now(cx.hw);
-                after >= due && !cx.hw.compare_pending(Channel::Wake)
-            }
-            None => {
-                // Beyond one counter period: the wrap's interrupt re-plans.
-                cx.hw.set_compare_irq(Channel::Wake, false);
-                false
-            }
+        if cx.front.has_events() {
+            return true;
         }
+        wake.is_some_and(|d| now >= d && !cx.hw.compare_pending(Channel::Wake))
     }
 
     /// The trigger compare follows the engine's [`Engine::trigger_request`]:

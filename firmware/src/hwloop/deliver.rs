@@ -89,16 +89,20 @@ impl HwLoop {
         );
     }
 
-    pub(super) fn tx_fallback<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) {
-        if let Armed::Byte { soft, deadline, slot } = self.armed {
-            if now >= deadline {
-                if self.tx_wire != TxWire::Absent {
-                    self.warn_no_tx_wire(engine, now);
-                }
-                self.tx_wire = TxWire::Absent;
-                self.armed = Armed::Nothing;
-                self.stimulus(engine, soft, slot, now, true);
-            }
+    /// A byte whose start-bit capture is overdue (its deadline passed at
+    /// `now`) is reported with its software tick. Returns whether it was.
+    #[inline]
+    pub(super) fn tx_fallback<const Q: usize>(&mut self, engine: &mut Engine<Q>, now: u64) -> bool {
+        let Armed::Byte { soft, deadline, slot } = self.armed else { return false };
+        if now < deadline {
+            return false;
         }
+        if self.tx_wire != TxWire::Absent {
+            self.warn_no_tx_wire(engine, now);
+        }
+        self.tx_wire = TxWire::Absent;
+        self.armed = Armed::Nothing;
+        self.stimulus(engine, soft, slot, now, true);
+        true
     }
 }

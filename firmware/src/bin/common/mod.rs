@@ -50,29 +50,39 @@ pub fn host_bytes<H: TimerHw, const Q: usize>(
 /// The meter sits in an `UnsafeCell`, not a `RefCell`: every access is
 /// inside `interrupt::free` and none calls back into the meter, so the
 /// borrow flag's checks (a dozen instructions on each of the ten or so
-/// calls per sample) would guard nothing.
+/// calls per sample) would guard nothing. The counter is a type, not a
+/// function pointer, so its read is inlined into every call.
 #[allow(dead_code)]
-pub struct Meter {
+pub struct Meter<C> {
     m: core::cell::UnsafeCell<latprobe_firmware::cpu::CpuMeter>,
-    counter: fn() -> u32,
+    counter: core::marker::PhantomData<C>,
+}
+
+/// The free-running counter a [`Meter`] reads, readable from any context.
+pub trait Counter {
+    /// Its value now.
+    fn read() -> u32;
 }
 
 // SAFETY: the meter is only reached through `Meter::with` and
 // `Meter::sleep`, each inside `cortex_m::interrupt::free` on a single-core
 // chip: no other context runs while one holds the `&mut`.
-unsafe impl Sync for Meter {}
+unsafe impl<C> Sync for Meter<C> {}
 
-impl core::fmt::Debug for Meter {
+impl<C> core::fmt::Debug for Meter<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Meter").finish_non_exhaustive()
     }
 }
 
 #[allow(dead_code)]
-impl Meter {
-    /// A meter reading `counter`.
-    pub const fn new(counter: fn() -> u32) -> Self {
-        Self { m: core::cell::UnsafeCell::new(latprobe_firmware::cpu::CpuMeter::new(0)), counter }
+impl<C: Counter> Meter<C> {
+    /// A meter reading `C`.
+    pub const fn new() -> Self {
+        Self {
+            m: core::cell::UnsafeCell::new(latprobe_firmware::cpu::CpuMeter::new(0)),
+            counter: core::marker::PhantomData,
+        }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut latprobe_firmware::cpu::CpuMeter, u32) -> R) -> R {
@@ -80,16 +90,19 @@ impl Meter {
             // SAFETY: interrupts are masked on a single core and `f` does
             // not reach the meter again: this is the only reference.
             let m = unsafe { &mut *self.m.get() };
-            f(m, (self.counter)())
+            f(m, C::read())
         })
     }
 
-    /// A task body starts.
+    /// A task body starts. Never inlined, so that the instruction profile
+    /// (tests/tests/throughput_qemu.rs) can tell the meter's own cost.
+    #[inline(never)]
     pub fn enter(&self, part: latprobe_firmware::cpu::Part) {
         self.with(|m, now| m.enter(part, now));
     }
 
-    /// The task body that started last ends.
+    /// The task body that started last ends (never inlined, as `enter`).
+    #[inline(never)]
     pub fn leave(&self) {
         self.with(|m, now| m.leave(now));
     }
@@ -104,9 +117,9 @@ impl Meter {
             // other reference while this one lives (WFI runs no handler
             // until the mask is lifted).
             let m = unsafe { &mut *self.m.get() };
-            m.switch(Part::Sleep, (self.counter)());
+            m.switch(Part::Sleep, C::read());
             cortex_m::asm::wfi();
-            m.switch(Part::Other, (self.counter)());
+            m.switch(Part::Other, C::read());
         });
     }
 
@@ -129,7 +142,13 @@ pub struct RunMeter {
 impl RunMeter {
     /// After an engine pass: note a start, or log the run's parts at its
     /// end (`taken` samples), in `unit` (`ticks`, `cycles`).
-    pub fn pass(&mut self, meter: &Meter, running: bool, taken: impl FnOnce() -> u64, unit: &str) {
+    pub fn pass<C: Counter>(
+        &mut self,
+        meter: &Meter<C>,
+        running: bool,
+        taken: impl FnOnce() -> u64,
+        unit: &str,
+    ) {
         use latprobe_firmware::cpu::{Part, RunCost};
         if running && !self.was_running {
             self.at_start = meter.ticks();

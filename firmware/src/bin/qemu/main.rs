@@ -96,15 +96,20 @@ unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
 }
 
 /// Where the CPU's time goes, in TIM2 ticks.
-static METER: common::Meter = common::Meter::new(cnt);
+static METER: common::Meter<Tim2Cnt> = common::Meter::new();
 
 /// TIM2's counter, read for the meter alone.
-fn cnt() -> u32 {
-    // SAFETY: a read of TIM2's CNT register, which `QemuTimer::start` set
-    // running before any task or the idle loop runs; reading CNT has no side
-    // effect (RM0090 §18.4.10), so it cannot disturb the `QemuTimer` that
-    // owns the timer, and the pointer is the PAC's fixed peripheral address.
-    unsafe { (*TIM2::ptr()).cnt().read().bits() }
+struct Tim2Cnt;
+
+impl common::Counter for Tim2Cnt {
+    #[inline(always)]
+    fn read() -> u32 {
+        // SAFETY: a read of TIM2's CNT register, which `QemuTimer::start` set
+        // running before any task or the idle loop runs; reading CNT has no side
+        // effect (RM0090 §18.4.10), so it cannot disturb the `QemuTimer` that
+        // owns the timer, and the pointer is the PAC's fixed peripheral address.
+        unsafe { (*TIM2::ptr()).cnt().read().bits() }
+    }
 }
 
 /// QEMU's TIM2 counter, SysTick as the wake-up compare and the target
