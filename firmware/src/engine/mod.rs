@@ -309,7 +309,7 @@ impl<const Q: usize> Engine<Q> {
             for i in run.in_flight() {
                 let slot = &mut run.slots[i];
                 if let Slot::Out { seq, tick } = *slot {
-                    if now <= tick.saturating_add(timeout) {
+                    if now <= tick + timeout {
                         // Later stimuli went out later: none of them is due.
                         break;
                     }
@@ -317,7 +317,7 @@ impl<const Q: usize> Engine<Q> {
                 }
             }
             if let Next::Armed { req } = run.next {
-                if now > req.at.saturating_add(stall) {
+                if now > req.at + stall {
                     warn!("stimulus {} requested at {} never reported", req.seq, req.at);
                     self.send_error(ErrorCode::Internal, "board never produced the stimulus");
                     self.finish(StopReason::Fault, now);

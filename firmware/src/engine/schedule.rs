@@ -56,7 +56,9 @@ impl<const Q: usize> Engine<Q> {
                 if req.at > self.last_now {
                     d = d.min(req.at);
                 }
-                d = d.min(req.at.saturating_add(run.stall).saturating_add(1));
+                // Ticks count from boot and the periods are u32s: no sum here comes
+                // near 2^64 (5 800 years at 100 MHz), so plain adds.
+                d = d.min(req.at + run.stall + 1);
             }
             Next::Blocked { .. } => {
                 // Its slot (`next_seq`'s) frees on an answer, a timeout
@@ -79,7 +81,7 @@ impl<const Q: usize> Engine<Q> {
         // first one still out times out first.
         for i in run.in_flight() {
             if let Slot::Out { tick, .. } = run.slots[i] {
-                d = d.min(tick.saturating_add(run.timeout_lag).saturating_add(1));
+                d = d.min(tick + run.timeout_lag + 1);
                 break;
             }
         }

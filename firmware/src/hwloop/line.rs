@@ -34,6 +34,14 @@ impl HwLoop {
     ) -> bool {
         let mut absent_at_start = false;
         let run = engine.run_start();
+        if run == self.run && self.line == self.run_line {
+            // The same run (every pass but its first): the line and the
+            // channel are as it wants them.
+            if self.tx_wire == TxWire::Absent {
+                hw.set_capture(Channel::TxStart, None);
+            }
+            return false;
+        }
         if run != self.run {
             self.run = run;
             let c = engine.config().copied();
