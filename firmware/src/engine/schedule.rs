@@ -174,7 +174,7 @@ impl<const Q: usize> Engine<Q> {
     /// it is counted with its delay; one slipped by an interval or more
     /// re-anchors the schedule, so later stimuli keep their spacing rather
     /// than bunch up to catch up.
-    #[inline]
+    #[inline(always)]
     pub(super) fn plan(&mut self, now: u64) {
         // Already requested (most calls: after each answer and poll): no
         // call, no set-up.

@@ -126,7 +126,7 @@ impl<const Q: usize> Engine<Q> {
     /// Send every resolved sample whose predecessors are all sent, in
     /// sequence order; end the run when the count is taken or, stopping,
     /// when nothing is left in flight.
-    #[inline]
+    #[inline(always)]
     pub(super) fn emit(&mut self, now: u64) {
         // Nothing to send (most calls): no call.
         let Some(run) = &self.run else { return };
