@@ -86,6 +86,36 @@ mod tests {
         }
     }
 
+    /// Against a plain LEB128 coder, at every length boundary and around
+    /// 2^32, with a buffer of exactly the length and one byte short.
+    #[test]
+    fn codes_the_same_bytes_as_a_plain_coder_at_every_length_boundary() {
+        fn reference(mut v: u64) -> std::vec::Vec<u8> {
+            let mut out = std::vec::Vec::new();
+            loop {
+                let b = (v & 0x7f) as u8;
+                v >>= 7;
+                if v == 0 {
+                    out.push(b);
+                    return out;
+                }
+                out.push(b | 0x80);
+            }
+        }
+        let mut values = std::vec![0u64, 1, u64::from(u32::MAX), 1 << 32, (1 << 32) + 1, u64::MAX];
+        for k in 1..10 {
+            let edge = 1u64 << (7 * k);
+            values.extend([edge - 1, edge, edge + 1]);
+        }
+        for v in values {
+            let want = reference(v);
+            let mut buf = [0u8; MAX_LEN];
+            assert_eq!(write(v, &mut buf[..want.len()]), Some(want.len()), "{v}");
+            assert_eq!(&buf[..want.len()], &want[..], "{v}");
+            assert_eq!(write(v, &mut buf[..want.len() - 1]), None, "{v}: one byte short");
+        }
+    }
+
     #[test]
     fn rejects_overlong() {
         assert_eq!(read(&[0xff; 11]), None);

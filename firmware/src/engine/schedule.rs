@@ -30,8 +30,13 @@ impl<const Q: usize> Engine<Q> {
     /// [`Engine::on_stimulus`]. `None` means: nothing (cancel anything armed).
     /// Its `stimulus` is concrete: with identity, the byte of its `seq`.
     pub fn stimulus_request(&self) -> Option<StimulusRequest> {
+        self.requested().copied()
+    }
+
+    /// [`Engine::stimulus_request`] by reference (no copy of the request).
+    pub fn requested(&self) -> Option<&StimulusRequest> {
         match &self.run.as_ref()?.next {
-            Next::Armed { req } => Some(*req),
+            Next::Armed { req } => Some(req),
             _ => None,
         }
     }

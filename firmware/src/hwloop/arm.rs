@@ -74,10 +74,12 @@ impl HwLoop {
                 cx.hw.set_output(rest(edge));
             }
         }
-        match cx.engine.stimulus_request() {
+        // By reference: most passes find it armed already (its id done),
+        // and a copy of the request is not needed for that.
+        match cx.engine.requested() {
             None => self.disarm(cx.hw),
             Some(req) if self.done_id == Some(req.id) => {}
-            Some(req) => {
+            Some(&req) => {
                 let slot = usize::from(req.slot);
                 match req.stimulus {
                     Stimulus::Edge(edge) => self.arm_edge(cx, req, slot, edge),

@@ -34,9 +34,10 @@ impl HwLoop {
     ) -> bool {
         let mut absent_at_start = false;
         let run = engine.run_start();
-        if run == self.run && self.line == self.run_line {
+        if run == self.run {
             // The same run (every pass but its first): the line and the
-            // channel are as it wants them.
+            // channel were set as it wants them when it was first seen,
+            // and nothing else changes them.
             if self.tx_wire == TxWire::Absent {
                 hw.set_capture(Channel::TxStart, None);
             }
