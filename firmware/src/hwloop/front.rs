@@ -96,9 +96,6 @@ pub struct Front {
     trigger_mask: u64,
     /// The trigger pulse's width, in ticks.
     trigger_width: u64,
-    /// The last `now` read (by [`Front::now`] or a service): every event
-    /// logged so far was read before it.
-    last_now: u64,
 }
 
 /// What one `Front::collect` handed over.
@@ -131,7 +128,6 @@ impl Front {
             trigger: TriggerPhase::Idle,
             trigger_mask: 0,
             trigger_width: 0,
-            last_now: 0,
         }
     }
 
@@ -229,8 +225,7 @@ impl Front {
         }
         let counter = hw.counter();
         let pending = hw.overflow_pending();
-        self.last_now = self.ext.now(u64::from(counter), pending);
-        self.last_now
+        self.ext.now(u64::from(counter), pending)
     }
 
     /// The timer interrupt (top priority): log what latched. Returns
@@ -301,7 +296,6 @@ impl Front {
         let counter = hw.counter();
         let pending = hw.overflow_pending();
         let now = self.ext.now(u64::from(counter), pending);
-        self.last_now = now;
         if let Some(c) = tx {
             if self.tx_start.is_none() {
                 self.tx_start = Some((self.ext.capture(u64::from(c.raw), now), c.overcaptured));
@@ -329,20 +323,11 @@ impl Front {
         self.len += 1;
     }
 
-    /// Engine task, under the lock: hand every event over. Returns the
-    /// last `now` read, after every event it hands over was read.
-    ///
-    /// No service of its own: every capture, flag and byte has its
-    /// interrupt, which services the front and pends the engine task, so
-    /// one held back by a lock is logged when the lock ends and delivered
-    /// in the next round or pass, against a later `now` (the read-order
-    /// rule holds either way). The `now` it returns is usually the one the
-    /// interrupt that woke the task read a few instructions earlier; an
-    /// older one (a pass the host's bytes woke) only delays what is due
-    /// to the next round, as `plan` reads the counter afresh. This saves a
-    /// counter read a pass (two a sample).
-    pub(super) fn collect(&mut self, out: &mut Batch) -> u64 {
-        let now = self.last_now;
+    /// Engine task, under the lock: service the timer once more (a capture
+    /// whose interrupt is pending is read now), then hand every event over.
+    /// Returns the `now` read after the last capture.
+    pub(super) fn collect<T: TimerHw>(&mut self, hw: &mut T, out: &mut Batch) -> u64 {
+        let now = self.service(hw);
         out.len = 0;
         while self.len > 0 {
             out.events[out.len] = self.log[self.head];

@@ -360,7 +360,7 @@ impl HwLoop {
     pub fn run<L: TimerLock, const Q: usize>(&mut self, engine: &mut Engine<Q>, timer: &mut L) {
         for _ in 0..ROUNDS {
             let batch = &mut self.batch;
-            let now = timer.lock(|front, _| front.collect(batch));
+            let now = timer.lock(|front, hw| front.collect(hw, batch));
             self.deliver(engine, now);
             if !timer.lock(|front, hw| self.plan(engine, front, hw)) {
                 return;

@@ -363,7 +363,7 @@ fn a_start_bit_capture_waiting_at_plan_time_is_not_dropped() {
         }
         // The engine task collects (nothing yet), then spends 3 bit times
         // on its delivery; the start bit latches meanwhile.
-        let now = s.front.collect(&mut s.lp.batch);
+        let now = s.front.collect(&mut s.hw, &mut s.lp.batch);
         s.lp.deliver(&mut s.e, now);
         let t = s.hw.t + 3 * BIT;
         s.hw.advance(t);
@@ -411,7 +411,7 @@ fn the_target_receive_burst_logs_bytes_and_errors_and_stops_when_empty() {
     let mut rx = Script(std::vec![Some(Ok(0x41)), Some(Err(())), Some(Ok(0x42)), None, Some(Ok(0x43))]);
     t.on_target_rx(&mut rx, 8);
     let mut b = Batch::new();
-    t.front.collect(&mut b);
+    t.front.collect(&mut t.hw, &mut b);
     let got: Vec<_> = b.events[..b.len]
         .iter()
         .map(|e| match *e {
@@ -428,7 +428,7 @@ fn the_target_receive_burst_logs_bytes_and_errors_and_stops_when_empty() {
     // At most `burst` reads.
     let mut rx = Script(std::vec![Some(Ok(1)), Some(Ok(2)), Some(Ok(3))]);
     t.on_target_rx(&mut rx, 2);
-    t.front.collect(&mut b);
+    t.front.collect(&mut t.hw, &mut b);
     assert_eq!(b.len, 2);
     assert_eq!(rx.0.len(), 1);
 }
