@@ -57,6 +57,19 @@ impl HwLoop {
         front: &mut Front,
         hw: &mut T,
     ) -> bool {
+        // The run's line first: a run's first pass sets its capture up,
+        // which on the Pico rewrites PIO state for several µs. The `now`
+        // the stimulus is armed against is read after it (read before, it
+        // made a run's first stimulus a software one in rp2040js: its
+        // compare was written after its tick).
+        let absent = self.follow_run(engine, hw);
+        hw.marker(self.marker && engine.is_running());
+        if !engine.is_running() {
+            // Between runs the stimulus line rests at its idle level.
+            if let Some(Stimulus::Edge(edge)) = engine.config().map(|c| c.stimulus) {
+                hw.set_output(rest(edge));
+            }
+        }
         let now = front.now(hw);
         let cx = &mut Ctx { engine, front, hw, now };
         if let Some(from) = self.cost_from.take() {
@@ -64,15 +77,8 @@ impl HwLoop {
             self.stats.capture_cost_last = cost;
             self.stats.capture_cost_max = self.stats.capture_cost_max.max(cost);
         }
-        if self.follow_run(cx.engine, cx.hw) {
+        if absent {
             self.warn_no_tx_wire(cx.engine, now);
-        }
-        cx.hw.marker(self.marker && cx.engine.is_running());
-        if !cx.engine.is_running() {
-            // Between runs the stimulus line rests at its idle level.
-            if let Some(Stimulus::Edge(edge)) = cx.engine.config().map(|c| c.stimulus) {
-                cx.hw.set_output(rest(edge));
-            }
         }
         // By reference: most passes find it armed already (its id done),
         // and a copy of the request is not needed for that.
