@@ -93,6 +93,9 @@ pub struct Fake {
     period: u64,
     /// Time one register access takes.
     pub access_ticks: u64,
+    /// Ticks a response capture's set-up takes besides its access (the
+    /// Pico rewrites PIO state for several µs): 0 for a plain timer.
+    pub setup_ticks: u64,
     /// Edge to latch: the input filter (N samples).
     pub filter: u64,
     /// Extra latch delay per capture pin (synchroniser skew).
@@ -165,6 +168,7 @@ impl Fake {
             t: t0,
             period: 1 << 32,
             access_ticks: 2,
+            setup_ticks: 0,
             filter: 8,
             skew: [0, 0],
             bit: 868,
@@ -461,6 +465,10 @@ impl TimerHw for Fake {
 
     fn set_capture(&mut self, ch: Channel, polarity: Option<Polarity>) {
         self.access();
+        if ch == Channel::Response && polarity.is_some() {
+            let to = self.t + self.setup_ticks;
+            self.advance(to);
+        }
         if let Some(i) = cap_index(ch) {
             self.cap[i] = Cap { polarity, ..Cap::default() };
         }

@@ -380,6 +380,26 @@ fn a_capture_latched_inside_the_interrupt_keeps_its_tick() {
     assert!(l[1..].iter().all(|&l| l == Some(0)), "{l:?}");
 }
 
+/// A run's first pass sets its response capture up before it arms the
+/// first stimulus; on the Pico that set-up rewrites PIO state for several
+/// µs. The loop armed the stimulus against the `now` read before it: with a
+/// set-up longer than the arm lead, the compare was written after its tick,
+/// no match came, and the first stimulus was forced in software (rp2040js
+/// caught it on a UART0-link run). Armed against a `now` read after the
+/// set-up, it is planned late instead: a rest, then the compare, exact.
+#[test]
+fn a_slow_capture_set_up_does_not_make_the_first_stimulus_a_software_one() {
+    let mut s = Sim::nucleo(1_000_000);
+    s.hw.wires.gpio_loopback = true;
+    s.hw.target = Target::None;
+    let lead = u64::from(nucleo_board().arm_lead_ticks);
+    s.hw.setup_ticks = lead + 30 * US;
+    let st = s.measure(echo(Mode::Loopback, Stimulus::Edge(Edge::Rising), 5), 50 * MS);
+    assert_eq!((st.taken, st.timeouts), (5, 0), "{st:?}");
+    assert_eq!(st.anomalies.soft_stimuli, 0, "{:?}", st.anomalies);
+    assert!(s.latencies().iter().all(|&l| l == Some(0)), "{:?}", s.latencies());
+}
+
 /// The same for the TX start-bit capture (CH3), which the old board also
 /// read after `now`: latched inside the interrupt, a tick after `now`, it
 /// is read in the next pass and keeps its tick (the old order placed it
