@@ -108,14 +108,22 @@ fn measure(name: &str, mode: &str, interval: &str, count: u64, extra: &[&str]) -
     // 921 600 Bd link's rate of about 21 000 samples a second.
     row.push_str(&format!("   {:>5.0} %", per(busy) as f64 * 21_000.0 / 100e6 * 100.0));
     // The capture path (echo modes): from the read of the answer's byte to
-    // its sample queued and the engine polled, the run's last and largest,
-    // as the firmware logs it (`LoopStats::capture_cost_*`).
+    // its sample queued and the engine polled, the run's smallest, last and
+    // largest, as the firmware logs it (`LoopStats::capture_cost_*`). The
+    // largest (and the last, the run's final flush) include coding a whole
+    // batch frame; the smallest is a pass that queued a sample only.
     if let Some(l) = log.iter().rev().find(|l| l.contains("capture path: ")) {
         let words: Vec<&str> = l.split_whitespace().collect();
         let after = |w: &str| words.iter().position(|x| *x == w).and_then(|i| words.get(i + 1));
         let max: u64 = after("max").and_then(|v| v.parse().ok()).unwrap_or(0);
         let last: u64 = after("last").and_then(|v| v.parse().ok()).unwrap_or(0);
-        row.push_str(&format!("   {:>6} {:>6}", last * INSTRUCTIONS_PER_TICK, max * INSTRUCTIONS_PER_TICK));
+        let min: u64 = after("min").and_then(|v| v.parse().ok()).unwrap_or(0);
+        row.push_str(&format!(
+            "   {:>6} {:>6} {:>6}",
+            min * INSTRUCTIONS_PER_TICK,
+            last * INSTRUCTIONS_PER_TICK,
+            max * INSTRUCTIONS_PER_TICK
+        ));
     }
     row
 }
@@ -130,7 +138,7 @@ fn instructions_per_sample_by_part_under_icount() {
     ];
     let mut t = String::from(
         "qemu firmware, instructions per sample (-icount shift=0), by part\n\
-         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz   capture to sample (last, max)\n",
+         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz   capture to sample (min, last, max)\n",
     );
     for r in rows {
         t.push_str(&r);

@@ -76,6 +76,9 @@ impl HwLoop {
             let cost = now.saturating_sub(from).min(u64::from(u32::MAX)) as u32;
             self.stats.capture_cost_last = cost;
             self.stats.capture_cost_max = self.stats.capture_cost_max.max(cost);
+            if self.stats.capture_cost_min == 0 || cost < self.stats.capture_cost_min {
+                self.stats.capture_cost_min = cost;
+            }
         }
         if absent {
             self.warn_no_tx_wire(cx.engine, now);

@@ -254,6 +254,10 @@ pub struct LoopStats {
     pub capture_cost_last: u32,
     /// See `capture_cost_last`.
     pub capture_cost_max: u32,
+    /// The smallest this run (0: none yet): a pass that queued a sample
+    /// and built no frame. The largest is usually a pass that also coded
+    /// a whole batch frame (every 64th sample, and the run's last).
+    pub capture_cost_min: u32,
     /// Events lost because the front's log was full.
     pub lost_events: u32,
 }
@@ -329,6 +333,7 @@ impl HwLoop {
                 skew_clamped: 0,
                 capture_cost_last: 0,
                 capture_cost_max: 0,
+                capture_cost_min: 0,
                 lost_events: 0,
             },
         }

@@ -453,9 +453,10 @@ mod app {
             // TIM2 counts at SYSCLK: its ticks are core cycles.
             let s = lp.stats();
             defmt::info!(
-                "capture path: latch to sample queued max {=u32} cycles (last {=u32}); engine task max {=u32} cycles (DWT); {=u32} soft stimulus ticks, {=u32} skew-clamped, {=u32} events lost",
+                "capture path: latch to sample queued max {=u32} cycles (last {=u32}, min {=u32}); engine task max {=u32} cycles (DWT); {=u32} soft stimulus ticks, {=u32} skew-clamped, {=u32} events lost",
                 s.capture_cost_max,
                 s.capture_cost_last,
+                s.capture_cost_min,
                 costs.engine_task_max,
                 s.soft_stimuli,
                 s.skew_clamped,

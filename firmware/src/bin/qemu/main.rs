@@ -369,10 +369,11 @@ mod app {
             // and a tick 10 ns: ticks x 10 = instructions.
             let s = lp.stats();
             defmt::info!(
-                "capture path: byte read to sample queued max {=u32} ticks = {=u32} instructions (-icount shift=0), last {=u32} ticks",
+                "capture path: byte read to sample queued max {=u32} ticks = {=u32} instructions (-icount shift=0), last {=u32} ticks, min {=u32} ticks",
                 s.capture_cost_max,
                 s.capture_cost_max.saturating_mul(10),
-                s.capture_cost_last
+                s.capture_cost_last,
+                s.capture_cost_min
             );
         }
         *cx.local.was_running = running;

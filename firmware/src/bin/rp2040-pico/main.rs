@@ -339,9 +339,10 @@ mod app {
             let (faults, lost, trig) =
                 timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges, t.hw.trigger_faults));
             defmt::info!(
-                "capture path: latch to sample queued max {=u32} ticks (last {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults, {=u32} trigger faults",
+                "capture path: latch to sample queued max {=u32} ticks (last {=u32}, min {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults, {=u32} trigger faults",
                 s.capture_cost_max,
                 s.capture_cost_last,
+                s.capture_cost_min,
                 s.soft_stimuli,
                 s.lost_events,
                 lost,
