@@ -34,15 +34,9 @@ impl HwLoop {
     ) -> bool {
         let mut absent_at_start = false;
         let run = engine.run_start();
-        if run == self.run {
-            // The same run (every pass but its first): the line and the
-            // channel were set as it wants them when it was first seen,
-            // and nothing else changes them.
-            if self.tx_wire == TxWire::Absent {
-                hw.set_capture(Channel::TxStart, None);
-            }
-            return false;
-        }
+        // Only a run's first pass sets the line and the channel up: on every
+        // later pass of the same run they are as it wants them, and nothing
+        // else changes them.
         if run != self.run {
             self.run = run;
             let c = engine.config().copied();
@@ -80,9 +74,9 @@ impl HwLoop {
                 (true, Some(Stimulus::None(ResponseLine::Uart))) => Line::Uart,
                 _ => Line::Off,
             };
+            self.set_line(self.run_line);
+            self.sync_line(hw);
         }
-        self.set_line(self.run_line);
-        self.sync_line(hw);
         if self.tx_wire == TxWire::Absent {
             hw.set_capture(Channel::TxStart, None);
         }

@@ -64,6 +64,20 @@ pub trait Counter {
     fn read() -> u32;
 }
 
+/// The core's cycle counter (DWT CYCCNT), which the board's `init` enables
+/// before any task runs (the Nucleo's meter; QEMU models no DWT, and the
+/// M0+ has no cycle counter).
+#[cfg(feature = "board-nucleo-f411re")]
+pub struct CycleCount;
+
+#[cfg(feature = "board-nucleo-f411re")]
+impl Counter for CycleCount {
+    #[inline(always)]
+    fn read() -> u32 {
+        cortex_m::peripheral::DWT::cycle_count()
+    }
+}
+
 // SAFETY: the meter is only reached through `Meter::with` and
 // `Meter::sleep`, each inside `cortex_m::interrupt::free` on a single-core
 // chip: no other context runs while one holds the `&mut`.

@@ -101,20 +101,9 @@ fn image_crc() -> u32 {
     latprobe_protocol::framing::CRC.checksum(image)
 }
 
-/// Where the CPU's time goes, in core cycles (the DWT cycle counter,
-/// enabled in `init` before any task runs; reading CYCCNT has no side
-/// effect, ARMv7-M ARM C1.8.8).
-static METER: common::Meter<CycleCount> = common::Meter::new();
-
-/// The core's cycle counter (DWT CYCCNT), read for the meter alone.
-struct CycleCount;
-
-impl common::Counter for CycleCount {
-    #[inline(always)]
-    fn read() -> u32 {
-        cortex_m::peripheral::DWT::cycle_count()
-    }
-}
+/// Where the CPU's time goes, in core cycles (DWT CYCCNT, enabled in `init`;
+/// reading it has no side effect, ARMv7-M ARM C1.8.8).
+static METER: common::Meter<common::CycleCount> = common::Meter::new();
 
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
