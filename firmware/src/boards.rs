@@ -40,6 +40,19 @@ pub mod nucleo_f411re {
     /// and PA10/PA1) latch up to this many ticks apart: each pin has its
     /// own synchroniser and filter, which settle a clock apart.
     pub const LOOPBACK_SKEW_TICKS: u32 = 2;
+    /// How far ahead of its tick the engine asks for a stimulus
+    /// ([`crate::BoardInfo::with_arm_lead`]): 20 µs. The engine plans the
+    /// next stimulus when the last one is reported, so an interval is
+    /// kept only while the report's latency and this lead fit in it; the
+    /// engine's default, 100 µs, held every echo mode at 10 000 stimuli a
+    /// second at most, whatever the interval asked. A pass that plans and
+    /// arms a stimulus is about 1 400 instructions (the same code's exec
+    /// profile under QEMU, `throughput_qemu`), 14 µs at 100 MHz; the pass
+    /// that also codes a batch frame (one sample in 64) is about 10 000
+    /// and arms late, which the loop takes: an edge after its 10 µs rest
+    /// ([`LoopConfig::late_rest_ticks`]), a byte written late, each timed
+    /// as it happened, and the schedule keeps its anchor.
+    pub const ARM_LEAD_TICKS: u32 = TIMER_HZ / 50_000;
     /// The capture loop's view of the board.
     pub const LOOP: LoopConfig = LoopConfig {
         timer_hz: TIMER_HZ,
@@ -119,6 +132,9 @@ pub mod qemu {
         // No compare pins in QEMU: the engine task decides (flags only).
         trigger: TriggerOut::Software,
     };
+    /// The arm lead, as the Nucleo's ([`super::nucleo_f411re::ARM_LEAD_TICKS`]):
+    /// the same code on the same 100 MHz timer.
+    pub const ARM_LEAD_TICKS: u32 = super::nucleo_f411re::ARM_LEAD_TICKS;
 }
 
 #[cfg(test)]

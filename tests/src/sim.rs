@@ -328,6 +328,9 @@ pub struct SimParams {
     /// UART byte is read a byte time after its start bit is captured); the
     /// board announces it as its response lag.
     pub byte_lag: u64,
+    /// The board's arm lead ([`BoardInfo::with_arm_lead`]), in ticks; 0:
+    /// [`BoardInfo::new`]'s (100 µs).
+    pub arm_lead: u32,
 }
 
 /// Counters of what the simulation exercised.
@@ -415,7 +418,11 @@ impl Sim {
             | Capabilities::HW_CAPTURE
             | Capabilities::EMULATED;
         let lag = u32::try_from(p.byte_lag).expect("byte lag fits u32");
-        let engine = Engine::new(BoardInfo::new("sim", p.hz, p.bits, caps).with_response_lag(lag));
+        let mut board = BoardInfo::new("sim", p.hz, p.bits, caps).with_response_lag(lag);
+        if p.arm_lead != 0 {
+            board = board.with_arm_lead(p.arm_lead);
+        }
+        let engine = Engine::new(board);
         let mask = p.bits.mask();
         assert!(p.bits != TimerBits::B64, "the simulation models a wrapping counter");
         assert!(p.start <= mask);

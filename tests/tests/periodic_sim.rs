@@ -64,6 +64,7 @@ fn run(ppm: f64, seed: u64, n: u64) -> Outcome {
         target: Target::Clocked(target.clone()),
         drain: Drain::Fast,
         byte_lag: 0,
+        arm_lead: 0,
     };
     // The engine counts edges: stop after as many as the first `n` cycles
     // will have (the missed ones have none; about 20 per million).

@@ -129,6 +129,7 @@ fn million_samples_16_bit_counter_at_1_mhz() {
         target: Target::Realistic { hz, timeout: 15_000, guard: 1_000 },
         drain: Drain::Fast,
         byte_lag: 0,
+        arm_lead: 0,
     };
     let mut sim = boot(p, echo_config(hz, Some(MILLION), 0xd1_7e5));
     sim.run_to_stop(20 * MILLION);
@@ -155,6 +156,7 @@ fn million_samples_32_bit_counter_at_100_mhz_starting_near_the_wrap() {
         target: Target::Realistic { hz, timeout: 1_500_000, guard: 100_000 },
         drain: Drain::Fast,
         byte_lag: 0,
+        arm_lead: 0,
     };
     let mut sim = boot(p, echo_config(hz, Some(MILLION), 0xabc));
     sim.run_to_stop(20 * MILLION);
@@ -181,6 +183,7 @@ fn slow_host(stop: Option<u64>) -> Sim {
         // 40 bytes every 10 ms: 4 kB/s against ~10 kB/s of samples.
         drain: Drain::Slow { every: 10_000, bytes: 40 },
         byte_lag: 0,
+        arm_lead: 0,
     };
     let config = Config {
         mode: Mode::GpioEcho,
@@ -257,6 +260,7 @@ fn periodic_edges_across_32_bit_wraps() {
         target: Target::Periodic { first: (1 << 32) - 40_000_000, period: 100_000, jitter: 2_000 },
         drain: Drain::Fast,
         byte_lag: 0,
+        arm_lead: 0,
     };
     let config = Config {
         mode: Mode::Periodic,
@@ -381,6 +385,7 @@ fn identity_million_samples_16_bit_counter_tail_up_to_ten_intervals() {
         target: Target::InOrderUart { hz, interval: ms, timeout: 8 * ms, byte_ticks: 87 },
         drain: Drain::Fast,
         byte_lag: 95,
+        arm_lead: 0,
     };
     let mut sim = boot(p, identified_config(hz, MILLION, 0x5eed));
     sim.run_to_stop(30 * MILLION);
@@ -403,6 +408,7 @@ fn identity_million_samples_32_bit_counter_at_100_mhz() {
         target: Target::InOrderUart { hz, interval: ms, timeout: 8 * ms, byte_ticks: 8_681 },
         drain: Drain::Fast,
         byte_lag: 9_000,
+        arm_lead: 0,
     };
     let mut sim = boot(p, identified_config(hz, MILLION, 0x5eed2));
     sim.run_to_stop(30 * MILLION);
@@ -412,8 +418,16 @@ fn identity_million_samples_32_bit_counter_at_100_mhz() {
 /// At the Nucleo's link limit: 921 600 Bd carries about 21 000 samples a
 /// second (4.4 bytes each), a 48 µs interval. The same in-order target
 /// with its tail to ten intervals, a 921 600 Bd target line (a byte is
-/// 1 085 ticks at 100 MHz) and a 30 µs interrupt latency, more than half
-/// the interval: every latency still equals the truth to the tick.
+/// 1 085 ticks at 100 MHz; the Nucleo's own target line runs at 115 200 Bd,
+/// where one byte, 87 µs, is longer than this interval) and a 30 µs
+/// interrupt latency, more than half the interval: every latency still
+/// equals the truth to the tick. The board's arm lead is the Nucleo's
+/// (20 µs): the stimuli go out 65.8 µs apart on average, 17.5 µs of it
+/// counted slips, identities held by answers still due (the tail reaches
+/// eight intervals, there are nine identities), and a probe that armed at
+/// once (a one-tick lead) keeps 65.7 µs. With the engine's default lead
+/// (100 µs) they went out 122 µs apart: the probe, not the target, held
+/// the rate to 8 200 samples a second.
 #[test]
 fn identity_at_the_nucleo_link_limit_48us_every_latency_exact() {
     let hz = 100_000_000;
@@ -433,9 +447,30 @@ fn identity_at_the_nucleo_link_limit_48us_every_latency_exact() {
         },
         drain: Drain::Fast,
         byte_lag: 1_200,
+        arm_lead: latprobe_firmware::boards::nucleo_f411re::ARM_LEAD_TICKS,
     };
     let n = 200_000;
     let mut sim = boot(p, identified_config_at(interval, n, 0x5eed48));
     sim.run_to_stop(30 * n);
     assert_exact_identity_run_at(&sim, n, u64::from(interval));
+    // The schedule: first to last stimulus is the interval per stimulus
+    // plus the slips the probe counted, within 1 % (a stimulus whose
+    // report came late by the interrupt latency goes out a little late,
+    // and the ones after it keep their places).
+    let s = &sim.host.samples;
+    let span = s[s.len() - 1].stimulus_tick - s[0].stimulus_tick;
+    let stopped = sim.host.stopped.expect("Stopped received");
+    let counted = (n - 1) * u64::from(interval) + stopped.anomalies.slip_total_ticks;
+    eprintln!(
+        "first to last stimulus {span} ticks: {} per stimulus, {} of them counted slips",
+        span / (n - 1),
+        stopped.anomalies.slip_total_ticks / (n - 1)
+    );
+    assert!(
+        span <= counted + counted / 100,
+        "{span} ticks from first to last stimulus, {counted} accounted for"
+    );
+    // And the rate is the target's to set, not the probe's (the test's
+    // docs: 6 582 ticks a stimulus here, 12 218 with a 100 µs lead).
+    assert!(span / (n - 1) < 3 * u64::from(interval) / 2, "{} ticks a stimulus", span / (n - 1));
 }

@@ -108,7 +108,7 @@ static METER: common::Meter<common::CycleCount> = common::Meter::new();
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
     use cortex_m::peripheral::DWT;
-    use latprobe_firmware::boards::nucleo_f411re::{HOST_BAUD, LOOP, TARGET_BAUD, TIMER_HZ};
+    use latprobe_firmware::boards::nucleo_f411re::{ARM_LEAD_TICKS, HOST_BAUD, LOOP, TARGET_BAUD, TIMER_HZ};
     use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
     use stm32f4xx_hal::{
@@ -343,14 +343,14 @@ mod app {
         // PB4 (TIM3 CH1), `--trigger-above`: only when TIM3 started in step.
         let caps = if trigger_ok { caps | Capabilities::TRIGGER } else { caps };
         // A uart-echo answer faster than one byte at the target line's baud
-        // is an earlier stimulus's late echo, not this one's answer.
-        // A UART answer reaches the engine when its byte is read, up to a
-        // byte time and the engine task's delay after its start-bit capture.
+        // is an earlier stimulus's late echo; a UART answer reaches the engine
+        // up to a byte time and the task's delay after its start-bit capture.
         let engine = Engine::new(
             BoardInfo::new("nucleo-f411re", TIMER_HZ, TimerBits::B32, caps)
                 .with_uart_echo_floor(TARGET_BAUD)
                 .with_target_baud(TARGET_BAUD)
                 .with_build_id(super::image_crc())
+                .with_arm_lead(ARM_LEAD_TICKS)
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
         );
         defmt::info!(

@@ -244,7 +244,7 @@ impl TimerHw for QemuTimer {
 
 #[rtic::app(device = stm32f4xx_hal::pac, peripherals = true)]
 mod app {
-    use latprobe_firmware::boards::qemu::{LOOP, TIMER_HZ};
+    use latprobe_firmware::boards::qemu::{ARM_LEAD_TICKS, LOOP, TIMER_HZ};
     use latprobe_firmware::uart::write_all;
     use latprobe_firmware::{BoardInfo, Engine, HwLoop, Timer, TimerBits, FIRMWARE_VERSION};
     use latprobe_protocol::Capabilities;
@@ -304,7 +304,8 @@ mod app {
             Capabilities::UART_ECHO | Capabilities::PERIODIC | Capabilities::EMULATED | Capabilities::TRIGGER;
         // No uart-echo floor: QEMU's UART has no bit timing, an echo can come
         // back faster than a byte would take on a wire.
-        let engine = Engine::new(BoardInfo::new("qemu", TIMER_HZ, TimerBits::B32, caps));
+        let engine =
+            Engine::new(BoardInfo::new("qemu", TIMER_HZ, TimerBits::B32, caps).with_arm_lead(ARM_LEAD_TICKS));
         defmt::info!(
             "boot: latprobe-firmware {=str} on qemu (netduinoplus2), timer {=u32} Hz, emulated",
             FIRMWARE_VERSION,
