@@ -45,9 +45,9 @@ pub mod nucleo_f411re {
     /// next stimulus when the last one is reported, so an interval is
     /// kept only while the report's latency and this lead fit in it; the
     /// engine's default, 100 µs, held every echo mode at 10 000 stimuli a
-    /// second at most, whatever the interval asked. A pass that plans and
-    /// arms a stimulus is about 1 400 instructions (the same code's exec
-    /// profile under QEMU, `throughput_qemu`), 14 µs at 100 MHz; the pass
+    /// second at most, whatever the interval asked. A pass of the engine
+    /// task is about 1 100 instructions (its 2 200 a sample over the two
+    /// passes a sample takes, `throughput_qemu`), 11 µs at 100 MHz; the pass
     /// that also codes a batch frame (one sample in 64) is about 10 000
     /// and arms late, which the loop takes: an edge after its 10 µs rest
     /// ([`LoopConfig::late_rest_ticks`]), a byte written late, each timed
