@@ -46,8 +46,8 @@ pub mod nucleo_f411re {
     /// kept only while the report's latency and this lead fit in it; the
     /// engine's default, 100 µs, held every echo mode at 10 000 stimuli a
     /// second at most, whatever the interval asked. A pass of the engine
-    /// task is about 1 100 instructions (its 2 200 a sample over the two
-    /// passes a sample takes, `throughput_qemu`), 11 µs at 100 MHz; the pass
+    /// task is about 1 100 instructions without a sample and 1 700 with
+    /// one (`throughput_qemu`), 11 to 17 µs at 100 MHz; the pass
     /// that also codes a batch frame (one sample in 64) is about 10 000
     /// and arms late, which the loop takes: an edge after its 10 µs rest
     /// ([`LoopConfig::late_rest_ticks`]), a byte written late, each timed
@@ -64,6 +64,8 @@ pub mod nucleo_f411re {
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
         // TIM3 CH1 on PB4, TIM2's 16-bit slave (board::nucleo::tim2).
         trigger: TriggerOut::Compare { bits: 16 },
+        // TIM2's interrupt writes a due stimulus byte (USART1's DR) itself.
+        top_half_bytes: true,
     };
 }
 
@@ -109,6 +111,9 @@ pub mod rp2040_pico {
         capture_delay_ticks: CAPTURE_DELAY_TICKS,
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
         trigger: TriggerOut::None,
+        // Not yet: the Pico's byte stimuli are written by the engine task
+        // (its figures were measured so; docs/throughput.md).
+        top_half_bytes: false,
     };
 }
 
@@ -131,6 +136,8 @@ pub mod qemu {
         loopback_skew_ticks: 0,
         // No compare pins in QEMU: the engine task decides (flags only).
         trigger: TriggerOut::Software,
+        // SysTick's interrupt writes a due stimulus byte itself.
+        top_half_bytes: true,
     };
     /// The arm lead, as the Nucleo's ([`super::nucleo_f411re::ARM_LEAD_TICKS`]):
     /// the same code on the same 100 MHz timer.

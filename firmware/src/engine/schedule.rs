@@ -48,6 +48,25 @@ impl<const Q: usize> Engine<Q> {
     /// past (at or before the last `now` given) is left out, so a board
     /// never spins on it.
     pub fn next_deadline(&self) -> Option<u64> {
+        self.deadline(false)
+    }
+
+    /// [`Engine::next_deadline`] for a board whose top half makes the
+    /// requested stimulus at its tick without the engine task (a stimulus
+    /// byte written from the wake-up interrupt, `LoopConfig::top_half_bytes`):
+    /// the stimulus's own tick left out, and in its place the latest tick
+    /// by which the engine must hear that it was made: before its timeout
+    /// could pass, and two arm leads before the stimulus after it can be
+    /// due, so that one is still asked for in time. (The next stimulus is
+    /// planned an interval after this one's schedule tick at the soonest:
+    /// dither and slips only delay it.) An answer that comes sooner runs
+    /// the engine task anyway, and hears of both.
+    pub fn next_deadline_stimulus_held(&self) -> Option<u64> {
+        self.deadline(true)
+    }
+
+    #[inline(always)]
+    fn deadline(&self, held: bool) -> Option<u64> {
         // Plain `min`s on a `u64` (the heartbeat is always due some time):
         // this runs on every pass of the engine task.
         let Some(run) = &self.run else { return self.flush_at };
@@ -58,7 +77,12 @@ impl<const Q: usize> Engine<Q> {
         match &run.next {
             Next::Done => {}
             Next::Armed { req } => {
-                if req.at > self.last_now {
+                if held {
+                    let lead = u64::from(self.board.arm_lead_ticks);
+                    let next = run.sched_tick + u64::from(run.config.interval_ticks);
+                    d = d.min(req.at + run.timeout_lag + 1);
+                    d = d.min(next.saturating_sub(2 * lead).max(req.at));
+                } else if req.at > self.last_now {
                     d = d.min(req.at);
                 }
                 // Ticks count from boot and the periods are u32s: no sum here comes

@@ -7,7 +7,7 @@
 
 use latprobe_protocol::{Edge, Stimulus};
 
-use super::front::Front;
+use super::front::{Front, QueuedByte};
 use super::seam::{Channel, OutputMode, Polarity, TimerHw};
 use super::{HwLoop, TriggerOut, TriggerPhase};
 use crate::engine::{Engine, StimulusRequest};
@@ -28,6 +28,12 @@ pub(super) enum Armed {
     Edge {
         at: u64,
         slot: usize,
+    },
+    /// The byte waits in the front for its tick (`Front::queued`): the
+    /// wake-up interrupt writes it; `capture`: with its start-bit capture.
+    Queued {
+        slot: usize,
+        capture: bool,
     },
     /// The byte went out; its start-bit capture is awaited until
     /// `deadline`, else `soft` (the software estimate) is its tick.
@@ -63,6 +69,9 @@ impl HwLoop {
         // made a run's first stimulus a software one in rp2040js: its
         // compare was written after its tick).
         let absent = self.follow_run(engine, hw);
+        if super::TOP_HALF {
+            front.quiet = self.quiet;
+        }
         hw.marker(self.marker && engine.is_running());
         if !engine.is_running() {
             // Between runs the stimulus line rests at its idle level.
@@ -86,19 +95,35 @@ impl HwLoop {
         // By reference: most passes find it armed already (its id done),
         // and a copy of the request is not needed for that.
         match cx.engine.requested() {
-            None => self.disarm(cx.hw),
-            Some(req) if self.done_id == Some(req.id) => {}
+            None => self.disarm(cx.hw, cx.front),
+            Some(req) if self.done_id == Some(req.id) => {
+                // Queued, and its tick came while the lock held the wake-up
+                // back: written here (the front has not written it).
+                if let (true, Armed::Queued { slot, .. }) = (super::TOP_HALF, self.armed) {
+                    let (id, at) = (req.id, req.at);
+                    if now >= at {
+                        if let Some(q) = cx.front.queued.take() {
+                            self.armed = Armed::Nothing;
+                            self.send(cx, id, slot, q.byte);
+                        }
+                    }
+                }
+            }
             Some(&req) => {
                 let slot = usize::from(req.slot);
                 match req.stimulus {
                     Stimulus::Edge(edge) => self.arm_edge(cx, req, slot, edge),
                     Stimulus::Byte(b) if now >= req.at => self.send(cx, req.id, slot, b),
+                    Stimulus::Byte(b) if super::TOP_HALF && self.quiet => {
+                        self.queue(cx, req.id, req.at, slot, b)
+                    }
                     Stimulus::Byte(_) | Stimulus::None(_) | Stimulus::Identified => {}
                 }
             }
         }
         self.plan_trigger(cx);
-        let mut due = cx.engine.next_deadline();
+        let held = super::TOP_HALF && matches!(self.armed, Armed::Queued { .. });
+        let mut due = if held { cx.engine.next_deadline_stimulus_held() } else { cx.engine.next_deadline() };
         let mut earliest = |t: u64| due = Some(due.map_or(t, |d: u64| d.min(t)));
         if let Armed::Byte { deadline, .. } = self.armed {
             earliest(deadline);
@@ -108,6 +133,14 @@ impl HwLoop {
         }
         if let Some(t) = self.trigger_wake {
             earliest(t);
+        }
+        if super::TOP_HALF && self.quiet {
+            // The wake-up interrupt runs the engine task at this tick, and
+            // for the queued byte only writes it.
+            cx.front.engine_at = due.unwrap_or(u64::MAX);
+            if let Some(q) = cx.front.queued {
+                due = Some(due.map_or(q.at, |d| d.min(q.at)));
+            }
         }
         // The wake-up compare, set from the `now` planning began with (a
         // deadline that passed since is caught below, by the `now` read
@@ -220,8 +253,11 @@ impl HwLoop {
     }
 
     /// Nothing is wanted (the run stopped): cancel what is armed.
-    fn disarm<T: TimerHw>(&mut self, hw: &mut T) {
+    fn disarm<T: TimerHw>(&mut self, hw: &mut T, front: &mut Front) {
         match self.armed {
+            // Not written yet: never will be. (Written: its record is
+            // collected and dropped, no stimulus being wanted.)
+            Armed::Queued { .. } => front.queued = None,
             Armed::Edge { .. } => {
                 // Frozen: the pin keeps its level, the match does nothing.
                 hw.set_output(OutputMode::Frozen);
@@ -300,10 +336,33 @@ impl HwLoop {
         self.stimulus(cx.engine, tick, slot, tick, true);
     }
 
+    /// Whether a stimulus byte's tick is its start bit's capture: the
+    /// board has the channel and the wire was not found absent.
+    fn hw_tick(&self) -> bool {
+        self.cfg.tx_capture && self.cfg.response_capture && self.tx_wire != TxWire::Absent
+    }
+
+    /// Leave the stimulus byte to the front, which writes it from the
+    /// wake-up interrupt at `at` (the compare is set to it in `plan`); the
+    /// engine hears of it in its next pass (`deliver`).
+    fn queue<T: TimerHw, const Q: usize>(
+        &mut self,
+        cx: &mut Ctx<'_, T, Q>,
+        id: u32,
+        at: u64,
+        slot: usize,
+        byte: u8,
+    ) {
+        let capture = self.hw_tick();
+        cx.front.queued = Some(QueuedByte { byte, at, capture });
+        self.done_id = Some(id);
+        self.armed = Armed::Queued { slot, capture };
+    }
+
     /// Write the stimulus byte; its tick is its start bit's capture when
     /// the wire is there, else the software tick, reported at once.
     fn send<T: TimerHw, const Q: usize>(&mut self, cx: &mut Ctx<'_, T, Q>, id: u32, slot: usize, byte: u8) {
-        let hw_tick = self.cfg.tx_capture && self.cfg.response_capture && self.tx_wire != TxWire::Absent;
+        let hw_tick = self.hw_tick();
         if hw_tick {
             cx.hw.set_capture(Channel::TxStart, Some(Polarity::Falling));
             cx.front.tx_start = None;
@@ -319,16 +378,29 @@ impl HwLoop {
             self.retry_at = Some(written + self.periods.bit_ticks.max(1));
             return;
         }
+        self.done_id = Some(id);
+        self.sent(cx.engine, written, slot, hw_tick, written);
+    }
+
+    /// A stimulus byte was written at `written` (here, or by the front):
+    /// its start-bit capture awaited, or its software tick reported.
+    pub(super) fn sent<const Q: usize>(
+        &mut self,
+        engine: &mut Engine<Q>,
+        written: u64,
+        slot: usize,
+        hw_tick: bool,
+        now: u64,
+    ) {
         self.retry_at = None;
         // The start bit begins at once on an idle line, or when the byte
         // before has left.
         let soft = written.max(self.tx_free_at);
         self.tx_free_at = soft + self.periods.byte_ticks;
-        self.done_id = Some(id);
         if hw_tick {
             self.armed = Armed::Byte { soft, deadline: soft + self.periods.tx_capture_wait, slot };
         } else {
-            self.stimulus(cx.engine, soft, slot, written, true);
+            self.stimulus(engine, soft, slot, now, true);
         }
     }
 }

@@ -26,6 +26,22 @@ impl HwLoop {
                 self.stimulus(engine, at, slot, now, false);
             }
         }
+        if let (true, Some(sent)) = (super::TOP_HALF, self.batch.sent) {
+            self.batch.sent = None;
+            // Written by the front at its tick: as the loop's own send. A
+            // record without its `Queued` belongs to a run that stopped.
+            if let Armed::Queued { slot, capture } = self.armed {
+                self.armed = Armed::Nothing;
+                if sent.taken {
+                    self.sent(engine, sent.written, slot, capture, now);
+                } else {
+                    // The transmitter had no room: the loop sends it itself
+                    // a bit time later (the request is not done).
+                    self.done_id = None;
+                    self.retry_at = Some(sent.written + self.periods.bit_ticks.max(1));
+                }
+            }
+        }
         if let Some((raw_tick, overcaptured)) = tx_start {
             if let Armed::Byte { soft, slot, .. } = self.armed {
                 self.armed = Armed::Nothing;

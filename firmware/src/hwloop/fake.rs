@@ -106,10 +106,15 @@ pub struct Fake {
     pub tx_delay: u64,
     pub wires: Wires,
     pub target: Target,
-    /// With a `GpioEcho` target: each answering stimulus takes the next
-    /// latency of this list instead (cycled; `None`: no answer).
+    /// With a `GpioEcho` or `UartEcho` target: each answering stimulus
+    /// takes the next latency of this list instead (cycled; `None`: no
+    /// answer).
     pub script: Option<&'static [Option<u64>]>,
     script_at: usize,
+    /// Refuse these writes (0-based counts of `send_byte` calls), as a
+    /// transmitter with no room would.
+    pub refuse: &'static [usize],
+    writes: usize,
     uif: bool,
     cap: [Cap; 2],
     cmp: [Cmp; 3],
@@ -177,6 +182,8 @@ impl Fake {
             target: Target::None,
             script: None,
             script_at: 0,
+            refuse: &[],
+            writes: 0,
             uif: false,
             cap: [Cap::default(); 2],
             cmp: [Cmp::default(); 3],
@@ -537,6 +544,10 @@ impl TimerHw for Fake {
 
     fn send_byte(&mut self, byte: u8) -> bool {
         self.access();
+        self.writes += 1;
+        if self.refuse.contains(&(self.writes - 1)) {
+            return false;
+        }
         // One byte shifting out and one waiting in the data register: full.
         if self.sent.last().is_some_and(|&(start, _)| start > self.t) {
             return false;
@@ -551,7 +562,18 @@ impl TimerHw for Fake {
             self.byte_in(start, byte);
         }
         if let Target::UartEcho { latency } = self.target {
-            self.byte_in(start + latency, byte);
+            // With a script, each byte takes its next entry (`None`: no echo).
+            let latency = match self.script {
+                Some(list) if !list.is_empty() => {
+                    let l = list[self.script_at % list.len()];
+                    self.script_at += 1;
+                    l
+                }
+                _ => Some(latency),
+            };
+            if let Some(latency) = latency {
+                self.byte_in(start + latency, byte);
+            }
         }
         true
     }

@@ -76,26 +76,65 @@ pub enum TriggerPhase {
     },
 }
 
+/// A stimulus byte the engine task left to the top half
+/// ([`super::LoopConfig::top_half_bytes`]): the wake-up interrupt writes it
+/// at its tick, so no engine pass runs for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct QueuedByte {
+    pub(super) byte: u8,
+    /// Its tick: the wake-up compare is set to it.
+    pub(super) at: u64,
+    /// Open the TX start-bit capture before the write.
+    pub(super) capture: bool,
+}
+
+/// A queued byte the top half wrote: the `now` read right before the
+/// write, and whether the transmitter took it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SentByte {
+    pub(super) written: u64,
+    pub(super) taken: bool,
+}
+
 /// The top half: reads the timer at the top priority and logs what it saw.
 /// It holds the tick extender, so it is the one place `now` is read.
+///
+/// `repr(C)`, in this order: what every interrupt touches first, the log
+/// (384 bytes) and the top half's bytes last. Left to the compiler, the
+/// log came first and every other field lay past it, beyond the M0+'s
+/// immediate offsets (31 bytes for a byte load, 124 for a word): about
+/// 60 core cycles a sample more on the Pico, in `service` alone.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Front {
     pub(super) ext: TickExtender,
-    log: [Event; LOG_LEN],
+    /// The trigger compare's counter width, as a mask (0: no trigger).
+    trigger_mask: u64,
+    /// The trigger pulse's width, in ticks.
+    trigger_width: u64,
+    /// The first TX start-bit capture since the channel was opened.
+    pub(super) tx_start: Option<(u64, bool)>,
+    /// The trigger output.
+    trigger: TriggerPhase,
     head: usize,
     len: usize,
     /// Events lost to a full log.
     lost: u32,
     /// The stimulus compare matched since the engine task last looked.
     stimulus_fired: bool,
-    /// The first TX start-bit capture since the channel was opened.
-    pub(super) tx_start: Option<(u64, bool)>,
-    /// The trigger output.
-    trigger: TriggerPhase,
-    /// The trigger compare's counter width, as a mask (0: no trigger).
-    trigger_mask: u64,
-    /// The trigger pulse's width, in ticks.
-    trigger_width: u64,
+    /// The loop set it for this pass ([`super::LoopConfig::top_half_bytes`],
+    /// a UART response line): the timer's interrupt runs the engine task
+    /// only when it must ([`Front::on_timer_interrupt`]). Off: on every
+    /// interrupt, as before.
+    pub(super) quiet: bool,
+    log: [Event; LOG_LEN],
+    /// With `quiet`: when the engine task must run (u64::MAX: not before a
+    /// wrap), the loop's next deadline besides the queued byte.
+    pub(super) engine_at: u64,
+    /// The stimulus byte waiting for its tick.
+    pub(super) queued: Option<QueuedByte>,
+    /// The queued byte was written: not yet collected.
+    pub(super) sent: Option<SentByte>,
 }
 
 /// What one `Front::collect` handed over.
@@ -106,11 +145,19 @@ pub struct Batch {
     pub(super) lost: u32,
     pub(super) stimulus_fired: bool,
     pub(super) tx_start: Option<(u64, bool)>,
+    pub(super) sent: Option<SentByte>,
 }
 
 impl Batch {
     pub(super) const fn new() -> Self {
-        Self { events: [Event::LineError; LOG_LEN], len: 0, lost: 0, stimulus_fired: false, tx_start: None }
+        Self {
+            events: [Event::LineError; LOG_LEN],
+            len: 0,
+            lost: 0,
+            stimulus_fired: false,
+            tx_start: None,
+            sent: None,
+        }
     }
 }
 
@@ -128,6 +175,10 @@ impl Front {
             trigger: TriggerPhase::Idle,
             trigger_mask: 0,
             trigger_width: 0,
+            quiet: false,
+            queued: None,
+            sent: None,
+            engine_at: u64::MAX,
         }
     }
 
@@ -228,14 +279,89 @@ impl Front {
         self.ext.now(u64::from(counter), pending)
     }
 
-    /// The timer interrupt (top priority): log what latched. Returns
-    /// whether the engine task must run (always: a wrap, a compare or a
-    /// capture each need it).
+    /// The timer interrupt (top priority): log what latched, and write a
+    /// queued stimulus byte whose tick has come. Returns whether the
+    /// engine task must run: always, unless the loop made the front
+    /// `quiet` for this run (a UART response line and byte stimuli on a
+    /// board with [`super::LoopConfig::top_half_bytes`]). Then only for a
+    /// wrap (a deadline beyond a counter period is planned at it), a byte
+    /// the transmitter refused, or the wake-up at the engine's own
+    /// deadline; not for a start-bit capture (its byte's receive interrupt
+    /// runs the engine task), the trigger's rise or fall (logged, and seen
+    /// with the answer), nor the queued byte's write. Quiet, no stimulus
+    /// compare is armed and the response line has no GPIO edges.
     pub fn on_timer_interrupt<T: TimerHw>(&mut self, hw: &mut T) -> bool {
-        self.service(hw);
-        // The wake-up compare only needs the engine task to run.
+        if !self.is_quiet() {
+            self.service(hw);
+            hw.take_compare(Channel::Wake);
+            return true;
+        }
+        let wraps = self.ext.overflows();
+        let now = self.service(hw);
+        let woke = hw.take_compare(Channel::Wake);
+        self.ext.overflows() != wraps || (woke && self.on_wake(hw, now))
+    }
+
+    /// Whether the front is quiet ([`Front::on_timer_interrupt`]): never in
+    /// a build without the top half's bytes ([`super::TOP_HALF`]).
+    #[inline(always)]
+    pub(super) fn is_quiet(&self) -> bool {
+        super::TOP_HALF && self.quiet
+    }
+
+    /// The wake-up compare matched, quiet: write the queued byte if its
+    /// tick has come, then set the compare to what is next (the byte still
+    /// queued, or the engine's deadline). Returns whether the engine task
+    /// must run now.
+    fn on_wake<T: TimerHw>(&mut self, hw: &mut T, now: u64) -> bool {
+        if self.write_due(hw, now) {
+            // Refused: the engine task sends it a bit time later.
+            return true;
+        }
+        let next = match self.queued {
+            Some(q) => q.at.min(self.engine_at),
+            None => self.engine_at,
+        };
+        if next <= now {
+            return true;
+        }
+        let Some(v) = self.ext.compare_value(next, now) else {
+            // Beyond one counter period: the engine plans it at the wrap.
+            return true;
+        };
+        hw.set_compare(Channel::Wake, v as u32);
         hw.take_compare(Channel::Wake);
-        true
+        hw.set_compare_irq(Channel::Wake, true);
+        // Passed while it was written: no match until the wrap. The engine
+        // task runs (and writes a byte whose tick has passed itself).
+        let after = self.now(hw);
+        after >= next && !hw.compare_pending(Channel::Wake)
+    }
+
+    /// Write the queued byte if its tick has come: the TX start-bit capture
+    /// opened first (as [`super::HwLoop`]'s own send does), the `now` read
+    /// before the write kept for the engine task (the software tick: the
+    /// service's own, a dozen instructions before, unless the capture's
+    /// set-up came between). Returns whether the transmitter refused it.
+    fn write_due<T: TimerHw>(&mut self, hw: &mut T, now: u64) -> bool {
+        let Some(q) = self.queued else { return false };
+        if now < q.at {
+            return false;
+        }
+        self.queued = None;
+        let written = if q.capture {
+            hw.set_capture(Channel::TxStart, Some(super::seam::Polarity::Falling));
+            self.tx_start = None;
+            self.now(hw)
+        } else {
+            now
+        };
+        let taken = hw.send_byte(q.byte);
+        if !taken && q.capture {
+            hw.set_capture(Channel::TxStart, None);
+        }
+        self.sent = Some(SentByte { written, taken });
+        !taken
     }
 
     /// A byte read from the target line's UART (top priority, in its
@@ -311,7 +437,11 @@ impl Front {
     /// Whether anything waits for the engine task: logged events, a
     /// stimulus compare that fired, a start-bit capture.
     pub(super) fn has_events(&self) -> bool {
-        self.len > 0 || self.lost > 0 || self.stimulus_fired || self.tx_start.is_some()
+        self.len > 0
+            || self.lost > 0
+            || self.stimulus_fired
+            || self.tx_start.is_some()
+            || (super::TOP_HALF && self.sent.is_some())
     }
 
     fn push(&mut self, e: Event) {
@@ -338,6 +468,13 @@ impl Front {
         out.lost = core::mem::take(&mut self.lost);
         out.stimulus_fired = core::mem::take(&mut self.stimulus_fired);
         out.tx_start = self.tx_start.take();
+        // Only a quiet front writes bytes.
+        if super::TOP_HALF {
+            if let Some(sent) = self.sent {
+                self.sent = None;
+                out.sent = Some(sent);
+            }
+        }
         now
     }
 }

@@ -75,6 +75,8 @@ impl HwLoop {
                 _ => Line::Off,
             };
             self.set_line(self.run_line);
+            let bytes = c.is_some_and(|c| c.stimulus.is_byte());
+            self.quiet = super::TOP_HALF && self.cfg.top_half_bytes && bytes && self.run_line == Line::Uart;
             self.sync_line(hw);
         }
         if self.tx_wire == TxWire::Absent {

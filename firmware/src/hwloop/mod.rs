@@ -7,16 +7,18 @@
 //!  │ Front: overflow, then every capture  │    │ HwLoop::run                              │
 //!  │ and compare flag, *then* `now`;      │    │  1 lock: Front::collect → events, now    │
 //!  │ events logged with extended ticks    │──▶ │  2 deliver: stimulus first, then the     │
-//!  │ (no engine, no encoding: a few µs)   │    │    captures/bytes in latch order → Engine│
-//!  │ pend the engine task                 │    │    (CRC/COBS happen here), poll(now)     │
-//!  └──────────────────────────────────────┘    │  3 lock: plan → arm compare/capture/wake │
+//!  │ (no engine, no encoding: a few µs);  │    │    captures/bytes in latch order → Engine│
+//!  │ a queued stimulus byte written;      │    │    (CRC/COBS happen here), poll(now)     │
+//!  │ pend the engine task (when it must)  │    │  3 lock: plan → arm compare/capture/wake │
+//!  └──────────────────────────────────────┘    │    (or queue the byte for the top half)  │
 //!                                              └──────────────────────────────────────────┘
 //! ```
 //!
 //! Why two levels: the capture registers must be read before the next edge
 //! overwrites them, so their interrupt is the top priority; batch encoding
 //! (postcard, CRC, COBS) takes tens of µs and must not delay it. The
-//! [`Front`] does only register reads at the top priority; the [`HwLoop`]
+//! [`Front`] does only register accesses at the top priority (a queued
+//! stimulus byte is one more write); the [`HwLoop`]
 //! drives the engine from a lower priority, taking the timer's lock only
 //! for its register accesses ([`TimerLock`]).
 //!
@@ -52,6 +54,19 @@
 //!   of the byte before), reported at once and counted as soft
 //!   ([`Engine::count_soft_stimulus`]). Whether the wire is there is found
 //!   out per run: the first byte waits two bit times for its capture.
+//! - **Byte stimulus from the top half** ([`LoopConfig::top_half_bytes`]:
+//!   the Nucleo, QEMU). A byte planned ahead is queued in the [`Front`];
+//!   the wake-up interrupt writes it at its tick, as the engine task
+//!   would (the capture opened first, the `now` before the write kept),
+//!   and the engine hears of it in its next pass: the answer's, or at the
+//!   latest before the byte's timeout and two arm leads before the next
+//!   stimulus can be due ([`Engine::next_deadline_stimulus_held`]). A
+//!   byte whose tick passed under the lock is written by the engine task;
+//!   one the transmitter refuses runs the engine task at once, which
+//!   writes it a bit time later. In such a run the timer's interrupt runs
+//!   the engine task only when it must (`Front::on_timer_interrupt`): one
+//!   pass a sample instead of two (QEMU) or four (the Nucleo: the wake-up,
+//!   both start bits, the byte).
 //! - **Edge stimulus.** OC mode first, then the compare value (RM0383
 //!   §13.3.8), the pin frozen after the match (a toggle never repeats a
 //!   counter period later), and a compare that passed while it was written
@@ -104,6 +119,13 @@ mod tests;
 /// within its own run time.
 pub const LOG_LEN: usize = 16;
 
+/// Whether this build has the top half's byte writes
+/// ([`LoopConfig::top_half_bytes`]): every build but the Pico's. The Pico's
+/// engine task writes its bytes itself (its boards ask for nothing else),
+/// and compiled out, the top half's tests cost its passes nothing; its
+/// figures were measured so (docs/throughput.md).
+pub(crate) const TOP_HALF: bool = !cfg!(feature = "board-rp2040-pico");
+
 /// Rounds of deliver-and-plan per [`HwLoop::run`] before it lets other
 /// tasks in and comes back 10 µs later.
 const ROUNDS: usize = 4;
@@ -133,6 +155,14 @@ pub struct LoopConfig {
     pub loopback_skew_ticks: u32,
     /// The trigger output (`--trigger-above`).
     pub trigger: TriggerOut,
+    /// Stimulus bytes are written by the top half: the wake-up interrupt
+    /// writes a byte at its tick ([`Front::on_timer_interrupt`]), and the
+    /// engine task runs once a sample (for the answer) instead of twice.
+    /// With it, on a UART response line, the timer's interrupt runs the
+    /// engine task only when it must: not for a start-bit capture (its
+    /// byte's receive interrupt does) nor for the byte's write. The board
+    /// pends the engine task only when `on_timer_interrupt` says so.
+    pub top_half_bytes: bool,
 }
 
 /// A board's trigger output.
@@ -279,6 +309,9 @@ pub struct HwLoop {
     run_line: Line,
     /// What the response capture channel is set to.
     hw_polarity: Option<Polarity>,
+    /// This run's bytes go by the top half ([`LoopConfig::top_half_bytes`]
+    /// and a UART response line): the front is quiet.
+    quiet: bool,
     pairer: StartBitPairer,
     /// The run the per-run state belongs to (its start tick).
     run: Option<u64>,
@@ -317,6 +350,7 @@ impl HwLoop {
             line: Line::Off,
             run_line: Line::Off,
             hw_polarity: None,
+            quiet: false,
             pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
             run: None,
             mode: None,
@@ -376,6 +410,9 @@ impl HwLoop {
         timer.lock(|front, hw| {
             let now = front.now(hw);
             let soon = now + self.periods.soon;
+            if TOP_HALF {
+                front.engine_at = soon;
+            }
             hw.set_compare(Channel::Wake, soon as u32);
             hw.take_compare(Channel::Wake);
             hw.set_compare_irq(Channel::Wake, true);

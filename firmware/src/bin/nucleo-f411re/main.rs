@@ -390,18 +390,18 @@ mod app {
         }
     }
 
-    /// TIM2: wrap, stimulus compare, captures, wake-up: read and logged,
-    /// nothing more at this priority.
+    /// TIM2: wrap, stimulus compare, captures, wake-up: read and logged, a
+    /// due stimulus byte written; the engine task pended when it must run.
     #[task(binds = TIM2, priority = 3, shared = [timer])]
     fn tim2(mut cx: tim2::Context) {
         METER.enter(Part::Capture);
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::EXTI1);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::EXTI1);
+        }
         METER.leave();
     }
 
-    /// TIM3: the trigger output's compare (its rise and its fall), read
-    /// and logged by the same top half as TIM2's.
+    /// TIM3: the trigger's compare (its rise and fall), for TIM2's top half.
     #[task(binds = TIM3, priority = 3, shared = [timer])]
     fn tim3(mut cx: tim3::Context) {
         METER.enter(Part::Capture);

@@ -350,8 +350,9 @@ mod app {
     #[task(binds = SysTick, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
         METER.enter(Part::Wake);
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::EXTI1);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::EXTI1);
+        }
         METER.leave();
     }
 

@@ -38,6 +38,7 @@ fn nucleo_board() -> BoardInfo {
     BoardInfo::new("fake-nucleo", HZ, TimerBits::B32, caps())
         .with_uart_echo_floor(lc.baud)
         .with_response_lag((2 * lc.byte_ticks()) as u32)
+        .with_arm_lead(boards::nucleo_f411re::ARM_LEAD_TICKS)
 }
 
 struct Locked<'a> {
@@ -69,6 +70,8 @@ struct Sim {
     irq_latency: u64,
     task_delay: u64,
     task_at: Option<u64>,
+    /// Engine task passes so far.
+    passes: u64,
     rx: FrameDecoder,
     host: Host,
 }
@@ -83,6 +86,7 @@ impl Sim {
             irq_latency: 40,
             task_delay: 0,
             task_at: None,
+            passes: 0,
             rx: FrameDecoder::new(),
             host: Host::default(),
         };
@@ -150,21 +154,28 @@ impl Sim {
             if self.hw.tim_irq() || self.hw.rx_ready() {
                 let entry = self.hw.t + self.irq_latency;
                 self.hw.advance(entry);
+                // As the boards do: a byte (or a receive error) always runs
+                // the engine task, the timer's interrupt when it says so.
+                let mut wanted = false;
                 while let Some(b) = self.hw.rx_take() {
+                    wanted = true;
                     match b {
                         Ok(b) => self.front.on_target_byte(&mut self.hw, b),
                         Err(()) => self.front.on_target_error(),
                     }
                 }
                 if self.hw.tim_irq() {
-                    self.front.on_timer_interrupt(&mut self.hw);
+                    wanted |= self.front.on_timer_interrupt(&mut self.hw);
                 }
-                self.pend();
+                if wanted {
+                    self.pend();
+                }
                 continue;
             }
             if let Some(at) = self.task_at {
                 if self.hw.t >= at {
                     self.task_at = None;
+                    self.passes += 1;
                     let mut l = Locked { front: &mut self.front, hw: &mut self.hw };
                     self.lp.run(&mut self.e, &mut l);
                     self.drain();
@@ -487,4 +498,5 @@ fn a_late_engine_task_loses_no_timing() {
 }
 
 mod edges;
+mod queued;
 mod trigger;
