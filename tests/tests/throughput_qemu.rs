@@ -107,6 +107,10 @@ fn measure(name: &str, mode: &str, interval: &str, count: u64, extra: &[&str]) -
     // The Nucleo's core at 100 MHz, about one instruction a cycle, at the
     // 921 600 Bd link's rate of about 21 000 samples a second.
     row.push_str(&format!("   {:>5.0} %", per(busy) as f64 * 21_000.0 / 100e6 * 100.0));
+    // Stimuli that waited for an identity (the harness's echo fell behind:
+    // each costs the engine extra passes, so the figure moves with them).
+    let slipped = r["counts"]["slipped"].as_u64().unwrap_or(0);
+    row.push_str(&format!("   {:>6.1} %", slipped as f64 * 100.0 / taken.max(1) as f64));
     // The capture path (echo modes): from the read of the answer's byte to
     // its sample queued and the engine polled, the run's smallest, last and
     // largest, as the firmware logs it (`LoopStats::capture_cost_*`). The
@@ -138,7 +142,7 @@ fn instructions_per_sample_by_part_under_icount() {
     ];
     let mut t = String::from(
         "qemu firmware, instructions per sample (-icount shift=0), by part\n\
-         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz   capture to sample (min, last, max)\n",
+         run                          busy    other capture    wake  engine host_rx host_tx   CPU at 21 000/s, 100 MHz   slipped   capture to sample (min, last, max)\n",
     );
     for r in rows {
         t.push_str(&r);
@@ -289,6 +293,24 @@ fn exec_profile(
     (runs, entries)
 }
 
+/// `latprobe run` in uart-echo with identity on `port`, `count` samples
+/// at `interval`, the report to `r.json`.
+fn echo_args<'a>(port: &'a str, interval: &'a str, count: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "--port",
+        port,
+        "--mode",
+        "uart-echo",
+        "--interval",
+        interval,
+        "--count",
+        count,
+        "-o",
+        "r.json",
+    ]
+}
+
 /// uart-echo with identity under QEMU's exec log: instructions per sample
 /// by part and the costliest functions, the difference of a short and a
 /// long run (boot and handshake cancel).
@@ -302,22 +324,11 @@ fn profile_run(
     let echo = SlowEcho::connect(&bench.target_sock(), usize::MAX, Duration::ZERO);
     let n = count.to_string();
     let port = format!("unix:{}", bench.host_sock().display());
-    let r = run(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "uart-echo",
-            "--interval",
-            "500us",
-            "--count",
-            &n,
-            "-o",
-            "r.json",
-        ],
-    );
+    let mut args = echo_args(&port, "500us", &n);
+    // `LATPROBE_PROFILE_ARGS="--byte 0x55"`: the same profile of another run.
+    let extra = std::env::var("LATPROBE_PROFILE_ARGS").unwrap_or_default();
+    args.extend(extra.split_whitespace());
+    let r = run(&bench, &args);
     echo.stop();
     bench.stop_and_read_log();
     assert_eq!(r["counts"]["samples"], count, "{:#}", r["counts"]);
@@ -380,22 +391,7 @@ fn limit_step(interval_us: u64, count: u64) -> (Value, u64, Vec<u8>) {
     let interval = format!("{interval_us}us");
     let n = count.to_string();
     let port = format!("unix:{}", bench.host_sock().display());
-    let r = run(
-        &bench,
-        &[
-            "run",
-            "--port",
-            &port,
-            "--mode",
-            "uart-echo",
-            "--interval",
-            &interval,
-            "--count",
-            &n,
-            "-o",
-            "r.json",
-        ],
-    );
+    let r = run(&bench, &echo_args(&port, &interval, &n));
     let seen = echo.stop();
     let log = bench.stop_and_read_log();
     let (_, ticks) = cpu_line(&log);

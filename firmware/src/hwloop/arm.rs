@@ -139,6 +139,12 @@ impl HwLoop {
             // for the queued byte only writes it.
             cx.front.engine_at = due.unwrap_or(u64::MAX);
             if let Some(q) = cx.front.queued {
+                // Due within 10 µs of the byte (stimuli a few arm leads
+                // apart): the write pends the engine task at once rather
+                // than set the compare for a second interrupt.
+                if cx.front.engine_at < q.at + self.periods.soon {
+                    cx.front.engine_at = q.at;
+                }
                 due = Some(due.map_or(q.at, |d| d.min(q.at)));
             }
         }

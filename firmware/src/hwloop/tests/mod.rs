@@ -72,6 +72,8 @@ struct Sim {
     task_at: Option<u64>,
     /// Engine task passes so far.
     passes: u64,
+    /// Timer interrupts so far.
+    timer_irqs: u64,
     rx: FrameDecoder,
     host: Host,
 }
@@ -87,6 +89,7 @@ impl Sim {
             task_delay: 0,
             task_at: None,
             passes: 0,
+            timer_irqs: 0,
             rx: FrameDecoder::new(),
             host: Host::default(),
         };
@@ -165,6 +168,7 @@ impl Sim {
                     }
                 }
                 if self.hw.tim_irq() {
+                    self.timer_irqs += 1;
                     wanted |= self.front.on_timer_interrupt(&mut self.hw);
                 }
                 if wanted {

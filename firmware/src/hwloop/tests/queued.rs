@@ -174,3 +174,28 @@ fn a_byte_the_transmitter_refuses_is_written_a_bit_time_later() {
     }
     assert!(gaps[3] > MS && gaps[9] > MS, "{gaps:?}");
 }
+
+/// Stimuli 45 µs apart on a 921 600 Bd line: the engine must hear of each
+/// byte within 5 µs of its write (two arm leads before the next), so the
+/// write pends it at once; setting the compare for 5 µs later instead
+/// cost a fourth timer interrupt a sample (the write, both start bits,
+/// and that one).
+#[test]
+fn stimuli_a_few_leads_apart_run_the_engine_from_the_write() {
+    let cfg = LoopConfig { baud: 921_600, top_half_bytes: true, ..boards::nucleo_f411re::LOOP };
+    let mut s = Sim::new(cfg, nucleo_board(), 1_000_000);
+    s.hw.uart_response_line();
+    s.hw.wires.tx_capture = true;
+    s.hw.bit = cfg.bit_ticks();
+    s.hw.target = Target::UartEcho { latency: 150 * US };
+    let n = 300;
+    let mut c = echo(Mode::UartEcho, Stimulus::Identified, n);
+    c.interval_ticks = (45 * US) as u32;
+    c.timeout_ticks = (400 * US) as u32;
+    let st = s.measure(c, 100 * MS);
+    assert_eq!((st.taken, st.timeouts), (n, 0), "{st:?}");
+    assert!(quiet(&st.anomalies), "{:?}", st.anomalies);
+    assert!(s.latencies().iter().all(|&l| l == Some((150 * US) as u32)), "{:?}", s.latencies());
+    assert_eq!(st.anomalies.slipped, 0, "{:?}", st.anomalies);
+    assert!(s.timer_irqs <= 3 * n + n / 10, "{} timer interrupts for {n} samples", s.timer_irqs);
+}
