@@ -285,8 +285,8 @@ impl Front {
     /// `quiet` for this run (a UART response line and byte stimuli on a
     /// board with [`super::LoopConfig::top_half_bytes`]). Then only for a
     /// wrap (a deadline beyond a counter period is planned at it), a byte
-    /// the transmitter refused, or the wake-up at the engine's own
-    /// deadline; not for a start-bit capture (its byte's receive interrupt
+    /// the transmitter refused, a log half full, or the wake-up at the
+    /// engine's own deadline; not for a start-bit capture (its byte's receive interrupt
     /// runs the engine task), the trigger's rise or fall (logged, and seen
     /// with the answer), nor the queued byte's write. Quiet, no stimulus
     /// compare is armed and the response line has no GPIO edges.
@@ -299,7 +299,10 @@ impl Front {
         let wraps = self.ext.overflows();
         let now = self.service(hw);
         let woke = hw.take_compare(Channel::Wake);
-        self.ext.overflows() != wraps || (woke && self.on_wake(hw, now))
+        // Half the log held (start bits without their bytes: a noisy
+        // line): drained now, before it overflows and loses events.
+        let filling = self.len >= LOG_LEN / 2;
+        self.ext.overflows() != wraps || filling || (woke && self.on_wake(hw, now))
     }
 
     /// Whether the front is quiet ([`Front::on_timer_interrupt`]): never in

@@ -199,3 +199,28 @@ fn stimuli_a_few_leads_apart_run_the_engine_from_the_write() {
     assert_eq!(st.anomalies.slipped, 0, "{:?}", st.anomalies);
     assert!(s.timer_irqs <= 3 * n + n / 10, "{} timer interrupts for {n} samples", s.timer_irqs);
 }
+
+/// A noisy response line: 40 falling edges between each answer and the
+/// next stimulus, start bits without bytes. Quiet, their captures do not
+/// run the engine task, but the log (16 events) must not overflow: the
+/// front runs it once the log is half full, so nothing is lost and every
+/// answer is still exact.
+#[test]
+fn start_bits_without_bytes_do_not_overflow_the_log() {
+    let mut s = nucleo(true);
+    s.hw.target = Target::UartEcho { latency: 100 * US };
+    let n = 20;
+    let first = s.hw.t;
+    for k in 0..(n + 30) * 40 {
+        // 300 to 700 µs after each millisecond's start: clear of the
+        // stimulus (at its arm lead) and of its echo (100 µs, 87 µs long).
+        let at = first + (k / 40) * MS + 300 * US + (k % 40) * 10 * US;
+        s.hw.edge_at(Pin::Response, at, false);
+        s.hw.edge_at(Pin::Response, at + 2 * US, true);
+    }
+    let st = s.measure(echo(Mode::UartEcho, Stimulus::Identified, n), 100 * MS);
+    assert_eq!(st.taken, n, "{st:?}");
+    assert_eq!(s.lp.stats().lost_events, 0, "{:?}", s.lp.stats());
+    assert_eq!(st.anomalies.overcaptures, 0, "{:?}", st.anomalies);
+    assert!(s.latencies().iter().all(|&l| l == Some((100 * US) as u32)), "{:?}", s.latencies());
+}
