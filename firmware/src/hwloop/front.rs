@@ -282,8 +282,8 @@ impl Front {
     /// The timer interrupt (top priority): log what latched, and write a
     /// queued stimulus byte whose tick has come. Returns whether the
     /// engine task must run: always, unless the loop made the front
-    /// `quiet` for this run (a UART response line and byte stimuli on a
-    /// board with [`super::LoopConfig::top_half_bytes`]). Then only for a
+    /// `quiet` for this run (a UART response line on a board with
+    /// [`super::LoopConfig::top_half_bytes`]). Then only for a
     /// wrap (a deadline beyond a counter period is planned at it), a byte
     /// the transmitter refused, a log half full, or the wake-up at the
     /// engine's own deadline; not for a start-bit capture (its byte's receive interrupt

@@ -75,8 +75,9 @@ impl HwLoop {
                 _ => Line::Off,
             };
             self.set_line(self.run_line);
-            let bytes = c.is_some_and(|c| c.stimulus.is_byte());
-            self.quiet = super::TOP_HALF && self.cfg.top_half_bytes && bytes && self.run_line == Line::Uart;
+            // Quiet on a UART response line: its start bits wait for their
+            // bytes (echo with byte stimuli, or periodic over a UART).
+            self.quiet = super::TOP_HALF && self.cfg.top_half_bytes && self.run_line == Line::Uart;
             self.sync_line(hw);
         }
         if self.tx_wire == TxWire::Absent {

@@ -63,10 +63,11 @@
 //!   stimulus can be due ([`Engine::next_deadline_stimulus_held`]). A
 //!   byte whose tick passed under the lock is written by the engine task;
 //!   one the transmitter refuses runs the engine task at once, which
-//!   writes it a bit time later. In such a run the timer's interrupt runs
-//!   the engine task only when it must (`Front::on_timer_interrupt`): one
-//!   pass a sample instead of two (QEMU) or four (the Nucleo: the wake-up,
-//!   both start bits, the byte).
+//!   writes it a bit time later. On a UART response line (echo with byte
+//!   stimuli, periodic over a UART) the timer's interrupt runs the engine
+//!   task only when it must (`Front::on_timer_interrupt`): one pass a
+//!   sample instead of two (QEMU) or four (the Nucleo: the wake-up, both
+//!   start bits, the byte), one an edge in periodic mode instead of two.
 //! - **Edge stimulus.** OC mode first, then the compare value (RM0383
 //!   §13.3.8), the pin frozen after the match (a toggle never repeats a
 //!   counter period later), and a compare that passed while it was written
