@@ -66,6 +66,8 @@ pub mod nucleo_f411re {
         trigger: TriggerOut::Compare { bits: 16 },
         // TIM2's interrupt writes a due stimulus byte (USART1's DR) itself.
         top_half_bytes: true,
+        // CCR1 and CCMR1 writes: a few cycles.
+        compare_setup_ticks: 0,
     };
 }
 
@@ -114,6 +116,13 @@ pub mod rp2040_pico {
         // Not yet: the Pico's byte stimuli are written by the engine task
         // (its figures were measured so; docs/throughput.md).
         top_half_bytes: false,
+        // Arming the stimulus (two pad-override writes, the target handed
+        // to PIO0 SM0 with a counter read that waits for the clock's push)
+        // took about 4.5 µs in rp2040js; a stimulus planned 5 to 6.5 µs
+        // ahead then missed its target and was made in software, its
+        // latency off the loopback's constant (`throughput_pico`'s walk at
+        // 120 µs). 8 µs, with room.
+        compare_setup_ticks: TIMER_HZ / 125_000,
     };
 }
 
@@ -138,6 +147,8 @@ pub mod qemu {
         trigger: TriggerOut::Software,
         // SysTick's interrupt writes a due stimulus byte itself.
         top_half_bytes: true,
+        // No stimulus compare.
+        compare_setup_ticks: 0,
     };
     /// The arm lead, as the Nucleo's ([`super::nucleo_f411re::ARM_LEAD_TICKS`]):
     /// the same code on the same 100 MHz timer.

@@ -292,10 +292,11 @@ impl HwLoop {
         // be at the active level the last stimulus left it at, and an edge
         // forced now would then be no edge at all. So it rests now, and the
         // edge comes a short rest later, by the compare like any stimulus.
-        let at = if req.at <= now + self.periods.late_rest_ticks / 2 {
+        let setup = u64::from(self.cfg.compare_setup_ticks);
+        let at = if req.at <= now + self.periods.late_rest_ticks / 2 + setup {
             cx.hw.set_output(rest(edge));
             now = cx.front.now(cx.hw);
-            now + self.periods.late_rest_ticks
+            now + self.periods.late_rest_ticks + setup
         } else {
             req.at
         };

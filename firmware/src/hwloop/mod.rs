@@ -164,6 +164,14 @@ pub struct LoopConfig {
     /// byte's receive interrupt does) nor for the byte's write. The board
     /// pends the engine task only when `on_timer_interrupt` says so.
     pub top_half_bytes: bool,
+    /// How long arming the stimulus compare takes on this board, from the
+    /// `now` it is armed against to the compare holding its value: a
+    /// stimulus closer than this and half the late rest is armed a rest
+    /// later instead ([`LoopConfig::late_rest_ticks`]), by the compare, so
+    /// it never misses its tick and turns into a software edge. A plain
+    /// timer's register writes take a few cycles (0 here); the Pico's
+    /// PIO set-up takes microseconds.
+    pub compare_setup_ticks: u32,
 }
 
 /// A board's trigger output.
