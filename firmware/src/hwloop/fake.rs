@@ -96,6 +96,11 @@ pub struct Fake {
     /// Ticks a response capture's set-up takes besides its access (the
     /// Pico rewrites PIO state for several µs): 0 for a plain timer.
     pub setup_ticks: u64,
+    /// A stimulus compare enabled closer to its match than this is not
+    /// handed over (the Pico's PIO target lead): the board waits until
+    /// the match has passed, so the loop sees a missed compare. 0 for a
+    /// plain timer.
+    pub target_lead: u64,
     /// Edge to latch: the input filter (N samples).
     pub filter: u64,
     /// Extra latch delay per capture pin (synchroniser skew).
@@ -174,6 +179,7 @@ impl Fake {
             period: 1 << 32,
             access_ticks: 2,
             setup_ticks: 0,
+            target_lead: 0,
             filter: 8,
             skew: [0, 0],
             bit: 868,
@@ -502,6 +508,15 @@ impl TimerHw for Fake {
 
     fn set_compare_irq(&mut self, ch: Channel, on: bool) {
         self.access();
+        if ch == Channel::Stimulus && on && self.target_lead > 0 {
+            if let Some(at) = self.cmp[0].next {
+                if at < self.t + self.target_lead {
+                    // Too close to hand over: wait it out, unmatched.
+                    self.cmp[0].next = None;
+                    self.advance(at + 1);
+                }
+            }
+        }
         if let Some(i) = cmp_index(ch) {
             self.cmp[i].irq = on;
         }

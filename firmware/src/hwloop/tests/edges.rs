@@ -432,3 +432,37 @@ fn the_target_receive_burst_logs_bytes_and_errors_and_stops_when_empty() {
     assert_eq!(b.len, 2);
     assert_eq!(rx.0.len(), 1);
 }
+
+/// A board whose compare takes microseconds to arm (the Pico: register
+/// accesses of 0.6 µs here, and a target closer than 2 µs is not handed
+/// to its state machine: the board waits it out, unmatched). Over arm
+/// leads from 10 to 14 µs some stimuli are planned just past the loop's
+/// late threshold and miss their compare while it is armed: made in
+/// software, their latencies off. With the board's set-up in the
+/// threshold (`compare_setup_ticks`) each is armed a rest later by the
+/// compare, and every latency is exact.
+#[test]
+fn a_compare_slow_to_arm_never_turns_a_stimulus_into_a_software_edge() {
+    let mut soft = [0; 2];
+    for (i, setup) in [0u32, 800].into_iter().enumerate() {
+        for lead in (10 * US..14 * US).step_by(20) {
+            let cfg = LoopConfig { compare_setup_ticks: setup, ..boards::nucleo_f411re::LOOP };
+            let mut s = Sim::new(cfg, nucleo_board().with_arm_lead(lead as u32), 1_000_000);
+            s.hw.access_ticks = 60;
+            s.hw.target_lead = 2 * US;
+            s.hw.target = Target::GpioEcho { edge: Edge::Rising, latency: 30 * US, pulse: Some(20 * US) };
+            let mut c = echo(Mode::GpioEcho, Stimulus::Edge(Edge::Rising), 20);
+            c.interval_ticks = (200 * US) as u32;
+            c.timeout_ticks = (150 * US) as u32;
+            let st = s.measure(c, 100 * MS);
+            assert_eq!((st.taken, st.timeouts), (20, 0), "lead {lead}: {st:?}");
+            let n = s.e.totals().anomalies.soft_stimuli;
+            let exact = s.latencies().iter().all(|&l| l == Some((30 * US) as u32));
+            // A software edge is the only way a latency is off here.
+            assert_eq!(exact, n == 0, "lead {lead}: {n} soft, {:?}", s.latencies());
+            soft[i] += n;
+        }
+    }
+    assert!(soft[0] > 0, "the sweep never hit the window: it tests nothing");
+    assert_eq!(soft[1], 0, "with the set-up in the threshold: {} software edges", soft[1]);
+}
