@@ -237,12 +237,31 @@ impl<B: PioBus> PioTimer<B> {
         self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
     }
 
-    /// Set the pad's override for `mode` from the levels now. Whether PIO1
+    /// Set the pad's override for `mode` from the levels now (kept as it is
+    /// when the pad already follows PIO1 to the edge `mode` wants). Whether PIO1
     /// toggled while the pad followed it, between the read and the write
     /// (a few hundred ns of CPU): then a hold may have cut a pulse that had
     /// just risen to a glitch.
     fn apply_trigger_output(&mut self, mode: OutputMode) -> bool {
         let pad = self.bus.trigger_at_pad();
+        let to_come = match mode {
+            OutputMode::HighOnMatch => !pad,
+            OutputMode::LowOnMatch => pad,
+            OutputMode::ToggleOnMatch => true,
+            _ => false,
+        };
+        if to_come && self.trig_follow {
+            // The pad follows PIO1 already (OUTOVER normal or inverted,
+            // §2.19.6.1): PIO1's next toggle is the edge `mode` wants,
+            // whichever the inversion, so the override stays as it is. Not
+            // chosen again from the levels: PIO1 may toggle between the
+            // pad's read and its own (a match racing this call: a rise's
+            // interrupt late by most of the width asks for the fall just as
+            // PIO1 makes it), and the inversion chosen from those two reads
+            // raised the pad again after its fall (rp2040js: a second pulse
+            // 456 ns after the first fell, until the loop forced it low).
+            return false;
+        }
         let pio = self.bus.trigger_from_pio();
         let over = outover_for(mode, pad, pio);
         self.bus.set_trigger_outover(over);
