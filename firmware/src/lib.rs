@@ -178,5 +178,5 @@ pub use engine::{
     FIRMWARE_VERSION, MAX_BOARD_NAME,
 };
 pub use hwloop::seam::TimerHw;
-pub use hwloop::{Front, HwLoop, LoopConfig, Timer, TimerLock};
+pub use hwloop::{Front, HwLoop, LoopConfig, Timer, TimerLock, RX_BURST_ONE_BYTE_DR};
 pub use ticks::{TickExtender, TimerBits};

@@ -228,7 +228,8 @@ fn functions(elf: &[u8]) -> Vec<(u64, u64, String)> {
 /// cut there: its instructions up to the access ran, and the access runs
 /// again as a block of its own (flags `CF_LAST_IO`): the cut block counts
 /// only what ran before the access.
-/// Also the runs of each block (of a function's first block: its calls).
+/// Also the executions of each instruction (`nochain` logs every block
+/// run, so a block's count is its instructions' count).
 fn exec_profile(
     log: &std::path::Path,
 ) -> (std::collections::HashMap<u64, u64>, std::collections::HashMap<u64, u64>) {
@@ -239,7 +240,8 @@ fn exec_profile(
     // A block's instruction addresses, by start address and flags.
     let mut blocks: std::collections::HashMap<(u64, u64), std::rc::Rc<Vec<u64>>> = Default::default();
     let mut runs: std::collections::HashMap<u64, u64> = Default::default();
-    let mut entries: std::collections::HashMap<u64, u64> = Default::default();
+    // Executions of each instruction.
+    let mut each: std::collections::HashMap<u64, u64> = Default::default();
     // The block being read from `in_asm`, until its first run names its flags.
     let mut reading: Option<Vec<u64>> = None;
     let mut translated: Option<Vec<u64>> = None;
@@ -274,12 +276,15 @@ fn exec_profile(
                     if b.contains(&pc) {
                         let ran = b.iter().filter(|&&a| a < pc).count() as u64;
                         *runs.entry(*prev).or_default() -= b.len() as u64 - ran;
+                        for a in b.iter().filter(|&&a| a >= pc) {
+                            *each.entry(*a).or_default() -= 1;
+                        }
                     }
                 }
             }
             *runs.entry(pc).or_default() += insns.len() as u64;
-            if cflags & CF_LAST_IO == 0 {
-                *entries.entry(pc).or_default() += 1;
+            for a in insns.iter() {
+                *each.entry(*a).or_default() += 1;
             }
             last = Some((pc, insns));
         } else if line.starts_with("IN:") {
@@ -290,7 +295,7 @@ fn exec_profile(
             }
         }
     }
-    (runs, entries)
+    (runs, each)
 }
 
 /// `latprobe run` in uart-echo with identity on `port`, `count` samples
@@ -332,13 +337,13 @@ fn profile_run(
     echo.stop();
     bench.stop_and_read_log();
     assert_eq!(r["counts"]["samples"], count, "{:#}", r["counts"]);
-    let (runs, entries) = exec_profile(&log);
+    let (runs, each) = exec_profile(&log);
     if let Some(out) = std::env::var_os("LATPROBE_PROFILE_DUMP") {
-        // `address instructions runs` per block, in PATH.<count>, for a
-        // look at the hot source lines (`llvm-objdump -d -l` of the ELF
-        // beside it; a function's first block runs once a call).
+        // `address executions` per instruction, in PATH.<count>, for
+        // `scripts/profile-split.py` (by source) or a look at the hot
+        // lines (`llvm-objdump -d -l` of the ELF beside it).
         let mut lines: Vec<String> =
-            runs.iter().map(|(pc, n)| format!("{pc:08x} {n} {}", entries.get(pc).unwrap_or(&0))).collect();
+            each.iter().filter(|(_, n)| **n > 0).map(|(pc, n)| format!("{pc:08x} {n}")).collect();
         lines.sort();
         let out = std::path::PathBuf::from(out).with_extension(count.to_string());
         std::fs::write(&out, lines.join("\n")).expect("the profile dump");

@@ -131,10 +131,12 @@ struct Run {
     emit_slot: usize,
     slots: [Slot; IDENTITY_COUNT],
     next: Next,
-    /// The highest sequence number whose answer was heard so far, in time
-    /// or late (echo). With an in-order target nothing more can come for
-    /// any earlier stimulus.
-    heard_max: Option<u64>,
+    /// One past the highest sequence number whose answer was heard so far,
+    /// in time or late (echo); 0: none yet. With an in-order target nothing
+    /// more can come for any earlier stimulus. (A plain `u64` rather than
+    /// an `Option` of the highest: kept on every answer, and a 64-bit
+    /// `Option` max is about 20 instructions on these cores.)
+    heard_until: u64,
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,

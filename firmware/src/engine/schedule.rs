@@ -183,7 +183,7 @@ impl<const Q: usize> Engine<Q> {
             emit_slot: 0,
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
-            heard_max: None,
+            heard_until: 0,
             raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
@@ -255,7 +255,7 @@ impl<const Q: usize> Engine<Q> {
                     Slot::Answered { latency, .. } => tick.saturating_add(u64::from(latency)),
                     _ => tick.saturating_add(run.timeout()),
                 };
-                if run.window > 1 && run.heard_max.is_none_or(|m| m <= old) {
+                if run.window > 1 && run.heard_until <= old + 1 {
                     // No later stimulus answered yet: an in-order target may
                     // still send this identity's answer (or a duplicate).
                     // Hold it, for a second at most.

@@ -91,7 +91,9 @@ impl<const Q: usize> Engine<Q> {
                     return;
                 }
                 let latency = tick - stim;
-                run.heard_max = Some(run.heard_max.map_or(seq, |m| m.max(seq)));
+                if seq >= run.heard_until {
+                    run.heard_until = seq + 1;
+                }
                 if latency <= run.timeout() {
                     // latency <= timeout_ticks, a u32: the cast is lossless.
                     run.slots[i] = Slot::Answered { seq, tick: stim, latency: latency as u32 };
@@ -110,7 +112,7 @@ impl<const Q: usize> Engine<Q> {
             Slot::TimedOut { seq, .. } if identity => {
                 // Its answer, after the horizon: counted, not timed; and
                 // heard, so earlier identities are free (in order).
-                run.heard_max = Some(run.heard_max.map_or(seq, |m| m.max(seq)));
+                run.heard_until = run.heard_until.max(seq + 1);
                 a.late += 1;
                 self.stats.late_responses += 1;
                 self.plan(now);

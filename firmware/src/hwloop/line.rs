@@ -118,11 +118,14 @@ impl HwLoop {
     }
 
     /// Loopback: an answer latched up to the skew allowance before its
-    /// stimulus is that stimulus's answer, at its tick.
-    fn unskew(&mut self, tick: u64, slot: usize) -> u64 {
+    /// stimulus is that stimulus's answer, at its tick. `byte`: a UART
+    /// answer's, whose identity names the slot (looked up only in loopback).
+    #[inline(always)]
+    fn unskew(&mut self, tick: u64, byte: Option<u8>) -> u64 {
         if self.mode != Some(Mode::Loopback) {
             return tick;
         }
+        let slot = byte.map_or(0, |b| self.slot_of_byte(b));
         match self.stim_ticks[slot] {
             Some(s) if tick < s && s - tick <= u64::from(self.cfg.loopback_skew_ticks) => {
                 self.stats.skew_clamped = self.stats.skew_clamped.saturating_add(1);
@@ -159,7 +162,7 @@ impl HwLoop {
                         return;
                     }
                 }
-                let tick = self.unskew(tick, 0);
+                let tick = self.unskew(tick, None);
                 self.answered(tick);
                 engine.on_capture(tick, now);
             }
@@ -178,7 +181,7 @@ impl HwLoop {
         if !self.cfg.response_capture {
             // No capture hardware: the byte's read is its tick.
             if self.line == Line::Uart {
-                let tick = self.unskew(at, self.slot_of_byte(byte));
+                let tick = self.unskew(at, Some(byte));
                 self.answered(at);
                 engine.on_response_byte(tick, byte, now);
             }
@@ -187,7 +190,7 @@ impl HwLoop {
         match self.line {
             Line::Uart => match self.pairer.on_byte(byte, at) {
                 Paired::Byte { tick, byte } => {
-                    let tick = self.unskew(tick, self.slot_of_byte(byte));
+                    let tick = self.unskew(tick, Some(byte));
                     self.answered(at);
                     engine.on_response_byte(tick, byte, now);
                 }

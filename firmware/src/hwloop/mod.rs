@@ -108,7 +108,7 @@ use line::Line;
 use pairer::StartBitPairer;
 use seam::{Channel, Polarity, TimerHw};
 
-pub use front::{Batch, Event, Front, Timer};
+pub use front::{Batch, Event, Front, Timer, RX_BURST_ONE_BYTE_DR};
 
 #[cfg(test)]
 mod fake;

@@ -416,7 +416,7 @@ mod app {
     fn target_rx(mut cx: target_rx::Context) {
         METER.enter(Part::Capture);
         let rx = cx.local.target_rx;
-        cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_BURST));
+        cx.shared.timer.lock(|t| t.on_target_rx(rx, latprobe_firmware::RX_BURST_ONE_BYTE_DR));
         rtic::pend(Interrupt::EXTI1);
         METER.leave();
     }

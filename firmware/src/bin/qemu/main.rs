@@ -147,9 +147,11 @@ impl QemuTimer {
         tim.cr1().write(|w| w.cen().set_bit());
         syst.set_clock_source(SystClkSource::Core);
         syst.enable_interrupt();
-        let mut t = Self { tim, syst, target_tx, last: 0, wrapped: false };
-        t.alarm(MAX_ALARM_CYCLES);
-        t
+        syst.set_reload(MAX_ALARM_CYCLES);
+        syst.clear_current();
+        // Enabled once: each alarm after is two writes (`alarm`).
+        syst.enable_counter();
+        Self { tim, syst, target_tx, last: 0, wrapped: false }
     }
 
     fn read(&mut self) -> u32 {
@@ -162,12 +164,15 @@ impl QemuTimer {
     }
 
     /// SysTick fires once after `cycles` (it reloads the same period, and
-    /// is set again by every `set_compare` or wake-up).
+    /// is set again by every `set_compare` or wake-up). Two writes, the
+    /// counter left running: a write to SYST_CVR clears it and COUNTFLAG,
+    /// and the counter loads SYST_RVR on the next clock without raising
+    /// the exception (ARMv7-M ARM B3.3.1; QEMU's `armv7m_systick.c` does
+    /// the same). A reload that fires between the two writes raises the
+    /// exception with COUNTFLAG then cleared: `take_compare` says no wake.
     fn alarm(&mut self, cycles: u32) {
-        self.syst.disable_counter();
         self.syst.set_reload(cycles.clamp(1, MAX_ALARM_CYCLES));
         self.syst.clear_current();
-        self.syst.enable_counter();
     }
 }
 
@@ -341,7 +346,7 @@ mod app {
     fn target_rx(mut cx: target_rx::Context) {
         METER.enter(Part::Capture);
         let rx = cx.local.target_rx;
-        cx.shared.timer.lock(|t| t.on_target_rx(rx, RX_CHUNK));
+        cx.shared.timer.lock(|t| t.on_target_rx(rx, latprobe_firmware::RX_BURST_ONE_BYTE_DR));
         rtic::pend(Interrupt::EXTI1);
         METER.leave();
     }

@@ -317,17 +317,24 @@ fn stimuli_faster_than_the_line_wait_for_the_transmitter() {
 fn periodic_over_uart_counts_one_edge_per_byte_at_its_start_bit() {
     let mut s = Sim::nucleo(1_000_000);
     s.hw.uart_response_line();
+    periodic_uart_run(&mut s, 30, 20);
+}
+
+/// Periodic over the target's UART: `bytes` 0x55 bytes a millisecond and
+/// 37 ticks apart, a run of `count` edges; each edge its byte's start bit,
+/// exactly, none overcaptured.
+fn periodic_uart_run(s: &mut Sim, bytes: u64, count: u64) {
     let first = s.hw.t + 2 * MS;
-    let starts: Vec<u64> = (0..30).map(|k| first + k * MS + k * 37).collect();
+    let starts: Vec<u64> = (0..bytes).map(|k| first + k * MS + k * 37).collect();
     for &t in &starts {
         s.hw.byte_in(t, 0x55);
     }
-    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Uart), 20);
+    let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Uart), count);
     c.timeout_ticks = 0;
-    let st = s.measure(c, 100 * MS);
-    assert_eq!(st.taken, 20, "{st:?}");
+    let st = s.measure(c, (bytes + 70) * MS);
+    assert_eq!(st.taken, count, "{st:?}");
     let ticks: Vec<u64> = s.host.edges.iter().map(|e| e.tick).collect();
-    assert_eq!(ticks, starts[..20]);
+    assert_eq!(ticks, starts[..count as usize]);
     assert_eq!(st.anomalies.overcaptures, 0);
 }
 

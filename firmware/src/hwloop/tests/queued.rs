@@ -234,18 +234,7 @@ fn periodic_over_uart_runs_the_engine_once_an_edge() {
     let mut passes = [0; 2];
     for (i, top_half) in [false, true].into_iter().enumerate() {
         let mut s = nucleo(top_half);
-        let first = s.hw.t + 2 * MS;
-        let starts: Vec<u64> = (0..230).map(|k| first + k * MS + k * 37).collect();
-        for &t in &starts {
-            s.hw.byte_in(t, 0x55);
-        }
-        let mut c = echo(Mode::Periodic, Stimulus::None(ResponseLine::Uart), 200);
-        c.timeout_ticks = 0;
-        let st = s.measure(c, 300 * MS);
-        assert_eq!(st.taken, 200, "{st:?}");
-        let ticks: Vec<u64> = s.host.edges.iter().map(|e| e.tick).collect();
-        assert_eq!(ticks, starts[..200]);
-        assert_eq!(st.anomalies.overcaptures, 0);
+        periodic_uart_run(&mut s, 230, 200);
         passes[i] = s.passes;
     }
     assert!(passes[0] >= 400, "engine-task writes: {} passes for 200 edges", passes[0]);
