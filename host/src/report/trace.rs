@@ -357,6 +357,15 @@ pub fn text(t: &TraceSection, excerpt_lines: usize) -> String {
             }
         }
         match &a.findings.culprit {
+            _ if a.trace_starts_after_trigger_ns.is_some() => {
+                let _ = writeln!(
+                    s,
+                    "    likely culprit: not in this snapshot: the trace starts {} after this sample's trigger \
+                     (re-armed once an earlier snapshot was saved, or the ring buffer overwrote the window: \
+                     --trace-buffer-kb)",
+                    format_ns(a.trace_starts_after_trigger_ns.unwrap_or(0))
+                );
+            }
             Some(c) => {
                 let _ = writeln!(s, "    likely culprit (heuristic): {}", holder_line(c));
                 for h in a.findings.holders.iter().skip(1).take(3) {
@@ -394,6 +403,11 @@ pub fn html(h: &mut String, t: &TraceSection) {
 mod tests {
     use super::*;
 
+    /// The snapshots in `dir`, a 5 ms threshold.
+    fn source(dir: &Path) -> TraceSource {
+        TraceSource { dir: dir.display().to_string(), threshold_ns: Some(5_000_000), meta: None, stop: None }
+    }
+
     #[test]
     fn a_snapshot_beside_the_report_is_tied_read_and_shown() {
         let dir = tempfile::tempdir().unwrap();
@@ -402,12 +416,7 @@ mod tests {
             std::fs::copy(fixtures.join(f), dir.path().join(f)).unwrap();
         }
         let mut r = super::super::testkit::run(0);
-        let src = TraceSource {
-            dir: dir.path().display().to_string(),
-            threshold_ns: Some(5_000_000),
-            meta: None,
-            stop: None,
-        };
+        let src = source(dir.path());
         let t = load(&src, &r);
         assert_eq!(t.snapshots.len(), 1);
         let s = &t.snapshots[0];
@@ -430,5 +439,34 @@ mod tests {
         let t = load(&src, &r);
         assert_eq!(t.snapshots[0].sample_seq, None);
         assert!(t.snapshots[0].tie.contains("1 timeouts"));
+    }
+
+    /// A trigger 3 ms before the snapshot's first event (the trace re-armed
+    /// after it): said in the summary, and the hog that ran later is not
+    /// named as its cause.
+    #[test]
+    fn a_snapshot_that_starts_after_its_trigger_names_no_culprit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace");
+        let txt = std::fs::read_to_string(fixtures.join("trace-seq-2.txt")).unwrap();
+        std::fs::write(dir.path().join("trace-seq-2.txt"), &txt).unwrap();
+        let first = crate::analysis::trace::parse::parse(&txt).events[0].ts_ns;
+        let mut side: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(fixtures.join("trace-seq-2.json")).unwrap()).unwrap();
+        side["trigger_seen_mono_ns"] = (first - 3_000_000).into();
+        std::fs::write(dir.path().join("trace-seq-2.json"), side.to_string()).unwrap();
+        let r = super::super::testkit::run(0);
+        let src = source(dir.path());
+        let t = load(&src, &r);
+        let a = t.snapshots[0].analysis.as_ref().unwrap();
+        assert_eq!(a.trace_starts_after_trigger_ns, Some(3_000_000));
+        assert_eq!(a.findings.culprit, None);
+        let out = text(&t, 5);
+        let said = format!(
+            "likely culprit: not in this snapshot: the trace starts {} after this sample's trigger",
+            format_ns(3_000_000)
+        );
+        assert!(out.contains(&said), "{out}");
+        assert!(!out.contains("likely culprit (heuristic)"), "{out}");
     }
 }

@@ -10,7 +10,9 @@
 //! The window ends at the trigger (the sidecar's CLOCK_MONOTONIC time, on
 //! the trace's axis because the responder sets `trace_clock` to mono) and
 //! starts at the trigger minus the threshold, or at the last marker (the
-//! answer before: the stimulus came after it), whichever is later.
+//! answer before: the stimulus came after it), whichever is later. A
+//! trigger before the trace's first event (the trace re-armed after it, or
+//! the window overwritten) is said, and then no culprit is named.
 
 pub mod attribute;
 pub mod parse;
@@ -62,6 +64,12 @@ pub struct SnapshotAnalysis {
     /// The responder's CPU first.
     pub excerpt: Vec<CpuExcerpt>,
     pub findings: Findings,
+    /// The trigger came this long before the trace's first event: the
+    /// trace was cleared after it (re-armed once an earlier snapshot was
+    /// saved) or its ring buffer overwrote the window. The cause is not in
+    /// the snapshot, so no culprit is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_starts_after_trigger_ns: Option<u64>,
 }
 
 /// Read `text` (a saved `trace` file); `trigger_ns`: the trigger on the
@@ -85,6 +93,7 @@ pub fn analyse(
                 window: None,
                 excerpt: Vec::new(),
                 findings: Findings::default(),
+                trace_starts_after_trigger_ns: None,
             }
         }
     };
@@ -110,7 +119,12 @@ pub fn analyse(
     };
     let window =
         Window { start_ns: start, end_ns: end, start_from: start_from.into(), end_from: end_from.into() };
-    let findings = attribute::analyse(&snap, start, end, last_marker.map(|m| m.pid));
+    let starts_after = trigger_ns.filter(|&t| t < first).map(|t| first - t);
+    let mut findings = attribute::analyse(&snap, start, end, last_marker.map(|m| m.pid));
+    if starts_after.is_some() {
+        // What held the CPU later is no answer to what made this one late.
+        findings.culprit = None;
+    }
     let mut cpus: Vec<u32> = snap.events.iter().map(|e| e.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
@@ -154,6 +168,7 @@ pub fn analyse(
         window: Some(window),
         excerpt,
         findings,
+        trace_starts_after_trigger_ns: starts_after,
     }
 }
 

@@ -62,10 +62,28 @@ fn without_a_threshold_the_window_starts_at_the_last_marker() {
 }
 
 #[test]
+fn a_trigger_just_before_the_trace_names_no_culprit() {
+    // The trace re-armed 3 ms after the trigger (an earlier snapshot saved
+    // meanwhile): the hog that is in it is not this sample's cause.
+    let first = super::parse::parse(SNAPSHOT).events.first().unwrap().ts_ns;
+    let a = analyse(SNAPSHOT, Some(first - 3_000_000), Some(5_000_000), 40);
+    assert_eq!(a.trace_starts_after_trigger_ns, Some(3_000_000));
+    assert_eq!(a.findings.culprit, None, "{:?}", a.findings);
+    assert!(!a.findings.holders.is_empty(), "what ran later is still listed");
+    // At the trigger: named as before.
+    let a = analyse(SNAPSHOT, Some(TRIGGER_NS), Some(5_000_000), 40);
+    assert_eq!(a.trace_starts_after_trigger_ns, None);
+    assert!(a.findings.culprit.is_some());
+}
+
+#[test]
 fn a_trigger_off_the_traces_axis_is_not_used() {
     // A trace_clock other than mono: the sidecar's time is meaningless here.
     let a = analyse(SNAPSHOT, Some(5), Some(5_000_000), 40);
-    assert_eq!(a.window.unwrap().end_from, "last event");
+    assert_eq!(a.window.as_ref().unwrap().end_from, "last event");
+    // Before the trace's first event: said, and nothing named as its cause.
+    assert!(a.trace_starts_after_trigger_ns.is_some_and(|d| d > 1_000_000_000), "{a:?}");
+    assert_eq!(a.findings.culprit, None);
 }
 
 #[test]
