@@ -249,8 +249,27 @@ struct Snapshot {
 }
 
 /// `trace-seq-<N>.txt` and its sidecar `trace-seq-<N>.json`; the file name.
+///
+/// N is the last `latprobe seq=` marker **in the snapshot**, read while it
+/// is copied, not the answer loop's count: that count is stored after the
+/// marker's write, so a marker refused just after the stop (or recorded
+/// just before it) would put the count one off the file. The count is kept
+/// as `last_answer_seq`; it names the file only when the snapshot holds no
+/// marker.
 fn save(fs: &Tracefs, dir: &Path, s: &Snapshot) -> io::Result<String> {
-    let base = if s.seq == u64::MAX { "trace-seq-none".to_string() } else { format!("trace-seq-{}", s.seq) };
+    let partial = dir.join(".trace-seq-partial.txt");
+    let copied = File::open(fs.path("trace"))
+        .and_then(|src| copy_scanning(io::BufReader::new(src), io::BufWriter::new(File::create(&partial)?)));
+    let (bytes, marker) = match copied {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    let answered = (s.seq != u64::MAX).then_some(s.seq);
+    let named = marker.or(answered);
+    let base = named.map_or_else(|| "trace-seq-none".to_string(), |n| format!("trace-seq-{n}"));
     // Two triggers with no answer in between share a seq.
     let mut stem = base.clone();
     let mut n = 2;
@@ -259,16 +278,17 @@ fn save(fs: &Tracefs, dir: &Path, s: &Snapshot) -> io::Result<String> {
         n += 1;
     }
     let name = format!("{stem}.txt");
-    let mut out = File::create(dir.join(&name))?;
-    let mut src = File::open(fs.path("trace"))?;
-    let bytes = io::copy(&mut src, &mut out)?;
+    std::fs::rename(&partial, dir.join(&name))?;
     let report = serde_json::json!({
         "file": name,
-        "last_marker_seq": (s.seq != u64::MAX).then_some(s.seq),
+        "last_marker_seq": named,
+        "marker_in_snapshot": marker.is_some(),
+        "last_answer_seq": answered,
         "trigger": s.trigger,
         "source": s.kind,
         "trigger_seen_mono_ns": s.seen,
         "stop_latency_ns": s.stopped_at - s.seen,
+        "stopped_mono_ns": s.stopped_at,
         "edge_mono_ns": s.edge_ns,
         "edge_to_stop_ns": s.edge_ns.map(|e| s.stopped_at.saturating_sub(e)),
         "trace_clock": fs.current_choice("trace_clock").ok(),
@@ -278,4 +298,86 @@ fn save(fs: &Tracefs, dir: &Path, s: &Snapshot) -> io::Result<String> {
     let text = serde_json::to_string_pretty(&report).map_err(io::Error::other)? + "\n";
     std::fs::write(dir.join(format!("{stem}.json")), text)?;
     Ok(name)
+}
+
+/// Copy a trace line by line; the bytes and the last marker's seq.
+fn copy_scanning(mut src: impl io::BufRead, mut dst: impl io::Write) -> io::Result<(u64, Option<u64>)> {
+    let mut line = Vec::new();
+    let (mut bytes, mut last) = (0u64, None);
+    loop {
+        line.clear();
+        let n = src.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        dst.write_all(&line)?;
+        bytes += n as u64;
+        if let Some(seq) = marker_seq(&line) {
+            last = Some(seq);
+        }
+    }
+    dst.flush()?;
+    Ok((bytes, last))
+}
+
+/// `N` of a `tracing_mark_write: latprobe seq=N` line.
+fn marker_seq(line: &[u8]) -> Option<u64> {
+    const TAG: &[u8] = b"tracing_mark_write: latprobe seq=";
+    let at = line.windows(TAG.len()).position(|w| w == TAG)? + TAG.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+# tracer: nop
+ latprobe-respon-10 [000] .....  5.000100: tracing_mark_write: latprobe seq=6 id=0x07
+ latprobe-respon-10 [000] .....  5.000200: tracing_mark_write: latprobe seq=7 id=0x08
+ latprobe-hog-11    [000] d..2.  5.000300: sched_switch: prev_comm=latprobe-respon next_comm=latprobe-hog
+ bash-12            [001] .....  5.000400: tracing_mark_write: something seq=99
+";
+
+    #[test]
+    fn the_last_marker_is_read_from_the_copy() {
+        let mut out = Vec::new();
+        let (bytes, last) = copy_scanning(TRACE.as_bytes(), &mut out).unwrap();
+        assert_eq!(out, TRACE.as_bytes());
+        assert_eq!(bytes, TRACE.len() as u64);
+        assert_eq!(last, Some(7), "a foreign marker is not ours");
+        assert_eq!(copy_scanning(&b"# tracer: nop\n"[..], io::sink()).unwrap().1, None);
+        assert_eq!(marker_seq(b"x: tracing_mark_write: latprobe seq=12"), Some(12), "no newline at the end");
+        assert_eq!(marker_seq(b"x: tracing_mark_write: latprobe seq="), None);
+    }
+
+    /// The race the demo's test found: the answer loop stored seq 8 (its
+    /// marker refused after the stop) before the trigger thread read it.
+    #[test]
+    fn the_file_is_named_by_the_snapshot_not_by_the_answer_count() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("tracing_on"), "0\n").unwrap();
+        let fs = Tracefs::open(root.path()).unwrap();
+        std::fs::write(root.path().join("trace"), TRACE).unwrap();
+        std::fs::write(root.path().join("trace_clock"), "local global [mono]\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let snap = Snapshot { seq: 8, trigger: 1, kind: "fifo", seen: 10, stopped_at: 30, edge_ns: None };
+        assert_eq!(save(&fs, dir.path(), &snap).unwrap(), "trace-seq-7.txt");
+        assert_eq!(std::fs::read_to_string(dir.path().join("trace-seq-7.txt")).unwrap(), TRACE);
+        let side: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("trace-seq-7.json")).unwrap()).unwrap();
+        assert_eq!(side["last_marker_seq"], 7);
+        assert_eq!(side["last_answer_seq"], 8);
+        assert_eq!(side["marker_in_snapshot"], true);
+        assert_eq!(side["stop_latency_ns"], 20);
+        assert_eq!(side["trace_clock"], "mono");
+        // A second trigger, the same snapshot: -2; no marker at all: the count.
+        assert_eq!(save(&fs, dir.path(), &snap).unwrap(), "trace-seq-7-2.txt");
+        std::fs::write(root.path().join("trace"), "# tracer: nop\n").unwrap();
+        assert_eq!(save(&fs, dir.path(), &snap).unwrap(), "trace-seq-8.txt");
+        let none = Snapshot { seq: u64::MAX, ..snap };
+        assert_eq!(save(&fs, dir.path(), &none).unwrap(), "trace-seq-none.txt");
+        assert!(!dir.path().join(".trace-seq-partial.txt").exists(), "the partial copy was left behind");
+    }
 }
