@@ -92,6 +92,19 @@ pub mod rp2040_pico {
     pub const RAM: (u64, u64) = (0x2000_0000, 264 * 1024);
     /// Target line (UART1 on GP4/GP5): the responder's default.
     pub const TARGET_BAUD: u32 = 115_200;
+    /// How far ahead of its tick the engine asks for a stimulus
+    /// ([`crate::BoardInfo::with_arm_lead`]). The engine's default, 100 µs,
+    /// held the Pico to about 9 100 samples/s while its CPU was half idle
+    /// (`throughput_pico`'s walk). A shorter lead needs a stimulus planned
+    /// inside the PIO's set-up to be armed a rest later by the compare
+    /// ([`LoopConfig::compare_setup_ticks`]), not made in software: a
+    /// 40 µs lead tried before that made loopback latencies vary. With it,
+    /// the walk (GPIO loopback, 1 000 samples a step, every latency exact)
+    /// reached 19 258 samples/s at 40 µs with a 40 µs lead, 17 678 with
+    /// 30 µs, 16 197 with 50 µs and 14 339 with 20 µs: a shorter lead falls
+    /// inside the engine's own pass (a sample is about 49 µs of CPU), and
+    /// the stimulus is then armed a rest later.
+    pub const ARM_LEAD_TICKS: u32 = TIMER_HZ / 25_000;
     /// From an edge at a pin to the word PIO pushes, in ticks, by the edge
     /// program's own instructions: the `in` runs one tick after the
     /// `jmp pin` that saw the level (`program::capture_tick` takes it

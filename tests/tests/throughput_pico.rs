@@ -225,7 +225,7 @@ fn the_shortest_interval_the_pico_keeps_in_rp2040js() {
          interval   slipped  longest slip   dropped  overruns   lost   samples/s   latencies   limit\n",
     );
     let mut kept = None;
-    for us in [200, 150, 120, 100, 80, 60] {
+    for us in [200, 150, 120, 100, 80, 60, 50, 40] {
         let (r, exact) = step(a, us, 1_000);
         let c = &r["counts"];
         let get = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counts.{k}: {c:#}"));

@@ -79,7 +79,9 @@ pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_fi
 #[rtic::app(device = rp2040_hal::pac, peripherals = true)]
 mod app {
     use latprobe_firmware::board::pico::PioTimer;
-    use latprobe_firmware::boards::rp2040_pico::{HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ};
+    use latprobe_firmware::boards::rp2040_pico::{
+        ARM_LEAD_TICKS, HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ,
+    };
     use latprobe_firmware::engine::txq::{Class, TxQueue};
     use latprobe_firmware::hwloop::TriggerOut;
     use latprobe_firmware::{BoardInfo, Engine, HwLoop, LoopConfig, Timer, TimerBits, FIRMWARE_VERSION};
@@ -252,6 +254,7 @@ mod app {
         let caps = if trigger { caps | Capabilities::TRIGGER } else { caps };
         let engine = Engine::new(
             BoardInfo::new("rp2040-pico", TIMER_HZ, TimerBits::B32, caps)
+                .with_arm_lead(ARM_LEAD_TICKS)
                 .with_uart_echo_floor(TARGET_BAUD)
                 .with_target_baud(TARGET_BAUD)
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
