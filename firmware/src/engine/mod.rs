@@ -137,6 +137,9 @@ struct Run {
     /// an `Option` of the highest: kept on every answer, and a 64-bit
     /// `Option` max is about 20 instructions on these cores.)
     heard_until: u64,
+    /// The armed stimulus's slip when it was planned (its slot held it):
+    /// already counted, so a late production adds only its delay.
+    armed_slip: u64,
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,

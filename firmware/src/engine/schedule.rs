@@ -140,9 +140,13 @@ impl<const Q: usize> Engine<Q> {
         let interval = u64::from(run.config.interval_ticks);
         if late >= interval {
             let a = &mut self.totals.anomalies;
-            a.slipped += 1;
+            // One stimulus, one slip: one its slot held when it was planned
+            // was counted then, and its delay grows by this.
+            if run.armed_slip == 0 {
+                a.slipped += 1;
+            }
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(late);
-            a.slip_max_ticks = a.slip_max_ticks.max(late);
+            a.slip_max_ticks = a.slip_max_ticks.max(run.armed_slip + late);
             // Re-anchored at it: the next one an interval later.
             run.sched_tick = tick;
         }
@@ -184,6 +188,7 @@ impl<const Q: usize> Engine<Q> {
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_until: 0,
+            armed_slip: 0,
             raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
@@ -280,8 +285,10 @@ impl<const Q: usize> Engine<Q> {
         // A slip is a delay the slot caused (still held, or its guard); a
         // probe merely late to plan is not counted, its stimulus carries
         // its actual tick either way.
+        run.armed_slip = 0;
         if at > planned && held {
             let slip = at - planned;
+            run.armed_slip = slip;
             let a = &mut self.totals.anomalies;
             a.slipped += 1;
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);

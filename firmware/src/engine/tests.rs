@@ -1018,8 +1018,9 @@ fn samples_go_out_in_order_when_a_later_answer_comes_first() {
     assert_eq!(stopped(&got).reason, StopReason::CountReached);
 }
 
-#[test]
-fn no_identity_free_means_the_next_stimulus_waits_and_the_slip_is_counted() {
+/// Nine identified stimuli out; the tenth waits for identity 0, which
+/// times out and is answered late (with 1) at `start + 12 000`: free again.
+fn nine_out_then_identity_0_freed_late() -> (Bench, u64) {
     let mut b = bench();
     b.configure(identified(None));
     let start = b.start();
@@ -1037,6 +1038,12 @@ fn no_identity_free_means_the_next_stimulus_waits_and_the_slip_is_counted() {
     // not timed; and in order, nothing more of 0 can come.
     b.answer(start + 12_000, sent[0].1);
     b.answer(start + 12_010, sent[1].1);
+    (b, start)
+}
+
+#[test]
+fn no_identity_free_means_the_next_stimulus_waits_and_the_slip_is_counted() {
+    let (mut b, start) = nine_out_then_identity_0_freed_late();
     let req = b.e.stimulus_request().expect("identity 0 is free again");
     assert_eq!(req.seq, 9);
     assert_eq!(req.at, start + 12_010 + LEAD as u64);
@@ -1140,6 +1147,25 @@ fn a_stimulus_produced_late_is_a_slip_and_the_schedule_reanchors() {
     let next = b.e.stimulus_request().expect("stimulus 2");
     assert_eq!((next.seq, next.at), (2, late + 1_000), "start {start}");
     assert!(b.drain().iter().all(|g| !matches!(g, Got::Error(..))));
+}
+
+/// One stimulus, one slip: held by its slot when planned (counted then)
+/// and produced intervals after its request too (a frame's long pass) is
+/// still one slipped stimulus, its delay the sum of both.
+#[test]
+fn a_held_stimulus_produced_late_too_is_one_slip() {
+    let (mut b, _) = nine_out_then_identity_0_freed_late();
+    let req = b.e.stimulus_request().expect("identity 0 is free again");
+    assert_eq!(req.seq, 9);
+    let held = 3010 + LEAD as u64;
+    let late = req.at + 5_000;
+    b.now = late;
+    b.e.on_stimulus(late, late);
+    b.e.poll(late);
+    let a = b.e.totals().anomalies;
+    assert_eq!(a.slipped, 1, "one stimulus slipped, counted once");
+    assert_eq!(a.slip_max_ticks, held + 5_000);
+    assert_eq!(a.slip_total_ticks, held + 5_000);
 }
 
 mod trigger;
