@@ -139,7 +139,7 @@ struct Run {
     heard_until: u64,
     /// The armed stimulus's slip when it was planned (its slot held it):
     /// already counted, so a late production adds only its delay.
-    armed_slip: u64,
+    armed_slip: u32,
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,

@@ -146,7 +146,7 @@ impl<const Q: usize> Engine<Q> {
                 a.slipped += 1;
             }
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(late);
-            a.slip_max_ticks = a.slip_max_ticks.max(run.armed_slip + late);
+            a.slip_max_ticks = a.slip_max_ticks.max(u64::from(run.armed_slip) + late);
             // Re-anchored at it: the next one an interval later.
             run.sched_tick = tick;
         }
@@ -288,7 +288,8 @@ impl<const Q: usize> Engine<Q> {
         run.armed_slip = 0;
         if at > planned && held {
             let slip = at - planned;
-            run.armed_slip = slip;
+            // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
+            run.armed_slip = u32::try_from(slip).unwrap_or(u32::MAX);
             let a = &mut self.totals.anomalies;
             a.slipped += 1;
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
