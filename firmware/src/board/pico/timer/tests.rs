@@ -165,14 +165,19 @@ fn timer(bus: &mut Bus) -> PioTimer<&mut Bus> {
     PioTimer::new(bus, false, true)
 }
 
+/// A pulse armed for `at` and risen: the clock one past it, the match taken.
+fn risen(t: &mut PioTimer<&mut Bus>, at: u32) {
+    arm(t, at);
+    t.bus().advance(at + 1);
+    assert!(t.compare_pending(Channel::Trigger));
+    assert!(t.take_compare(Channel::Trigger), "the rise is the match");
+}
+
 #[test]
 fn a_pulse_rises_at_its_tick_and_falls_a_width_later_whenever_the_cpu_looks() {
     let mut bus = Bus { now: 1000, ..Bus::default() };
     let mut t = timer(&mut bus);
-    arm(&mut t, 5000);
-    t.bus().advance(5001);
-    assert!(t.compare_pending(Channel::Trigger));
-    assert!(t.take_compare(Channel::Trigger), "the rise is the match");
+    risen(&mut t, 5000);
     // The CPU comes back late, after the fall's tick: the fall was PIO1's.
     t.bus().advance(5000 + W + 300);
     fall(&mut t, 5000);
@@ -190,9 +195,7 @@ fn a_fall_that_pio1_makes_while_the_loop_asks_for_it_stays_a_fall() {
     // tick, and PIO1's toggle landed between the pad's read and PIO1's.
     let mut bus = Bus { now: 1000, ..Bus::default() };
     let mut t = timer(&mut bus);
-    arm(&mut t, 5000);
-    t.bus().advance(5001);
-    assert!(t.take_compare(Channel::Trigger), "the rise is the match");
+    risen(&mut t, 5000);
     t.bus().advance(5000 + W - 10);
     t.bus().toggle_in_pio_read = true;
     fall(&mut t, 5000);
