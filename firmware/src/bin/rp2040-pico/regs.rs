@@ -70,6 +70,10 @@ impl PioBus for Regs {
         }
     }
 
+    fn pop(&mut self, sm: Sm) -> u32 {
+        pio().rxf(sm as usize).read().bits()
+    }
+
     fn rx_level(&mut self, sm: Sm) -> u8 {
         // FLEVEL: 4 bits a FIFO, TXn at 8n and RXn at 8n + 4 (§3.7).
         ((pio().flevel().read().bits() >> (8 * sm as u32 + 4)) & 0xf) as u8

@@ -66,6 +66,12 @@ pub trait PioBus {
     fn rx(&mut self, sm: Sm) -> Option<u32>;
     /// Words in the state machine's RX FIFO (FLEVEL RXn).
     fn rx_level(&mut self, sm: Sm) -> u8;
+    /// Pop the state machine's RX FIFO (RXFn) without looking at FSTAT:
+    /// only for a word `rx_level` counted. (A read of an empty FIFO leaves
+    /// it as it is, sets FDEBUG RXUNDER and returns an undefined word,
+    /// §3.7 RXF0; the timer is the only reader, always under its lock, so
+    /// a counted word is still there.)
+    fn pop(&mut self, sm: Sm) -> u32;
     /// Push a word into the state machine's TX FIFO (TXFn); `false` if it
     /// is full (FSTAT TXFULL).
     fn tx(&mut self, sm: Sm, word: u32) -> bool;

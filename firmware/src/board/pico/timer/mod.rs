@@ -186,14 +186,33 @@ impl<B: PioBus> PioTimer<B> {
     /// Every word of an edge channel's FIFO, as what a capture register
     /// would hold: the latest wanted edge, overcaptured if there were
     /// several (or words were lost).
+    #[inline]
     fn drain(&mut self, ch: Channel) -> Option<Capture> {
+        let sm = match ch {
+            Channel::Response => self.response.sm,
+            Channel::TxStart => self.tx_start.sm,
+            _ => return None,
+        };
+        // Most reads find nothing: two register reads then, without the
+        // words' loop and its stack frame (about four calls a sample, one
+        // with words). A word pushed after FLEVEL was read waits for the
+        // next call, as one pushed after the loop's last FSTAT would.
+        let stalled = self.bus.take_rx_stall(sm);
+        if !stalled && self.bus.rx_level(sm) == 0 {
+            return None;
+        }
+        self.drain_words(ch, stalled)
+    }
+
+    /// [`Self::drain`] with words to read, or a stall to handle.
+    #[inline(never)]
+    fn drain_words(&mut self, ch: Channel, stalled: bool) -> Option<Capture> {
         let bus = &mut self.bus;
         let c = match ch {
             Channel::Response => &mut self.response,
             Channel::TxStart => &mut self.tx_start,
             _ => return None,
         };
-        let stalled = bus.take_rx_stall(c.sm);
         let (mut latest, mut any, mut n) = (None, None, 0u32);
         for _ in 0..MAX_WORDS {
             let Some(w) = bus.rx(c.sm) else { break };
@@ -336,8 +355,12 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
     /// the next one is pushed after it, so it is newer than every capture
     /// read before.
     fn counter(&mut self) -> u32 {
+        // The FIFO is full of words pushed before this call (the clock
+        // pushes every 4 clocks, `push noblock`): pop the ones FLEVEL
+        // counts without testing FSTAT for each (they are there), then wait
+        // for one pushed since the first pop.
         for _ in 0..self.bus.rx_level(Sm::Clock) {
-            let _ = self.bus.rx(Sm::Clock);
+            let _ = self.bus.pop(Sm::Clock);
         }
         for _ in 0..CLOCK_POLLS {
             if let Some(w) = self.bus.rx(Sm::Clock) {

@@ -61,6 +61,9 @@ impl PioBus for &mut Bus {
     fn rx_level(&mut self, _: Sm) -> u8 {
         0
     }
+    fn pop(&mut self, _: Sm) -> u32 {
+        unreachable!("no FIFO of this bus holds a counted word")
+    }
     fn tx(&mut self, _: Sm, _: u32) -> bool {
         true
     }
