@@ -66,6 +66,9 @@ pub mod nucleo_f411re {
         trigger: TriggerOut::Compare { bits: 16 },
         // TIM2's interrupt writes a due stimulus byte (USART1's DR) itself.
         top_half_bytes: true,
+        // TIM2's CH1 match is logged by its interrupt; the answer's capture
+        // runs the engine task.
+        quiet_edges: true,
         // CCR1 and CCMR1 writes: a few cycles.
         compare_setup_ticks: 0,
     };
@@ -129,6 +132,9 @@ pub mod rp2040_pico {
         // Not yet: the Pico's byte stimuli are written by the engine task
         // (its figures were measured so; docs/throughput.md).
         top_half_bytes: false,
+        // PIO0's stimulus flag is logged by its interrupt; the answer's
+        // edge word runs the engine task.
+        quiet_edges: true,
         // Arming the stimulus (two pad-override writes, the target handed
         // to PIO0 SM0 with a counter read that waits for the clock's push)
         // took about 4.5 µs in rp2040js; a stimulus planned 5 to 6.5 µs
@@ -160,6 +166,8 @@ pub mod qemu {
         trigger: TriggerOut::Software,
         // SysTick's interrupt writes a due stimulus byte itself.
         top_half_bytes: true,
+        // No edge stimuli.
+        quiet_edges: false,
         // No stimulus compare.
         compare_setup_ticks: 0,
     };

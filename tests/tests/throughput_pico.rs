@@ -73,7 +73,11 @@ fn demangle(name: &str) -> String {
         .replace("..", "::")
 }
 
-/// The ELF's functions: (start, end, path), by start.
+/// The ELF's functions: (start, end, path), by start. Names the linker
+/// folded into one body (identical code: the PIO0, PIO1 and alarm
+/// interrupts all lock the timer and call `on_timer_interrupt`) are joined
+/// with " = ", so the body counts where the first part that names one of
+/// them puts it (`PIO0_IRQ`: capture), not where the alphabet does.
 fn functions(elf: &[u8]) -> Vec<(u64, u64, String)> {
     let file = object::File::parse(elf).expect("the firmware ELF");
     let mut f: Vec<(u64, u64, String)> = file
@@ -86,6 +90,13 @@ fn functions(elf: &[u8]) -> Vec<(u64, u64, String)> {
         })
         .collect();
     f.sort();
+    f.dedup_by(|b, a| {
+        let same = a.0 == b.0 && a.1 == b.1;
+        if same {
+            a.2 = format!("{} = {}", a.2, b.2);
+        }
+        same
+    });
     f
 }
 
@@ -178,9 +189,13 @@ fn row(a: &Artifacts, name: &str, mode: &str, latencies: Option<&[Option<u64>]>,
 fn core_cycles_per_sample_by_part_in_rp2040js() {
     let Some(a) = artifacts() else { return };
     let echo: Vec<Option<u64>> = vec![Some(5_000)];
+    // A latency like a real target's: the answer never lands inside the
+    // pass that armed its stimulus.
+    let echo50: Vec<Option<u64>> = vec![Some(50_000)];
     let rows = [
         row(a, "loopback gpio 200us", "loopback", None, &["--line", "gpio", "--interval", "200us"]),
         row(a, "gpio-echo 5us 200us", "gpio-echo", Some(&echo), &["--interval", "200us"]),
+        row(a, "gpio-echo 50us 200us", "gpio-echo", Some(&echo50), &["--interval", "200us"]),
     ];
     let mut t = String::from(
         "rp2040-pico firmware, core cycles per sample in rp2040js, by part\nrun                       total",

@@ -69,9 +69,8 @@ impl HwLoop {
         // made a run's first stimulus a software one in rp2040js: its
         // compare was written after its tick).
         let absent = self.follow_run(engine, hw);
-        if super::TOP_HALF {
-            front.quiet = self.quiet;
-        }
+        front.quiet = self.quiet;
+        front.answers_pend = self.answers_pend;
         hw.marker(self.marker && engine.is_running());
         if !engine.is_running() {
             // Between runs the stimulus line rests at its idle level.
@@ -122,7 +121,10 @@ impl HwLoop {
             }
         }
         self.plan_trigger(cx);
-        let held = super::TOP_HALF && matches!(self.armed, Armed::Queued { .. });
+        // Held: the stimulus is the top half's to produce (a queued byte, or
+        // a quiet edge's compare), and the engine hears of it later.
+        let held = (super::TOP_HALF && matches!(self.armed, Armed::Queued { .. }))
+            || (self.answers_pend && matches!(self.armed, Armed::Edge { .. }));
         let mut due = if held { cx.engine.next_deadline_stimulus_held() } else { cx.engine.next_deadline() };
         let mut earliest = |t: u64| due = Some(due.map_or(t, |d: u64| d.min(t)));
         if let Armed::Byte { deadline, .. } = self.armed {
@@ -134,10 +136,12 @@ impl HwLoop {
         if let Some(t) = self.trigger_wake {
             earliest(t);
         }
-        if super::TOP_HALF && self.quiet {
+        if self.quiet {
             // The wake-up interrupt runs the engine task at this tick, and
             // for the queued byte only writes it.
             cx.front.engine_at = due.unwrap_or(u64::MAX);
+        }
+        if super::TOP_HALF && self.quiet {
             if let Some(q) = cx.front.queued {
                 // Due within 10 µs of the byte (stimuli a few arm leads
                 // apart): the write pends the engine task at once rather

@@ -129,11 +129,15 @@ pub struct Front {
     fresh: bool,
     /// The stimulus compare matched since the engine task last looked.
     stimulus_fired: bool,
-    /// The loop set it for this pass ([`super::LoopConfig::top_half_bytes`],
-    /// a UART response line): the timer's interrupt runs the engine task
-    /// only when it must ([`Front::on_timer_interrupt`]). Off: on every
+    /// The loop set it for this pass ([`super::LoopConfig::top_half_bytes`]
+    /// and a UART response line, or [`super::LoopConfig::quiet_edges`] and
+    /// an edge stimulus): the timer's interrupt runs the engine task only
+    /// when it must ([`Front::on_timer_interrupt`]). Off: on every
     /// interrupt, as before.
     pub(super) quiet: bool,
+    /// Quiet, with edge stimuli: an answer's capture (anything logged)
+    /// runs the engine task.
+    pub(super) answers_pend: bool,
     log: [Event; LOG_LEN],
     /// With `quiet`: when the engine task must run (u64::MAX: not before a
     /// wrap), the loop's next deadline besides the queued byte.
@@ -183,6 +187,7 @@ impl Front {
             trigger_mask: 0,
             trigger_width: 0,
             quiet: false,
+            answers_pend: false,
             queued: None,
             sent: None,
             engine_at: u64::MAX,
@@ -290,33 +295,31 @@ impl Front {
     /// queued stimulus byte whose tick has come. Returns whether the
     /// engine task must run: always, unless the loop made the front
     /// `quiet` for this run (a UART response line on a board with
-    /// [`super::LoopConfig::top_half_bytes`]). Then only for a
+    /// [`super::LoopConfig::top_half_bytes`], or an edge stimulus on one
+    /// with [`super::LoopConfig::quiet_edges`]). Then only for a
     /// wrap (a deadline beyond a counter period is planned at it), a byte
-    /// the transmitter refused, a log half full, or the wake-up at the
-    /// engine's own deadline; not for a start-bit capture (its byte's receive interrupt
-    /// runs the engine task), the trigger's rise or fall (logged, and seen
-    /// with the answer), nor the queued byte's write. Quiet, no stimulus
-    /// compare is armed and the response line has no GPIO edges.
+    /// the transmitter refused, a log half full, the wake-up at the
+    /// engine's own deadline, and with edge stimuli anything logged (an
+    /// answer's capture); not for a start-bit capture (its byte's receive
+    /// interrupt runs the engine task), the trigger's rise or fall on a
+    /// UART line (logged, and seen with the answer), the queued byte's
+    /// write, nor the stimulus compare's match (the pin frozen here; the
+    /// engine hears of it with the answer, or at its deadline).
     pub fn on_timer_interrupt<T: TimerHw>(&mut self, hw: &mut T) -> bool {
-        if !self.is_quiet() {
+        if !self.quiet {
             self.service(hw);
             hw.take_compare(Channel::Wake);
             return true;
         }
-        let wraps = self.ext.overflows();
+        let (wraps, logged) = (self.ext.overflows(), self.len);
         let now = self.service(hw);
         let woke = hw.take_compare(Channel::Wake);
         // Half the log held (start bits without their bytes: a noisy
         // line): drained now, before it overflows and loses events.
         let filling = self.len >= LOG_LEN / 2;
-        self.ext.overflows() != wraps || filling || (woke && self.on_wake(hw, now))
-    }
-
-    /// Whether the front is quiet ([`Front::on_timer_interrupt`]): never in
-    /// a build without the top half's bytes ([`super::TOP_HALF`]).
-    #[inline(always)]
-    pub(super) fn is_quiet(&self) -> bool {
-        super::TOP_HALF && self.quiet
+        // Quiet edges: an answer (or a trigger's edge before it) logged.
+        let answered = self.answers_pend && self.len != logged;
+        self.ext.overflows() != wraps || filling || answered || (woke && self.on_wake(hw, now))
     }
 
     /// The wake-up compare matched, quiet: write the queued byte if its
@@ -324,13 +327,13 @@ impl Front {
     /// queued, or the engine's deadline). Returns whether the engine task
     /// must run now.
     fn on_wake<T: TimerHw>(&mut self, hw: &mut T, now: u64) -> bool {
-        if self.write_due(hw, now) {
+        if super::TOP_HALF && self.write_due(hw, now) {
             // Refused: the engine task sends it a bit time later.
             return true;
         }
-        let next = match self.queued {
-            Some(q) => q.at.min(self.engine_at),
-            None => self.engine_at,
+        let next = match (super::TOP_HALF, self.queued) {
+            (true, Some(q)) => q.at.min(self.engine_at),
+            _ => self.engine_at,
         };
         if next <= now {
             return true;

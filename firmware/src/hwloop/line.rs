@@ -76,8 +76,16 @@ impl HwLoop {
             };
             self.set_line(self.run_line);
             // Quiet on a UART response line: its start bits wait for their
-            // bytes (echo with byte stimuli, or periodic over a UART).
-            self.quiet = super::TOP_HALF && self.cfg.top_half_bytes && self.run_line == Line::Uart;
+            // bytes (echo with byte stimuli, or periodic over a UART). Quiet
+            // too with edge stimuli: their answers' captures run the engine.
+            // Not with a trigger: the engine asks for it once it has heard
+            // of its stimulus, so that pass must come at the match.
+            let bytes = super::TOP_HALF && self.cfg.top_half_bytes && self.run_line == Line::Uart;
+            let edges = self.cfg.quiet_edges
+                && matches!(self.run_line, Line::Edges(_))
+                && matches!(c, Some(c) if matches!(c.stimulus, Stimulus::Edge(_)) && c.trigger_ticks == 0);
+            self.quiet = bytes || edges;
+            self.answers_pend = edges;
             self.sync_line(hw);
         }
         if self.tx_wire == TxWire::Absent {

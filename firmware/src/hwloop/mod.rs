@@ -164,6 +164,17 @@ pub struct LoopConfig {
     /// byte's receive interrupt does) nor for the byte's write. The board
     /// pends the engine task only when `on_timer_interrupt` says so.
     pub top_half_bytes: bool,
+    /// An edge stimulus's match does not run the engine task: the timer's
+    /// interrupt logs it (the pin frozen, the compare's interrupt off) and
+    /// runs the engine task only for an answer's capture, a wrap, a log
+    /// half full or the engine's own deadline, which leaves out the
+    /// stimulus's tick while it is armed
+    /// ([`Engine::next_deadline_stimulus_held`]). The engine hears of the
+    /// stimulus with its answer: one pass a sample instead of two, whatever
+    /// the latency. Not in a run with a trigger (`--trigger-above`): the
+    /// engine asks for the trigger once it has heard of its stimulus. The
+    /// board pends the engine task only when `on_timer_interrupt` says so.
+    pub quiet_edges: bool,
     /// How long arming the stimulus compare takes on this board, from the
     /// `now` it is armed against to the compare holding its value: a
     /// stimulus closer than this and half the late rest is armed a rest
@@ -319,8 +330,11 @@ pub struct HwLoop {
     /// What the response capture channel is set to.
     hw_polarity: Option<Polarity>,
     /// This run's bytes go by the top half ([`LoopConfig::top_half_bytes`]
-    /// and a UART response line): the front is quiet.
+    /// and a UART response line), or its edge stimuli are quiet
+    /// ([`LoopConfig::quiet_edges`]): the front is quiet.
     quiet: bool,
+    /// Quiet edges: an answer's capture runs the engine task.
+    answers_pend: bool,
     pairer: StartBitPairer,
     /// The run the per-run state belongs to (its start tick).
     run: Option<u64>,
@@ -360,6 +374,7 @@ impl HwLoop {
             run_line: Line::Off,
             hw_polarity: None,
             quiet: false,
+            answers_pend: false,
             pairer: StartBitPairer::new(cfg.timer_hz, cfg.baud),
             run: None,
             mode: None,
@@ -419,9 +434,7 @@ impl HwLoop {
         timer.lock(|front, hw| {
             let now = front.now(hw);
             let soon = now + self.periods.soon;
-            if TOP_HALF {
-                front.engine_at = soon;
-            }
+            front.engine_at = soon;
             hw.set_compare(Channel::Wake, soon as u32);
             hw.take_compare(Channel::Wake);
             hw.set_compare_irq(Channel::Wake, true);

@@ -405,8 +405,9 @@ mod app {
     #[task(binds = TIM3, priority = 3, shared = [timer])]
     fn tim3(mut cx: tim3::Context) {
         METER.enter(Part::Capture);
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::EXTI1);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::EXTI1);
+        }
         METER.leave();
     }
 

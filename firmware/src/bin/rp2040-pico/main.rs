@@ -304,22 +304,25 @@ mod app {
     /// PIO0: an edge word (response or TX start bit) or the stimulus flag.
     #[task(binds = PIO0_IRQ_0, priority = 3, shared = [timer])]
     fn pio0(mut cx: pio0::Context) {
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SW0_IRQ);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::SW0_IRQ);
+        }
     }
 
     /// PIO1: the trigger's edges (its rise and fall flags).
     #[task(binds = PIO1_IRQ_0, priority = 3, shared = [timer])]
     fn pio1(mut cx: pio1::Context) {
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SW0_IRQ);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::SW0_IRQ);
+        }
     }
 
     /// The wake-up alarm.
     #[task(binds = TIMER_IRQ_0, priority = 3, shared = [timer])]
     fn wake(mut cx: wake::Context) {
-        cx.shared.timer.lock(|t| t.on_timer_interrupt());
-        rtic::pend(Interrupt::SW0_IRQ);
+        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+            rtic::pend(Interrupt::SW0_IRQ);
+        }
     }
 
     /// Target line receive: each byte logged after the edge words before it.

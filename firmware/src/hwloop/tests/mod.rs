@@ -510,4 +510,5 @@ fn a_late_engine_task_loses_no_timing() {
 
 mod edges;
 mod queued;
+mod quiet_edges;
 mod trigger;
