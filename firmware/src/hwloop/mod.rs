@@ -71,7 +71,11 @@
 //! - **Edge stimulus.** OC mode first, then the compare value (RM0383
 //!   §13.3.8), the pin frozen after the match (a toggle never repeats a
 //!   counter period later), and a compare that passed while it was written
-//!   becomes a forced edge timed in software.
+//!   becomes a forced edge timed in software. With
+//!   [`LoopConfig::quiet_edges`] (no trigger in the run) the match does not
+//!   run the engine task: the answer's capture does, or the engine's
+//!   deadline without the stimulus's tick, and the engine hears of both in
+//!   one pass.
 //! - **Loopback skew.** In loopback the same edge reaches two capture
 //!   channels; one may latch [`LoopConfig::loopback_skew_ticks`] before the
 //!   other. Such an answer is placed at its stimulus, never before it.
