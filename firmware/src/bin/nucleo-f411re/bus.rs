@@ -122,6 +122,18 @@ pub(crate) static HOST_RX_HALVES: core::sync::atomic::AtomicU32 = core::sync::at
 /// Stream 5 transfer errors, counted at priority 3.
 pub(crate) static HOST_RX_DMA_ERRORS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
+/// DMA1 stream 5's events on the host ring: the halves it filled counted
+/// (`HostRing::position` reads them), a transfer error kept for the ring's
+/// consumer, which the caller pends.
+pub(crate) fn host_rx_dma_events() {
+    use core::sync::atomic::Ordering;
+    let ev = latprobe_firmware::hostrx::dma_events(&mut HostRxRegs);
+    HOST_RX_HALVES.fetch_add(ev.halves, Ordering::Release);
+    if ev.transfer_error {
+        HOST_RX_DMA_ERRORS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// USART2 and DMA1 stream 5, for `latprobe_firmware::hostrx`.
 pub(crate) struct HostRxRegs;
 

@@ -124,7 +124,7 @@ mod app {
     use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
 
     use super::bus::Regs;
-    use super::bus::{HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_HALVES, HOST_RX_RING};
+    use super::bus::{host_rx_dma_events, HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_RING};
     use super::common;
     use super::{DMA_CHUNK, METER, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
     use core::sync::atomic::Ordering;
@@ -393,19 +393,21 @@ mod app {
     /// TIM2: wrap, stimulus compare, captures, wake-up: read and logged, a
     /// due stimulus byte written; the engine task pended when it must run.
     #[task(binds = TIM2, priority = 3, shared = [timer])]
-    fn tim2(mut cx: tim2::Context) {
-        METER.enter(Part::Capture);
-        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
-            rtic::pend(Interrupt::EXTI1);
-        }
-        METER.leave();
+    fn tim2(cx: tim2::Context) {
+        timer_interrupt(cx.shared.timer);
     }
 
     /// TIM3: the trigger's compare (its rise and fall), for TIM2's top half.
     #[task(binds = TIM3, priority = 3, shared = [timer])]
-    fn tim3(mut cx: tim3::Context) {
+    fn tim3(cx: tim3::Context) {
+        timer_interrupt(cx.shared.timer);
+    }
+
+    /// Either timer's interrupt: the front logs what latched and says
+    /// whether the engine task must run.
+    fn timer_interrupt(mut timer: impl rtic::Mutex<T = Timer<Tim2<Regs>>>) {
         METER.enter(Part::Capture);
-        if cx.shared.timer.lock(|t| t.on_timer_interrupt()) {
+        if timer.lock(|t| t.on_timer_interrupt()) {
             rtic::pend(Interrupt::EXTI1);
         }
         METER.leave();
@@ -473,16 +475,8 @@ mod app {
     fn host_rx_dma(_: host_rx_dma::Context) {
         METER.enter(Part::HostRx);
         host_rx_dma_events();
-        METER.leave();
-    }
-
-    fn host_rx_dma_events() {
-        let ev = hostrx::dma_events(&mut HostRxRegs);
-        HOST_RX_HALVES.fetch_add(ev.halves, Ordering::Release);
-        if ev.transfer_error {
-            HOST_RX_DMA_ERRORS.fetch_add(1, Ordering::Relaxed);
-        }
         rtic::pend(Interrupt::USART2);
+        METER.leave();
     }
 
     /// Host link receive (USART2, from the ST-LINK VCP), the ring's
