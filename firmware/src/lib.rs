@@ -170,6 +170,7 @@ pub mod cpu;
 pub mod engine;
 pub mod hostrx;
 pub mod hwloop;
+pub mod links;
 pub mod ticks;
 pub mod uart;
 

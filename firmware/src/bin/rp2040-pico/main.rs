@@ -46,13 +46,18 @@ use panic_probe as _;
 
 #[path = "../common/mod.rs"]
 mod common;
+mod ram;
 mod regs;
 
-/// The second-stage boot loader for the Pico's W25Q080-class flash, first in
-/// flash (memory/rp2040-pico.x), run by the boot ROM (§2.8.1).
+/// The second-stage boot loader, first in flash (memory/rp2040-pico.x), run
+/// by the boot ROM (§2.8.1): W25Q080, the Pico's own (pico-sdk's default
+/// `boot2_w25q080`), which sets up quad-I/O continuous reads; it also serves
+/// the W25Q16JV fitted to later Picos (same 0xEB command and status
+/// registers). The code runs from SRAM (ram.rs), so flash speed matters only
+/// for the boot copy.
 #[link_section = ".boot2"]
 #[used]
-pub static BOOT2: [u8; 256] = rp2040_boot2::BOOT_LOADER_GENERIC_03H;
+pub static BOOT2: [u8; 256] = rp2040_boot2::BOOT_LOADER_W25Q080;
 
 /// Output queue size of the engine, in bytes.
 const TX_QUEUE: usize = 2048;

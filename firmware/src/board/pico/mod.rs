@@ -21,6 +21,7 @@
 //! the Nucleo.
 
 pub mod edges;
+pub mod pads;
 pub mod program;
 pub mod timer;
 pub mod trigger;
