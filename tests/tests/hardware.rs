@@ -151,11 +151,16 @@ fn step1_the_timer_runs_at_100_mhz() {
 
 /// Step 2: GPIO loopback. Output compare to input capture on one counter
 /// through a wire: the filter's 8 ticks are taken off by the firmware, the
-/// synchroniser's one or two remain, the same every time (the compare and
-/// the capture run on one clock: no jitter).
+/// synchroniser's one or two remain. The compare and the capture run on one
+/// clock, so the spread is at most one tick: the pin-to-pin delay (output
+/// driver, wire, input Schmitt trigger: a few ns) is fixed, but where it
+/// ends against the 10 ns sampling edge is not. A delay that sits on that
+/// edge is sampled in one tick or the next as temperature, supply and
+/// noise move it by picoseconds, so one board shows N..N+1 where another
+/// shows N every time. Two ticks or more is a defect.
 #[test]
 #[ignore = "needs the bench: set LATPROBE_BENCH_PORT to the probe's port"]
-fn step2_gpio_loopback_is_a_few_ticks_with_no_jitter() {
+fn step2_gpio_loopback_is_a_few_ticks_within_one_tick() {
     if !wired_for(Wiring::Gpio) {
         return;
     }
@@ -165,7 +170,11 @@ fn step2_gpio_loopback_is_a_few_ticks_with_no_jitter() {
         let (min, max) = min_max(&r);
         eprintln!("gpio loopback, {edge}: {min}..{max} ns");
         assert!(max <= 50, "{edge}: loopback above 5 ticks: {:#}", r["latency_ns"]);
-        assert_eq!(max - min, 0, "{edge}: hardware timestamps must not jitter: {:#}", r["latency_ns"]);
+        assert!(
+            max - min <= 10,
+            "{edge}: hardware timestamps spread by more than one tick: {:#}",
+            r["latency_ns"]
+        );
         let a = &r["anomalies"];
         if a.is_object() {
             assert_eq!(a["late"], 0, "{edge}: the return edge must never answer (defect 8): {a:#}");

@@ -210,6 +210,8 @@ pub struct Engine<const Q: usize = DEFAULT_TX_QUEUE> {
     /// line is sent at most once a second.
     last_log: Option<u32>,
     last_log_at: u64,
+    /// A Warn line sent after every Hello ([`Engine::set_boot_note`]).
+    boot_note: Option<&'static str>,
 }
 
 impl<const Q: usize> Engine<Q> {
@@ -231,9 +233,20 @@ impl<const Q: usize> Engine<Q> {
             next_request_id: 0,
             last_log: None,
             last_log_at: 0,
+            boot_note: None,
         };
         e.send_hello();
         e
+    }
+
+    /// Something the host must hear about this boot (a reset by the
+    /// watchdog): sent as a Warn log line after every Hello from now on,
+    /// and at once after the boot Hello already queued. It travels as a
+    /// control reply (never dropped behind a full data queue) and is not
+    /// held back by the log's repeat filter, so each handshake sees it.
+    pub fn set_boot_note(&mut self, note: &'static str) {
+        self.boot_note = Some(note);
+        self.send_boot_note();
     }
 
     /// The board description given to [`Engine::new`].

@@ -94,6 +94,16 @@ impl<const Q: usize> Engine<Q> {
         }
     }
 
+    /// The boot note, if any, as a Warn line after a Hello
+    /// ([`Engine::set_boot_note`]).
+    pub(super) fn send_boot_note(&mut self) {
+        if let Some(note) = self.boot_note {
+            let text = truncate(note, MAX_LOG_TEXT);
+            let msg = ProbeMsg::Log(LogLine { level: LogLevel::Warn, tick: self.last_now, text });
+            self.send(&msg, Class::Control);
+        }
+    }
+
     pub(super) fn record_sample(&mut self, s: &Sample, now: u64) {
         if self.samples.push(s).is_err() {
             // Full, or a tick the batch cannot code (a board reporting time
@@ -179,6 +189,7 @@ impl<const Q: usize> Engine<Q> {
             build_id: self.board.build_id,
         };
         self.send(&ProbeMsg::Hello(info), Class::Control);
+        self.send_boot_note();
     }
 
     pub(super) fn send_heartbeat(&mut self, now: u64, nonce: u32) {

@@ -212,6 +212,29 @@ fn boot_and_hello_describe_the_board() {
 }
 
 #[test]
+fn a_boot_note_follows_every_hello() {
+    const NOTE: &str = "probe reset by its watchdog: the engine made no progress for 1 s";
+    let mut b = bench();
+    let note = Got::Log(latprobe_protocol::LogLevel::Warn, NOTE.to_string());
+    // Set at boot, after the boot Hello was queued: it follows that Hello.
+    b.e.set_boot_note(NOTE);
+    assert_eq!(b.drain(), core::slice::from_ref(&note));
+    // Every handshake hears it, twice within a second too (the log's
+    // repeat filter must not hold back the second), and after the same
+    // text went out as an ordinary log line.
+    let hello = HostMsg::Hello { protocol_version: PROTOCOL_VERSION };
+    for _ in 0..2 {
+        let got = b.ask(&hello);
+        assert!(matches!(got.as_slice(), [Got::Hello { .. }, n] if *n == note), "{got:?}");
+        b.now += 1;
+    }
+    b.e.log(latprobe_protocol::LogLevel::Warn, NOTE, b.now);
+    assert_eq!(b.drain(), core::slice::from_ref(&note));
+    let got = b.ask(&hello);
+    assert!(matches!(got.as_slice(), [Got::Hello { .. }, n] if *n == note), "{got:?}");
+}
+
+#[test]
 fn ping_answers_with_its_nonce() {
     let mut b = bench();
     b.now = 4242;

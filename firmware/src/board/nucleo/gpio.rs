@@ -20,6 +20,14 @@
 //! (PA13/PA14), so PB4 is free once it is TIM3_CH1, and its pull-up is
 //! taken off: the timer drives it push-pull.
 //!
+//! Parked first ([`park_outputs`]): at reset PB4 is NJTRST with its
+//! pull-up on, and PA0, PA8 and PA9 are floating inputs (RM0383 §8.3.1,
+//! §8.4.1, §8.4.4 reset values); `init` waits up to 0.5 s for the HSE
+//! before the pins get their functions, and a target input wired to PB4
+//! would see its trigger high, PA0's and PA9's float. So the first thing
+//! `init` does is drive them at their idle levels as plain outputs;
+//! [`configure_pins`] later hands them to their timers and USART.
+//!
 //! Very high speed (OSPEEDR = 11) on the outputs: the HAL's
 //! `into_alternate` leaves them at the reset speed (00, low), whose slow
 //! edges depend on the load of the bench wire. Pull-ups on the inputs: a
@@ -123,5 +131,53 @@ pub fn configure_pins<G: GpioBus>(g: &mut G) {
         update(g, port, GpioReg::Afrl, 4, |p| (p.pin < 8).then(|| (u32::from(p.pin), u32::from(p.af))));
         update(g, port, GpioReg::Afrh, 4, |p| (p.pin >= 8).then(|| (u32::from(p.pin - 8), u32::from(p.af))));
         update(g, port, GpioReg::Moder, 2, |p| Some((u32::from(p.pin), p.mode as u32)));
+    }
+}
+
+/// The outputs parked at boot, and the level each is driven at: its idle
+/// level (the trigger low as the README says it idles, the UART line
+/// high, the stimulus and the scope marker low).
+pub const PARKED: [(Port, u8, bool); 4] =
+    [(Port::A, 0, false), (Port::A, 8, false), (Port::A, 9, true), (Port::B, 4, false)];
+
+/// Drive the outputs at their idle levels ([`PARKED`]) as push-pull
+/// general-purpose outputs with no pull, every other pin left as it was.
+/// Call first thing after reset, as soon as the ports' clocks are on
+/// (RCC_AHB1ENR, RM0383 §6.3.9) and before any wait.
+///
+/// Order (RM0383 §8.3.1, §8.4.7): the output level first through BSRR
+/// (the output data register drives the pin only once MODER makes it an
+/// output), then output type (§8.4.2) and pull (§8.4.4), the mode
+/// (§8.4.1) last, so that each pin goes from its reset state straight
+/// to its idle level: never high for the trigger, never a start bit on
+/// the UART line. Speed stays at its reset value (low, §8.4.3) until
+/// [`configure_pins`]: nothing switches here.
+pub fn park_outputs<G: GpioBus>(g: &mut G) {
+    for port in [Port::A, Port::B] {
+        let pins = || PARKED.iter().filter(move |p| p.0 == port);
+        let (set, reset) =
+            pins().fold(
+                (0u32, 0u32),
+                |(s, r), &(_, n, high)| {
+                    if high {
+                        (s | 1 << n, r)
+                    } else {
+                        (s, r | 1 << (n + 16))
+                    }
+                },
+            );
+        g.gpio_write(port, GpioReg::Bsrr, set | reset);
+        let fields = |reg: GpioReg, value: u32, g: &mut G| {
+            let mut v = g.gpio_read(port, reg);
+            for &(_, n, _) in pins() {
+                let bits = if reg == GpioReg::Otyper { 1 } else { 2 };
+                let shift = bits * u32::from(n);
+                v = (v & !(((1 << bits) - 1) << shift)) | value << shift;
+            }
+            g.gpio_write(port, reg, v);
+        };
+        fields(GpioReg::Otyper, 0, g);
+        fields(GpioReg::Pupdr, Pull::None as u32, g);
+        fields(GpioReg::Moder, Mode::Output as u32, g);
     }
 }

@@ -20,11 +20,14 @@
 pub mod gpio;
 pub mod rcc;
 pub mod tim2;
+pub mod usart2;
 
 #[cfg(test)]
 mod model;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_boot;
 
 pub use tim2::Tim2;
 

@@ -47,6 +47,7 @@
 mod blocks;
 mod bus;
 mod pins;
+pub mod usart2;
 
 use std::boxed::Box;
 use std::collections::VecDeque;
