@@ -42,7 +42,11 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
         )));
     }
     let timeout = Duration::from_millis(100);
-    let port = serialport::new(name, baud).timeout(timeout).open().map_err(|e| {
+    // DTR asserted, as a terminal program does: the Pico sends frames over
+    // its CDC port only while DTR is set (a port nobody has open must not
+    // hold the probe's output). Linux's cdc_acm raises DTR on open anyway;
+    // serialport's default leaves it as the OS left it, so say it.
+    let port = serialport::new(name, baud).timeout(timeout).dtr_on_open(true).open().map_err(|e| {
         Error::Link(LinkError::PortOpen { port: name.to_string(), reason: open_failure(name, &e) })
     })?;
     Ok(Serial { name: name.to_string(), port, timeout })

@@ -32,13 +32,21 @@
 //! lower IRQ number, 5 before 26): an engine task busy at a short interval
 //! can delay the frames by one of its runs, never starve them.
 //!
-//! The links carry the same frames and none waits for another: each chunk
-//! goes to RTT up channel 1 and to UART0's 1 KiB ring whole or not at all
-//! (RTT's `NoBlockSkip`; the ring drains at 921600 Bd, faster than the
-//! engine fills it, about 8 800 samples/s), and to USB only while a host has the CDC port open (DTR set: Linux's
-//! cdc_acm sets it on open; or the host has written to the port since it
-//! was configured: a host that talks reads), so a probe read over RTT
-//! never stalls on a USB port nobody reads.
+//! The links carry the same frames and none waits for another
+//! (`latprobe_firmware::links`): each chunk goes to RTT up channel 1 and to
+//! UART0's 1 KiB ring whole or not at all (RTT's `NoBlockSkip`; the ring
+//! drains at 921600 Bd, faster than the engine fills it, about 8 800
+//! samples/s), and to USB's own 8 KiB ring while a host has the CDC port
+//! open (DTR set: Linux's cdc_acm sets it on open, `latprobe` asserts it
+//! too). A USB host that stops reading fills only USB's ring; its later
+//! chunks, and what waits when the port closes, are dropped and counted,
+//! so a probe read over RTT or UART0 never stalls on a USB port.
+//!
+//! The image runs from SRAM (ram.rs, memory/rp2040-pico.x): no timing path
+//! waits for a flash cache miss. The pads are set first in `init`
+//! (`board::pico::pads`); a 1 s watchdog is fed by every engine task pass
+//! (SysTick pends one every 100 ms), and a reset by it is told to the host
+//! after every Hello.
 #![no_std]
 #![no_main]
 
@@ -68,6 +76,15 @@ const RTT_FRAMES: usize = 4096;
 const RTT_HOST: usize = 256;
 /// UART0's ring of frame bytes waiting for its transmitter.
 const HOST_UART_RING: usize = 1024;
+/// USB's ring of frame bytes waiting for the CDC IN endpoint: 50 ms of a
+/// full-speed CDC stream's worth of samples, so a host that reads in bursts
+/// loses nothing.
+const USB_RING: usize = 8192;
+/// SysTick interrupts (100 Hz) between the engine passes it pends, which
+/// feed the watchdog when no event does.
+const KEEPALIVE_TICKS: u8 = 10;
+/// The watchdog's period (§4.7): ten keep-alive passes.
+const WATCHDOG_US: u32 = 1_000_000;
 /// SysTick reload for the 100 Hz poll of the RTT down channel (SysTick
 /// counts clk_sys, 125 MHz).
 const RTT_POLL_RELOAD: u32 = 125_000_000 / 100 - 1;
@@ -83,7 +100,7 @@ pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_fi
 
 #[rtic::app(device = rp2040_hal::pac, peripherals = true)]
 mod app {
-    use latprobe_firmware::board::pico::PioTimer;
+    use latprobe_firmware::board::pico::{pads::PADS, PioTimer};
     use latprobe_firmware::boards::rp2040_pico::{
         ARM_LEAD_TICKS, HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ,
     };
@@ -94,7 +111,7 @@ mod app {
     use rp2040_hal::{
         self as hal,
         clocks::Clock,
-        fugit::RateExtU32,
+        fugit::{ExtU32, RateExtU32},
         gpio::{bank0::Gpio25, FunctionPio0, FunctionPio1, FunctionSioOutput, FunctionUart, Pin, PullDown},
         pac::Interrupt,
         uart::{DataBits, StopBits, UartConfig, UartPeripheral},
@@ -106,7 +123,11 @@ mod app {
 
     use super::common;
     use super::regs::{self, HostUart, Regs, TargetRx};
-    use super::{LedExt, HOST_UART_RING, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use super::{
+        LedExt, HOST_UART_RING, KEEPALIVE_TICKS, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE, USB_RING,
+        WATCHDOG_US,
+    };
+    use latprobe_firmware::links::{self, LinkOut};
 
     /// Bytes taken from the target UART per interrupt at most.
     const RX_BURST: usize = 32;
@@ -114,6 +135,10 @@ mod app {
     const XOSC_HZ: u32 = 12_000_000;
 
     type Led = Pin<Gpio25, FunctionSioOutput, PullDown>;
+
+    /// What a Hello is followed by after a reset by the watchdog.
+    const WATCHDOG_NOTE: &str =
+        "probe reset by its watchdog (no engine pass for 1 s): the run before the reset was cut short";
 
     #[shared]
     struct Shared {
@@ -129,18 +154,19 @@ mod app {
         lp: HwLoop,
         led: Led,
         was_running: bool,
+        watchdog: hal::Watchdog,
         usb_dev: UsbDevice<'static, UsbBus>,
         serial: SerialPort<'static, UsbBus>,
-        /// Frame bytes taken from the engine and not yet accepted by USB.
-        out: [u8; 64],
-        out_at: usize,
-        out_len: usize,
-        /// The host wrote to the CDC port since it was configured.
-        usb_heard: bool,
+        /// Frame bytes for the CDC port, and whether a host has it open.
+        usb_out: LinkOut<USB_RING>,
+        /// USB's dropped bytes as last logged.
+        usb_dropped_logged: u32,
         rtt_frames: UpChannel,
         rtt_host: DownChannel,
         host_uart: HostUart,
         host_uart_errors: u32,
+        /// SysTick interrupts since the last keep-alive pass.
+        keepalive: u8,
     }
 
     #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
@@ -158,12 +184,26 @@ mod app {
         rtt_target::set_defmt_channel(rtt.up.0);
         let mut dp = cx.device;
         let mut core = cx.core;
-        // Keep LATPROBE_BUILD in the image: nothing else reads it.
-        // SAFETY: a read of an initialised static.
-        let build_protocol = unsafe {
-            core::ptr::read_volatile(&super::LATPROBE_BUILD[latprobe_firmware::buildinfo::PROTOCOL_AT])
-        };
-        debug_assert_eq!(build_protocol, latprobe_protocol::PROTOCOL_VERSION);
+        keep_build_info();
+        // §4.7.6 REASON: TIMER is set when the last reset was the watchdog
+        // running out (a power-on or RUN-pin reset clears both bits).
+        let by_watchdog = dp.WATCHDOG.reason().read().timer().bit_is_set();
+
+        // Pins and pads before the crystal's wait: GP2 and GP6 held low,
+        // the UART lines pulled up, from the first microseconds. The pin
+        // functions (§2.19.2): GP2 PIO0, GP6 PIO1, GP3 an input (PIO reads
+        // any pad), GP0/GP1 UART0, GP4/GP5 UART1.
+        let sio = hal::Sio::new(dp.SIO);
+        let pins = hal::gpio::Pins::new(dp.IO_BANK0, dp.PADS_BANK0, sio.gpio_bank0, &mut dp.RESETS);
+        let host_tx = pins.gpio0.into_function::<FunctionUart>();
+        let host_rx = pins.gpio1.into_function::<FunctionUart>();
+        let _stim = pins.gpio2.into_function::<FunctionPio0>();
+        let _trigger = pins.gpio6.into_function::<FunctionPio1>();
+        let _resp = pins.gpio3.into_pull_down_input();
+        let tx = pins.gpio4.into_function::<FunctionUart>();
+        let rx = pins.gpio5.into_function::<FunctionUart>();
+        let led = pins.gpio25.into_push_pull_output();
+        set_pads();
 
         let mut watchdog = hal::Watchdog::new(dp.WATCHDOG);
         // §2.15/§2.18: XOSC, PLL_SYS to 125 MHz, PLL_USB to 48 MHz.
@@ -182,23 +222,10 @@ mod app {
         if sys != SYS_HZ {
             defmt::panic!("clocks: clk_sys {=u32} Hz, not {=u32}", sys, SYS_HZ);
         }
-        let sio = hal::Sio::new(dp.SIO);
-        let pins = hal::gpio::Pins::new(dp.IO_BANK0, dp.PADS_BANK0, sio.gpio_bank0, &mut dp.RESETS);
-        // The pin functions (§2.19.2): GP2 PIO0, GP3 an input (PIO reads
-        // any pad), GP4/GP5 UART1. The HAL's pin set-up enables each pad's
-        // input (PADS_BANK0 IE), which PIO's reads need.
-        let host_tx = pins.gpio0.into_function::<FunctionUart>();
-        let host_rx = pins.gpio1.into_function::<FunctionUart>();
-        let _stim = pins.gpio2.into_function::<FunctionPio0>();
-        let _trigger = pins.gpio6.into_function::<FunctionPio1>();
-        let _resp = pins.gpio3.into_pull_down_input();
-        let tx = pins.gpio4.into_function::<FunctionUart>();
-        let rx = pins.gpio5.into_function::<FunctionUart>();
-        let led = pins.gpio25.into_push_pull_output();
-        let Ok(uart) = UartPeripheral::new(dp.UART1, (tx, rx), &mut dp.RESETS).enable(
-            UartConfig::new(TARGET_BAUD.Hz(), DataBits::Eight, None, StopBits::One),
-            clocks.peripheral_clock.freq(),
-        ) else {
+        let peri = clocks.peripheral_clock.freq();
+        let Ok(uart) = UartPeripheral::new(dp.UART1, (tx, rx), &mut dp.RESETS)
+            .enable(UartConfig::new(TARGET_BAUD.Hz(), DataBits::Eight, None, StopBits::One), peri)
+        else {
             defmt::panic!("UART1 at {=u32} Bd", TARGET_BAUD);
         };
         let mut uart = uart;
@@ -206,10 +233,9 @@ mod app {
         // The HAL's halves are not used: the timer writes the stimulus bytes
         // and `TargetRx` reads the answers, through the registers.
         let _ = uart.split();
-        let Ok(host_uart) = UartPeripheral::new(dp.UART0, (host_tx, host_rx), &mut dp.RESETS).enable(
-            UartConfig::new(HOST_BAUD.Hz(), DataBits::Eight, None, StopBits::One),
-            clocks.peripheral_clock.freq(),
-        ) else {
+        let Ok(host_uart) = UartPeripheral::new(dp.UART0, (host_tx, host_rx), &mut dp.RESETS)
+            .enable(UartConfig::new(HOST_BAUD.Hz(), DataBits::Eight, None, StopBits::One), peri)
+        else {
             defmt::panic!("UART0 at {=u32} Bd", HOST_BAUD);
         };
         let mut host_uart = host_uart;
@@ -235,6 +261,90 @@ mod app {
             true,
             &mut dp.RESETS,
         )));
+        let (usb_dev, serial) = usb_device(usb_bus);
+        let mut engine = new_engine(trigger);
+        if by_watchdog {
+            defmt::warn!("boot: {=str}", WATCHDOG_NOTE);
+            engine.set_boot_note(WATCHDOG_NOTE);
+        }
+        defmt::info!(
+            "boot: latprobe-firmware {=str} on rp2040-pico, timer {=u32} Hz (PIO0), host link USB CDC",
+            FIRMWARE_VERSION,
+            TIMER_HZ
+        );
+        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
+        core.SYST.set_reload(RTT_POLL_RELOAD);
+        core.SYST.clear_current();
+        core.SYST.enable_interrupt();
+        core.SYST.enable_counter();
+        start_watchdog(&mut watchdog);
+        rtic::pend(Interrupt::SW0_IRQ);
+        (
+            Shared { engine, timer, host_uart_ring: TxQueue::new() },
+            Local {
+                target_rx: TargetRx,
+                lp: HwLoop::new(LoopConfig {
+                    trigger: if trigger { TriggerOut::Compare { bits: 32 } } else { TriggerOut::None },
+                    ..LOOP
+                }),
+                led,
+                was_running: false,
+                watchdog,
+                usb_dev,
+                serial,
+                usb_out: LinkOut::new(),
+                usb_dropped_logged: 0,
+                rtt_frames: rtt.up.1,
+                rtt_host: rtt.down.0,
+                host_uart: HostUart,
+                host_uart_errors: 0,
+                keepalive: 0,
+            },
+        )
+    }
+
+    /// Keep LATPROBE_BUILD in the image: nothing else reads it.
+    fn keep_build_info() {
+        // SAFETY: a read of an initialised static.
+        let build_protocol = unsafe {
+            core::ptr::read_volatile(&super::LATPROBE_BUILD[latprobe_firmware::buildinfo::PROTOCOL_AT])
+        };
+        debug_assert_eq!(build_protocol, latprobe_protocol::PROTOCOL_VERSION);
+    }
+
+    /// The pads of every pin the probe uses (`board::pico::pads`,
+    /// §2.19.6.3), written after the HAL's pin set-up (which sets IE and
+    /// the pulls it knows of) and never again.
+    fn set_pads() {
+        // SAFETY: PADS_BANK0's block, at its fixed address. The HAL's `Pins`
+        // wrote these pads while converting them and no pin changes its
+        // function later, so nothing else writes them; one volatile write a
+        // pad, each word within the register's 8 defined bits.
+        let pads = unsafe { &*hal::pac::PADS_BANK0::ptr() };
+        for pad in &PADS {
+            pads.gpio(usize::from(pad.pin)).write(|w| unsafe { w.bits(pad.word()) });
+        }
+    }
+
+    /// The watchdog (§4.7), fed by every engine task pass. The HAL's
+    /// `start` loads twice the period in µs (erratum RP2040-E1: the count
+    /// falls by two a tick) and resets everything but the oscillators
+    /// (PSM WDSEL); the 1 µs tick comes from `init_clocks_and_plls`.
+    fn start_watchdog(watchdog: &mut hal::Watchdog) {
+        watchdog.start(WATCHDOG_US.micros());
+        // §4.7.6 CTRL PAUSE_DBG0/DBG1/JTAG: a debugger's halt is no hang.
+        // Set here because the HAL's `start` and `pause_on_debug` each write
+        // CTRL whole (the one clears the other's bits).
+        // SAFETY: WATCHDOG's block at its fixed address; one read-modify-
+        // write of CTRL in init, before any task runs, keeping ENABLE.
+        let wd = unsafe { &*hal::pac::WATCHDOG::ptr() };
+        wd.ctrl().modify(|_, w| w.pause_dbg0().set_bit().pause_dbg1().set_bit().pause_jtag().set_bit());
+    }
+
+    /// The CDC ACM port: the host link most users plug in.
+    fn usb_device(
+        usb_bus: &'static UsbBusAllocator<UsbBus>,
+    ) -> (UsbDevice<'static, UsbBus>, SerialPort<'static, UsbBus>) {
         let serial = SerialPort::new(usb_bus);
         let strings = StringDescriptors::default()
             .manufacturer("latprobe")
@@ -249,53 +359,23 @@ mod app {
         let Ok(builder) = builder.max_packet_size_0(64) else {
             defmt::panic!("USB: control packet size");
         };
-        let usb_dev = builder.device_class(usbd_serial::USB_CLASS_CDC).build();
+        (builder.device_class(usbd_serial::USB_CLASS_CDC).build(), serial)
+    }
 
+    /// The engine, with what this board can do.
+    fn new_engine(trigger: bool) -> Engine<TX_QUEUE> {
         let caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
             | Capabilities::PERIODIC
             | Capabilities::LOOPBACK
             | Capabilities::HW_CAPTURE;
         let caps = if trigger { caps | Capabilities::TRIGGER } else { caps };
-        let engine = Engine::new(
+        Engine::new(
             BoardInfo::new("rp2040-pico", TIMER_HZ, TimerBits::B32, caps)
                 .with_arm_lead(ARM_LEAD_TICKS)
                 .with_uart_echo_floor(TARGET_BAUD)
                 .with_target_baud(TARGET_BAUD)
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
-        );
-        defmt::info!(
-            "boot: latprobe-firmware {=str} on rp2040-pico, timer {=u32} Hz (PIO0), host link USB CDC",
-            FIRMWARE_VERSION,
-            TIMER_HZ
-        );
-        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
-        core.SYST.set_reload(RTT_POLL_RELOAD);
-        core.SYST.clear_current();
-        core.SYST.enable_interrupt();
-        core.SYST.enable_counter();
-        rtic::pend(Interrupt::SW0_IRQ);
-        (
-            Shared { engine, timer, host_uart_ring: TxQueue::new() },
-            Local {
-                target_rx: TargetRx,
-                lp: HwLoop::new(LoopConfig {
-                    trigger: if trigger { TriggerOut::Compare { bits: 32 } } else { TriggerOut::None },
-                    ..LOOP
-                }),
-                led,
-                was_running: false,
-                usb_dev,
-                serial,
-                out: [0; 64],
-                out_at: 0,
-                out_len: 0,
-                usb_heard: false,
-                rtt_frames: rtt.up.1,
-                rtt_host: rtt.down.0,
-                host_uart: HostUart,
-                host_uart_errors: 0,
-            },
         )
     }
 
@@ -338,9 +418,11 @@ mod app {
         rtic::pend(Interrupt::SW0_IRQ);
     }
 
-    /// The engine task (a spare IRQ, §2.3.2: IRQs 26 to 31 have no peripheral).
-    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running])]
+    /// The engine task (a spare IRQ, §2.3.2: IRQs 26 to 31 have no
+    /// peripheral). Each pass feeds the watchdog.
+    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running, watchdog])]
     fn engine_task(cx: engine_task::Context) {
+        cx.local.watchdog.feed();
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
@@ -372,9 +454,9 @@ mod app {
         }
     }
 
-    /// USB: enumeration, host bytes into the engine, the engine's frames out
-    /// (to USB and RTT both, see the module docs).
-    #[task(binds = USBCTRL_IRQ, priority = 2, shared = [engine, timer, host_uart_ring], local = [usb_dev, serial, out, out_at, out_len, usb_heard, rtt_frames])]
+    /// USB: enumeration, host bytes into the engine, and the engine's frames
+    /// out to every link (`links::fan_out`, see the module docs).
+    #[task(binds = USBCTRL_IRQ, priority = 2, shared = [engine, timer, host_uart_ring], local = [usb_dev, serial, usb_out, usb_dropped_logged, rtt_frames])]
     fn usb(cx: usb::Context) {
         let (usb_dev, serial) = (cx.local.usb_dev, cx.local.serial);
         let mut timer = cx.shared.timer;
@@ -386,41 +468,31 @@ mod app {
                 if n == 0 {
                     break;
                 }
-                *cx.local.usb_heard = true;
                 common::host_bytes(&mut timer, &mut engine, &buf[..n]);
                 rtic::pend(Interrupt::SW0_IRQ);
             }
         }
-        let configured = usb_dev.state() == UsbDeviceState::Configured;
-        if !configured {
-            *cx.local.usb_heard = false;
-        }
-        let usb_open = configured && (serial.dtr() || *cx.local.usb_heard);
-        // Frames out: a chunk is taken from the engine when the last one is
-        // all sent, and goes to RTT at once; USB takes it as it can (the
-        // IN endpoint's completion brings us back), or, with the port
-        // closed, not at all.
-        let (out, at, len) = (cx.local.out, cx.local.out_at, cx.local.out_len);
-        loop {
-            if *at == *len {
-                let n = engine.lock(|e| e.read_tx(&mut out[..]));
-                if n == 0 {
-                    break;
-                }
-                // Never waits: NoBlockSkip writes all n bytes or none, and
-                // so does the ring (its transmitter takes it from there).
-                cx.local.rtt_frames.write(&out[..n]);
-                if ring.lock(|q| q.push(&out[..n], Class::Control)) {
+        let usb_out = cx.local.usb_out;
+        usb_out.set_open(usb_dev.state() == UsbDeviceState::Configured && serial.dtr());
+        let rtt = cx.local.rtt_frames;
+        links::fan_out(
+            |buf| engine.lock(|e| e.read_tx(buf)),
+            |chunk| {
+                // Never waits: NoBlockSkip writes all the bytes or none, and
+                // so do the rings (their transmitters take it from there).
+                rtt.write(chunk);
+                if ring.lock(|q| q.push(chunk, Class::Control)) {
                     rtic::pend(Interrupt::UART0_IRQ);
                 }
-                *at = 0;
-                *len = if usb_open { n } else { 0 };
-                continue;
-            }
-            match serial.write(&out[*at..*len]) {
-                Ok(n) if n > 0 => *at += n,
-                _ => break,
-            }
+                usb_out.offer(chunk);
+            },
+        );
+        // USB takes what it can; the IN endpoint's completion brings us back.
+        usb_out.drain(|bytes| serial.write(bytes).unwrap_or(0));
+        let dropped = usb_out.dropped();
+        if dropped != *cx.local.usb_dropped_logged {
+            defmt::warn!("USB: {=u32} frame bytes dropped (port closed, or not read)", dropped);
+            *cx.local.usb_dropped_logged = dropped;
         }
     }
 
@@ -446,9 +518,16 @@ mod app {
         ring.lock(|q| cx.local.host_uart.send(q));
     }
 
-    /// The RTT down channel (host bytes over SWD), polled at 100 Hz.
-    #[task(binds = SysTick, priority = 1, shared = [engine, timer], local = [rtt_host])]
+    /// The RTT down channel (host bytes over SWD), polled at 100 Hz; every
+    /// tenth tick also runs an engine pass, which feeds the watchdog when
+    /// no event has.
+    #[task(binds = SysTick, priority = 1, shared = [engine, timer], local = [rtt_host, keepalive])]
     fn rtt_rx(cx: rtt_rx::Context) {
+        *cx.local.keepalive += 1;
+        if *cx.local.keepalive >= KEEPALIVE_TICKS {
+            *cx.local.keepalive = 0;
+            rtic::pend(Interrupt::SW0_IRQ);
+        }
         let mut buf = [0u8; 64];
         let n = cx.local.rtt_host.read(&mut buf);
         if n == 0 {
