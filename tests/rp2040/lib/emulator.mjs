@@ -56,6 +56,7 @@ export const PIO = {
   RXF0: 0x020,
   IRQ: 0x030,
   IRQ_FORCE: 0x034,
+  INPUT_SYNC_BYPASS: 0x038,
   INSTR_MEM0: 0x048,
   SM0_CLKDIV: 0x0c8,
   SM0_EXECCTRL: 0x0cc,
