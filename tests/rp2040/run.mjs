@@ -9,6 +9,8 @@
 //        [--latencies FILE] [--edge rising|falling|toggle] [--return-ns N]
 //        [--ppm N] [--period NS] [--line gpio|uart] [--baud N]
 //        [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose]
+//        [--xip-miss-ns N] [--forbid-xip-fetch] [--input-sync-clocks N] [--usb-no-dtr]
+//        [--usb-stop-reading-after N] [--usb-close-after N] [--pad-report FILE]
 //
 // It serves one client on PATH (and, with --uart0-socket, one on the UART0
 // host link's socket) and runs until a client closes its socket, then
@@ -28,6 +30,18 @@
 // UART traffic. --pin-log FILE writes every edge the firmware drives on GP2
 // (stimulus), GP4 (UART1 TX) and GP6 (the trigger output) as `PIN LEVEL NS`
 // lines, NS when the level is on the pad (lib/target.mjs watchOutput).
+//
+// Where silicon is harsher (GAPS.md, "Harsher than rp2040js"): --xip-miss-ns N
+// stalls the core N ns for each miss in a model of the 16 KB two-way XIP
+// cache (instruction fetches and data reads from flash; default 0, off);
+// --forbid-xip-fetch refuses (exit 3) an instruction fetched from flash once
+// the core has run from SRAM; --input-sync-clocks N (default 2) makes PIO
+// and SIO's GPIO_IN see a pad N clocks after it changes unless the pin's
+// INPUT_SYNC_BYPASS is set; the USB host asserts DTR after enumeration
+// unless --usb-no-dtr, stops taking IN data after N bytes with
+// --usb-stop-reading-after N, or drops DTR and stops reading after N bytes
+// with --usb-close-after N; --pad-report FILE writes PADS_BANK0 and IO_BANK0
+// GPIO0..29 as JSON at exit. A watchdog that runs out refuses the run.
 // Exit status: 0 done, 1 error, 2 usage, 3 refused (an emulator gap the
 // harness will not paper over), 4 --max-seconds (wall clock) reached.
 
@@ -44,7 +58,9 @@ const log = (line) => process.stderr.write(`rp2040 harness: ${line}\n`);
 function usage(message) {
   log(`${message}\nusage: node tests/rp2040/run.mjs --elf ELF --socket PATH --mode gpio-echo|uart-echo|periodic|loopback ` +
     '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
-    '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose]');
+    '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose] ' +
+    '[--xip-miss-ns N] [--forbid-xip-fetch] [--input-sync-clocks N] [--usb-no-dtr] [--usb-stop-reading-after N] ' +
+    '[--usb-close-after N] [--pad-report FILE]');
   process.exit(2);
 }
 
@@ -74,6 +90,13 @@ try {
       'uart0-socket': { type: 'string' },
       'pin-log': { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      'xip-miss-ns': { type: 'string' },
+      'forbid-xip-fetch': { type: 'boolean', default: false },
+      'input-sync-clocks': { type: 'string' },
+      'usb-no-dtr': { type: 'boolean', default: false },
+      'usb-stop-reading-after': { type: 'string' },
+      'usb-close-after': { type: 'string' },
+      'pad-report': { type: 'string' },
     },
     strict: true,
   }).values;
@@ -90,6 +113,11 @@ const periodNs = number(args.period, 'period', { min: 1 }) ?? 1_000_000;
 const baud = number(args.baud, 'baud', { min: 1 });
 const maxSeconds = number(args['max-seconds'], 'max-seconds', { min: 0 });
 const returnNs = number(args['return-ns'], 'return-ns', { integer: true, min: 16 }) ?? RETURN_DELAY_NS;
+const xipMissNs = number(args['xip-miss-ns'], 'xip-miss-ns', { integer: true, min: 0 }) ?? 0;
+const inputSyncClocks = number(args['input-sync-clocks'], 'input-sync-clocks', { integer: true, min: 0 }) ?? 2;
+if (inputSyncClocks > 64) usage(`--input-sync-clocks ${inputSyncClocks}: at most 64`);
+const usbStopReadingAfter = number(args['usb-stop-reading-after'], 'usb-stop-reading-after', { integer: true, min: 0 }) ?? null;
+const usbCloseAfter = number(args['usb-close-after'], 'usb-close-after', { integer: true, min: 0 }) ?? null;
 
 let latencies = null;
 if (args.mode === 'gpio-echo' || args.mode === 'uart-echo') {
@@ -108,7 +136,13 @@ try {
   usage(`--elf ${args.elf}: ${e.message}`);
 }
 
-const emulator = new Emulator({ log, verbose: args.verbose });
+const emulator = new Emulator({
+  log,
+  verbose: args.verbose,
+  xipMissNs,
+  forbidXipFetch: args['forbid-xip-fetch'],
+  inputSyncClocks,
+});
 if (args.profile) emulator.profile = new Map();
 let pinLog = null;
 if (args['pin-log']) {
@@ -151,6 +185,9 @@ try {
 let clientClosed = false;
 bridge = new UsbBridge(emulator, args.socket, {
   log,
+  dtr: !args['usb-no-dtr'],
+  stopReadingAfter: usbStopReadingAfter,
+  closeAfter: usbCloseAfter,
   onClientClosed: () => {
     clientClosed = true;
   },
@@ -179,6 +216,21 @@ function report() {
   if (line?.dropped) log(`UART1: ${line.dropped} byte(s) written to a full TX FIFO were dropped`);
   if (line?.rxDropped) log(`UART1: ${line.rxDropped} byte(s) from the target found the receiver off or full`);
   log(`USB: ${bridge.bytesIn} B host to device, ${bridge.bytesOut} B device to host`);
+  if (!bridge.reading) log(`USB: the host stopped reading after ${bridge.bytesTaken} B; ${bridge.heldIn} IN arm(s) left waiting`);
+  const xip = emulator.xip;
+  if (xip?.missNs) {
+    log(
+      `XIP cache: ${xip.misses} miss(es), ${xip.hits} hit(s); the core stalled ${emulator.xipStallCycles} cycles ` +
+        `(${((emulator.xipStallCycles * emulator.cycleNs) / 1e6).toFixed(3)} ms) at ${xip.missNs} ns a miss`,
+    );
+  }
+  if (args['pad-report']) {
+    try {
+      fs.writeFileSync(args['pad-report'], JSON.stringify(emulator.padReport(), null, 1) + '\n');
+    } catch (e) {
+      log(`--pad-report ${args['pad-report']}: ${e.message}`);
+    }
+  }
   if (uart0) log(`UART0: ${uart0.bytesIn} B host to device, ${uart0.bytesOut} B device to host`);
   if (emulator.profile) {
     // "address cycles", most cycles first; exception entries apart (llvm-addr2line -f -e ELF names them).

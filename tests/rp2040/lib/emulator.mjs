@@ -10,8 +10,9 @@
 // start time), then advances time by one cycle. A core instruction of n
 // cycles takes effect before the first of its n PIO steps.
 
-import { GPIOPin, RP2040 } from 'rp2040js';
+import { GPIOPin, RP2040, StateMachine } from 'rp2040js';
 import { describe } from './pio-asm.mjs';
+import { routeDataReads, XipCache } from './xip-cache.mjs';
 
 export class Refusal extends Error {
   constructor(message) {
@@ -36,6 +37,14 @@ export const IO_BANK0_BASE = 0x40014000;
 export const PADS_BANK0_BASE = 0x4001c000;
 /** pads_bank0 GPIOn reset value on silicon: IE | DRIVE 4 mA | PDE | SCHMITT. */
 export const PAD_RESET_SILICON = 0x56;
+export const WATCHDOG_BASE = 0x40058000;
+/** XIP flash and its aliases (cached, NOALLOC, NOCACHE, NOCACHE_NOALLOC): datasheet 2.6.3.1. */
+export const XIP_BASE = 0x10000000;
+export const XIP_END = 0x14000000;
+export const SRAM_BASE = 0x20000000;
+/** SIO GPIO_IN offset (datasheet 2.3.1.7). */
+const SIO_GPIO_IN = 0x004;
+const BANK0_PINS = 30;
 
 // PIO register offsets (datasheet 3.7).
 export const PIO = {
@@ -47,6 +56,7 @@ export const PIO = {
   RXF0: 0x020,
   IRQ: 0x030,
   IRQ_FORCE: 0x034,
+  INPUT_SYNC_BYPASS: 0x038,
   INSTR_MEM0: 0x048,
   SM0_CLKDIV: 0x0c8,
   SM0_EXECCTRL: 0x0cc,
@@ -156,7 +166,13 @@ function patchGpioPrototype() {
   const setInputValue = proto.setInputValue;
   proto.updateInput = function updateInput() {
     const level = this.outputEnable ? this.outputValue : this.rawInputValue;
-    this._input = applyOverride(level && this.inputEnable, this.inputOverride);
+    const input = applyOverride(level && this.inputEnable, this.inputOverride);
+    this._input = input;
+    // Bank 0's levels as one word, for the input synchronisers (--input-sync-clocks).
+    if (this._bank0) {
+      const rp = this.rp2040;
+      rp._padBits = input ? rp._padBits | (1 << this.index) : rp._padBits & ~(1 << this.index);
+    }
   };
   Object.defineProperty(proto, 'inputValue', {
     configurable: true,
@@ -175,13 +191,65 @@ function patchGpioPrototype() {
   };
 }
 
+/** The bank 0 levels a state machine's PIO block sees: through its synchronisers, or bypassed. */
+function pinsSeenBy(sm) {
+  const rp = sm.rp2040;
+  const bypass = sm.pio.inputSyncBypass;
+  return (rp._syncedBits & ~bypass) | (rp._padBits & bypass);
+}
+
+/**
+ * Gap: rp2040js's PIO reads a pad in the cycle it changes; silicon's PIO
+ * inputs pass a 2-flop synchroniser unless the pin's INPUT_SYNC_BYPASS bit
+ * is set in that block (datasheet 3.5.6.3). rp2040js reads pin levels for
+ * `jmp pin` (jmpCondition 0b110) and for `in pins`/`mov x, pins`/`jmp`
+ * on pins (the `inPins` getter, from rp2040.gpioValues); `wait` (checkWait)
+ * is refused by the harness. With a synchroniser depth (rp2040._syncDepth)
+ * both read the levels of that many clocks ago (rp2040._syncedBits), or the
+ * pad (rp2040._padBits) for a bypassed pin.
+ */
+let smPatched = false;
+function patchStateMachinePrototype() {
+  if (smPatched) return;
+  smPatched = true;
+  const proto = StateMachine.prototype;
+  const jmpCondition = proto.jmpCondition;
+  const inPins = Object.getOwnPropertyDescriptor(proto, 'inPins').get;
+  proto.jmpCondition = function syncedJmpCondition(condition) {
+    if (condition === 0b110 && this.rp2040._syncDepth) {
+      const pin = this.jmpPin;
+      return pin < BANK0_PINS ? ((pinsSeenBy(this) >>> pin) & 1) === 1 : false;
+    }
+    return jmpCondition.call(this, condition);
+  };
+  Object.defineProperty(proto, 'inPins', {
+    configurable: true,
+    get() {
+      if (!this.rp2040._syncDepth) return inPins.call(this);
+      const value = pinsSeenBy(this);
+      const base = this.inBase;
+      return base ? (value << (32 - base)) | (value >>> base) : value;
+    },
+  });
+}
+
 export class Emulator {
   /**
    * @param {object} options
    * @param {(line: string) => void} [options.log] where diagnostics go (stderr)
    * @param {boolean} [options.verbose] rp2040js's debug and info messages too
+   * @param {number} [options.xipMissNs] --xip-miss-ns: a miss in the XIP cache model stalls the core this long (0: off)
+   * @param {boolean} [options.forbidXipFetch] --forbid-xip-fetch
+   * @param {number} [options.inputSyncClocks] --input-sync-clocks: PIO and SIO see a pad this many clocks late
+   *   (0: in the cycle it changes, rp2040js's behaviour; run.mjs's default is 2, silicon's)
    */
-  constructor({ log = (line) => process.stderr.write(line + '\n'), verbose = false } = {}) {
+  constructor({
+    log = (line) => process.stderr.write(line + '\n'),
+    verbose = false,
+    xipMissNs = 0,
+    forbidXipFetch = false,
+    inputSyncClocks = 0,
+  } = {}) {
     this.log = log;
     this.trace = process.env.RP2040_HARNESS_TRACE ? log : null;
     const mcu = new RP2040();
@@ -201,8 +269,16 @@ export class Emulator {
     this.timedPhase = false;
     this.failure = null;
     mcu.addClockListener((hz) => this.clockChanged(hz));
+    this.xip =
+      xipMissNs > 0 || forbidXipFetch
+        ? new XipCache({ missNs: xipMissNs, forbidFetch: forbidXipFetch, flash16: mcu.flash16, refuse: (m) => this.refuse(m) })
+        : null;
+    if (xipMissNs > 0) routeDataReads(this.core, this.xip);
+    this.xipStallCycles = 0;
     this.patchPads();
     this.patchGpioInputs();
+    this.patchInputSync(inputSyncClocks);
+    this.patchWatchdog();
     this.patchExceptionEntry();
     this.patchNvicPending();
     this.pio = mcu.pio.map((block, index) => new LockstepPio(this, block, index));
@@ -236,6 +312,7 @@ export class Emulator {
           `clock registers): the harness runs PIO only at ${REQUIRED_CLK_SYS_HZ} Hz, 8 ns a cycle`,
       );
     }
+    this.xip?.start('the first PIO state machine enabled');
     // Align simulated time to the 8 ns grid from here on.
     this.nowNs = Math.ceil(this.nowNs / CYCLE_NS) * CYCLE_NS;
     this.syncClock();
@@ -285,7 +362,7 @@ export class Emulator {
 
   /** Runs `cycles` core cycles (or until `stop()`); returns the cycles run. */
   runCycles(cycles) {
-    const { core, events } = this;
+    const { core, events, mcu } = this;
     const pio0 = this.pio[0];
     const pio1 = this.pio[1];
     let done = 0;
@@ -317,15 +394,38 @@ export class Emulator {
           if (pc < 0x10000000) {
             this.refuse(`the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): there is no boot ROM image`);
           }
-          n = core.executeInstruction();
-          if (this.profile) this.profile.set(pc, (this.profile.get(pc) || 0) + n);
+          const xip = this.xip;
+          const missed = xip === null ? 0 : xip.fetch(pc);
+          if (missed !== 0) {
+            // The fetch waits for the flash before the instruction runs; it is then a hit.
+            n = missed * this.xipMissCycles();
+            this.xipStallCycles += n;
+          } else {
+            n = core.executeInstruction();
+            if (this.profile) this.profile.set(pc, (this.profile.get(pc) || 0) + n);
+          }
+        }
+        if (this.xip !== null && this.xip.dataMisses !== 0) {
+          const stall = this.xip.dataMisses * this.xipMissCycles();
+          this.xip.dataMisses = 0;
+          this.xipStallCycles += stall;
+          n += stall;
         }
       }
       if (this.pioActive) {
         const wasIdle = idle && !this.coreHalted;
         const heap = events.heap;
+        const ring = this.syncRing;
+        if (ring !== null && this.syncStale) this.restartSync();
         for (let i = 0; i < n; i++) {
           if (heap.length !== 0 && heap[0].ns <= this.nowNs) this.runDueEvents();
+          if (ring !== null) {
+            // The synchronisers: this cycle sees the pads as they were `depth` cycles ago.
+            const k = this.syncIndex;
+            mcu._syncedBits = ring[k];
+            ring[k] = mcu._padBits;
+            this.syncIndex = k + 1 === ring.length ? 0 : k + 1;
+          }
           pio0.step();
           if (pio1.active) pio1.step();
           this.nowNs += this.cycleNs;
@@ -337,6 +437,7 @@ export class Emulator {
       } else {
         if (events.nextNs <= this.nowNs) this.runDueEvents();
         this.nowNs += n * this.cycleNs;
+        this.syncStale = true;
       }
       done += n;
       this.cycles += n;
@@ -385,7 +486,102 @@ export class Emulator {
    */
   patchGpioInputs() {
     patchGpioPrototype();
-    for (const pin of this.mcu.gpio) pin.updateInput();
+    this.mcu._padBits = 0;
+    for (const pin of this.mcu.gpio) {
+      pin._bank0 = true;
+      pin.updateInput();
+    }
+  }
+
+  /** Core cycles one XIP cache miss stalls for (--xip-miss-ns), at the current clk_sys. */
+  xipMissCycles() {
+    return Math.max(1, Math.ceil(this.xip.missNs / this.cycleNs));
+  }
+
+  /**
+   * --input-sync-clocks N. Gap: rp2040js's PIO and SIO see a pad in the cycle
+   * it changes. Silicon: each GPIO input reaches PIO through a 2-flop
+   * synchroniser unless that PIO block's INPUT_SYNC_BYPASS bit for the pin is
+   * set (datasheet 3.5.6.3), and SIO's GPIO_IN is synchronised the same way
+   * (2.3.1.2, 2.19). A ring of N words holds the bank 0 levels of the last N
+   * cycles; PIO reads the oldest (patchStateMachinePrototype), and SIO's
+   * GPIO_IN too. Exact while PIO runs in lockstep; before the first state
+   * machine is enabled cycles pass in whole instructions and SIO reads the
+   * pads undelayed.
+   */
+  patchInputSync(depth) {
+    const { mcu } = this;
+    if (!Number.isInteger(depth) || depth < 0 || depth > 64) throw new Error(`input sync clocks ${depth}: 0..64`);
+    mcu._syncDepth = depth;
+    mcu._syncedBits = mcu._padBits;
+    this.syncRing = depth ? new Int32Array(depth) : null;
+    this.syncIndex = 0;
+    this.syncStale = true;
+    if (!depth) return;
+    patchStateMachinePrototype();
+    const sio = mcu.sio;
+    const read = sio.readUint32.bind(sio);
+    sio.readUint32 = (offset) => {
+      if (offset !== SIO_GPIO_IN) return read(offset);
+      return (this.syncStale ? mcu._padBits : mcu._syncedBits) >>> 0;
+    };
+  }
+
+  /** The synchronisers after cycles passed in bulk (no PIO): they hold the pads' current levels. */
+  restartSync() {
+    const { mcu } = this;
+    this.syncRing.fill(mcu._padBits);
+    mcu._syncedBits = mcu._padBits;
+    this.syncStale = false;
+  }
+
+  /**
+   * Gap: rp2040js's watchdog only logs a warning when it runs out (and again
+   * on every wrap of its counter); silicon resets the chip (datasheet 4.7).
+   * The harness has no reset: a watchdog that runs out, or a reset forced by
+   * CTRL.TRIGGER, refuses the run. rp2040js's counter model is kept: LOAD
+   * counts down twice per µs tick (RP2040-E1), so the firmware loads 2 × µs.
+   */
+  patchWatchdog() {
+    const watchdog = this.mcu.findPeripheral(WATCHDOG_BASE);
+    this.watchdog = watchdog;
+    watchdog.onWatchdogTrigger = () => {
+      const at = `at ${(this.nowNs / 1e6).toFixed(3)} ms simulated`;
+      if (watchdog.reason & 2) {
+        this.refuse(`the firmware forced a watchdog reset (WATCHDOG CTRL.TRIGGER) ${at}: the harness cannot reset the chip`);
+      }
+      this.refuse(
+        `the watchdog ran out ${at} (the firmware stopped feeding it): on silicon the chip resets here; ` +
+          'the harness cannot reset the chip',
+      );
+    };
+  }
+
+  /**
+   * --pad-report: PADS_BANK0 GPIO0..29 (datasheet 2.19.6.3) as the firmware
+   * left them, decoded, with IO_BANK0's GPIOn_CTRL (2.19.6.1).
+   */
+  padReport() {
+    const drives = [2, 4, 8, 12];
+    const pins = [];
+    for (let pin = 0; pin < BANK0_PINS; pin++) {
+      const pad = this.read32(PADS_BANK0_BASE + 4 + 4 * pin);
+      const ctrl = this.read32(IO_BANK0_BASE + 8 * pin + 4);
+      pins.push({
+        gpio: pin,
+        pad,
+        slewfast: (pad & 1) !== 0,
+        schmitt: (pad & 2) !== 0,
+        pde: (pad & 4) !== 0,
+        pue: (pad & 8) !== 0,
+        drive_ma: drives[(pad >>> 4) & 3],
+        ie: (pad & 0x40) !== 0,
+        od: (pad & 0x80) !== 0,
+        ctrl,
+        funcsel: ctrl & 0x1f,
+      });
+    }
+    return { pads_bank0_voltage_select: this.read32(PADS_BANK0_BASE), gpio: pins };
   }
 
   /**
@@ -466,6 +662,9 @@ class LockstepPio {
     this.enabled = [];
     this.active = false;
     this.refusedMask = 0;
+    /** Per state machine, an instruction written to SMx_INSTR while enabled, for its next cycle (-1: none). */
+    this.forced = [-1, -1, -1, -1];
+    this.anyForced = false;
     // Gap: RPPIO.run() steps 1000 times per setTimeout, apart from the core.
     block.run = () => {};
     const write = block.writeUint32.bind(block);
@@ -485,11 +684,37 @@ class LockstepPio {
     const before = block.fdebug;
     for (let i = 0; i < enabled.length; i++) {
       const sm = enabled[i];
+      if (this.anyForced && this.forced[sm.index] !== -1) {
+        this.runForced(sm);
+        continue;
+      }
       if (this.refusedMask & (1 << sm.pc)) this.refuseAt(sm, block.instructions[sm.pc]);
       sm.step();
     }
     if (block.fdebug !== before) this.fixFdebug(before);
     block.checkChangedPins();
+  }
+
+  /**
+   * Gap: rp2040js executes an instruction written to SMx_INSTR within the
+   * bus write and then steps the state machine's program in the same cycle,
+   * so a forced instruction costs the program no cycle. Silicon (datasheet
+   * 3.5.7) executes it in the state machine's next cycle, in place of the
+   * program's instruction, which then runs a cycle later. Here a forced
+   * instruction for an enabled state machine is held and executed (as
+   * rp2040js executes it, EXEC_STALLED included) in its next step instead of
+   * the step; a disabled one still executes at once.
+   */
+  runForced(sm) {
+    const opcode = this.forced[sm.index];
+    this.forced[sm.index] = -1;
+    this.anyForced = this.forced.some((op) => op !== -1);
+    this.writeInstr(sm, opcode);
+  }
+
+  /** rp2040js's own SMx_INSTR write: execute now. */
+  writeInstr(sm, opcode) {
+    sm.writeUint32(PIO.SM0_INSTR - PIO.SM0_CLKDIV, opcode);
   }
 
   /**
@@ -584,6 +809,12 @@ class LockstepPio {
           const opcode = value & 0xffff;
           if (refusedInstruction(opcode)) this.refuseAt(sm, opcode);
           if (sm.pinCtrl >>> 29 || sm.execCtrl & EXECCTRL_SIDE_EN) this.checkSideSet(sm);
+          if (sm.enabled) {
+            // Silicon: in the state machine's next cycle (runForced).
+            this.forced[sm.index] = opcode;
+            this.anyForced = true;
+            return;
+          }
           const before = block.fdebug;
           write(offset, value);
           if (block.fdebug !== before) this.fixFdebug(before);
@@ -600,6 +831,8 @@ class LockstepPio {
     switch (offset) {
       case P.CTRL: {
         write(offset, value);
+        // A held forced instruction of a state machine now disabled runs at once, as for a disabled one.
+        for (const sm of this.enabled) if (!sm.enabled && this.forced[sm.index] !== -1) this.runForced(sm);
         this.enabled = block.machines.filter((sm) => sm.enabled);
         this.active = this.enabled.length > 0;
         for (const sm of this.enabled) this.checkMachine(sm);

@@ -6,17 +6,76 @@
 // completes an armed OUT buffer at once with 0 bytes when it has nothing to
 // send; this bridge holds the armed OUT buffer until the client's bytes are
 // there, and then completes it with up to the buffer's size.
+//
+// The host's behaviours (run.mjs --usb-no-dtr, --usb-stop-reading-after N,
+// --usb-close-after N). After enumeration the host asserts DTR (and RTS) by
+// SET_CONTROL_LINE_STATE to the CDC communication interface, as Linux's
+// cdc_acm does when a program opens the port (rp2040js's helper sends it
+// to the device recipient, which usbd-serial ignores: DTR stayed low).
+// --usb-no-dtr: never. A host that stops reading leaves the device's IN
+// buffer armed (AVAILABLE and FULL, never completed): the host no longer
+// polls the endpoint, the device's write returns WouldBlock once its buffer
+// is full. --usb-close-after N: after N bytes the host also drops DTR and
+// RTS, as closing the port does (HUPCL). The bytes counted are those of the
+// IN packets the host took: it stops after the packet that reaches N.
 
 import { OneClientSocket } from './socket-server.mjs';
-import { USBCDC } from 'rp2040js';
+import { DescriptorType, USBCDC } from 'rp2040js';
+
+const CDC_SET_CONTROL_LINE_STATE = 0x22;
+const CDC_DTR = 1 << 0;
+const CDC_RTS = 1 << 1;
+const CDC_CLASS = 0x02;
+const CDC_ACM_SUBCLASS = 0x02;
+// USB DPRAM buffer control (datasheet 4.1.2.5): EP0 IN at 0x80, EPn IN at 0x80 + 8n, OUT at + 4.
+const EP0_IN_BUFFER_CONTROL = 0x80;
+const EP15_OUT_BUFFER_CONTROL = 0xfc;
+const BUF_AVAILABLE = 1 << 10;
+const BUF_LEN_MASK = 0x3ff;
+
+/** SET_CONTROL_LINE_STATE (CDC PSTN 6.3.12): class request to the communication interface. */
+export function controlLineStatePacket(lines, interfaceNumber) {
+  return new Uint8Array([0x21, CDC_SET_CONTROL_LINE_STATE, lines & 0xff, 0, interfaceNumber & 0xff, 0, 0, 0]);
+}
+
+/** The CDC ACM communication interface's number in a configuration descriptor set (0 if none). */
+export function commInterface(descriptors) {
+  for (let i = 0; i + 1 < descriptors.length && descriptors[i] >= 2; i += descriptors[i]) {
+    const d = descriptors;
+    if (d[i + 1] === DescriptorType.Interface && d[i] === 9 && d[i + 5] === CDC_CLASS && d[i + 6] === CDC_ACM_SUBCLASS) {
+      return d[i + 2];
+    }
+  }
+  return 0;
+}
 
 export class UsbBridge {
-  constructor(emulator, socketPath, { log = () => {}, onClientClosed = () => {} } = {}) {
+  /**
+   * @param {object} options
+   * @param {boolean} [options.dtr] assert DTR after enumeration (default true)
+   * @param {number|null} [options.stopReadingAfter] stop taking IN data after this many bytes
+   * @param {number|null} [options.closeAfter] after this many bytes drop DTR and stop reading
+   */
+  constructor(
+    emulator,
+    socketPath,
+    { log = () => {}, onClientClosed = () => {}, dtr = true, stopReadingAfter = null, closeAfter = null } = {},
+  ) {
     this.emulator = emulator;
     this.log = log;
     const usb = emulator.mcu.usbCtrl;
     this.usb = usb;
     this.cdc = new USBCDC(usb);
+    this.dtr = dtr;
+    this.stopReadingAfter = stopReadingAfter;
+    this.closeAfter = closeAfter;
+    /** Bytes of the IN packets the host took; the host reads while `reading`. */
+    this.bytesTaken = 0;
+    this.reading = true;
+    this.heldIn = 0;
+    this.lineStates = [];
+    this.cdc.cdcSetControlLineState = () => this.portOpened();
+    this.watchInArms();
     this.toDevice = [];
     this.toDeviceBytes = 0;
     this.pendingReads = new Map();
@@ -58,6 +117,58 @@ export class UsbBridge {
       onClientClosed,
     });
     this.listening = this.socket.listening;
+  }
+
+  /** The port opened on the host after enumeration: DTR and RTS up, unless --usb-no-dtr. */
+  portOpened() {
+    this.cdc.initialized = true;
+    if (this.dtr) this.setControlLines(CDC_DTR | CDC_RTS);
+  }
+
+  setControlLines(lines) {
+    this.lineStates.push({ lines, ns: this.emulator.nowNs });
+    this.trace?.(`SET_CONTROL_LINE_STATE ${lines} at ${this.emulator.nowNs} ns`);
+    this.usb.sendSetupPacket(controlLineStatePacket(lines, commInterface(this.cdc.descriptors)));
+  }
+
+  /**
+   * rp2040js completes an armed IN buffer at once (and hands its bytes to the
+   * helper 10 µs later). While the host reads, each IN packet of the CDC
+   * data endpoint is counted; once the host has stopped, the buffer is left
+   * armed, as a host that no longer polls leaves it.
+   */
+  watchInArms() {
+    const { usb } = this;
+    const updated = usb.DPRAMUpdated.bind(usb);
+    usb.DPRAMUpdated = (offset, value) => {
+      if (value & BUF_AVAILABLE && offset >= EP0_IN_BUFFER_CONTROL && offset <= EP15_OUT_BUFFER_CONTROL && !(offset & 4)) {
+        const endpoint = (offset - EP0_IN_BUFFER_CONTROL) >> 3;
+        if (endpoint === this.cdc.inEndpoint && endpoint > 0 && !usb.hostMode) {
+          if (!this.reading) {
+            this.heldIn++;
+            return;
+          }
+          this.bytesTaken += value & BUF_LEN_MASK;
+          if (value & (BUF_AVAILABLE << 16)) this.bytesTaken += (value >>> 16) & BUF_LEN_MASK;
+          this.checkHostLimits();
+        }
+      }
+      updated(offset, value);
+    };
+  }
+
+  checkHostLimits() {
+    const taken = this.bytesTaken;
+    if (this.stopReadingAfter !== null && taken >= this.stopReadingAfter && this.reading) {
+      this.reading = false;
+      this.log(`USB host: stopped reading after ${taken} B (--usb-stop-reading-after ${this.stopReadingAfter})`);
+    }
+    if (this.closeAfter !== null && taken >= this.closeAfter && this.reading) {
+      this.reading = false;
+      this.log(`USB host: closed the port (DTR dropped) after ${taken} B (--usb-close-after ${this.closeAfter})`);
+      // After this bus write, as the host's own request.
+      this.emulator.at(this.emulator.nowNs, () => this.setControlLines(0));
+    }
   }
 
   /** Completes the held OUT buffer of the CDC data endpoint if bytes wait. */

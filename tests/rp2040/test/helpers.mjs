@@ -69,9 +69,9 @@ export function pinctrl({ outBase = 0, outCount = 0, setBase = 0, setCount = 0, 
 export const SHIFTCTRL_DEFAULT = 0x000c0000;
 export const FJOIN_RX = 1 << 31;
 
-export function newEmulator() {
+export function newEmulator(options = {}) {
   const lines = [];
-  const emulator = new Emulator({ log: (line) => lines.push(line) });
+  const emulator = new Emulator({ log: (line) => lines.push(line), ...options });
   emulator.haltCore();
   emulator.logLines = lines;
   return emulator;
