@@ -108,13 +108,21 @@ pub mod rp2040_pico {
     /// inside the engine's own pass (a sample is about 49 µs of CPU), and
     /// the stimulus is then armed a rest later.
     pub const ARM_LEAD_TICKS: u32 = TIMER_HZ / 25_000;
-    /// From an edge at a pin to the word PIO pushes, in ticks, by the edge
-    /// program's own instructions: the `in` runs one tick after the
-    /// `jmp pin` that saw the level (`program::capture_tick` takes it
-    /// off, so this is 0 here). The GPIO input synchroniser's two clocks
-    /// (§3.5.6.3) are not in it: `latprobe calibrate` measures what lies
-    /// between pin and sample.
-    pub const CAPTURE_DELAY_TICKS: u32 = 0;
+    /// From an edge at a pin to the tick its capture word names, in
+    /// ticks: the 2-flop input synchroniser every GPIO input passes
+    /// through before PIO reads it (RP2040 datasheet §3.5.6.3, "the
+    /// input synchronisers add two cycles of latency", unless
+    /// INPUT_SYNC_BYPASS is set for the pin, which the probe never does
+    /// for a capture pin; §2.19.1), two system clocks: one tick. The edge
+    /// program's own instructions are already taken off by
+    /// `program::capture_tick` (the `in` runs one tick after the `jmp
+    /// pin` that saw the level). The capture loop takes this off every
+    /// capture ([`LoopConfig::capture_delay_ticks`]), so the GPIO loopback
+    /// reads 0 uncalibrated (the stimulus is reported in the tick its pad
+    /// moves, `program::stimulus_target`); a UART loopback is unbiased
+    /// either way (both start bits pass through a synchroniser). What
+    /// lies outside the chip (pads, wires) is for `latprobe calibrate`.
+    pub const CAPTURE_DELAY_TICKS: u32 = 1;
     /// Two edge state machines seeing one edge (UART loopback: GP4 read by
     /// SM2, GP5 by SM1) sample it in the same tick; one tick of allowance
     /// for the synchronisers.

@@ -181,18 +181,30 @@ pub const STIMULUS_WRAP: (u8, u8) = (16, 31);
 /// The PIO IRQ flag the stimulus raises (`irq 0 rel` on SM3).
 pub const STIMULUS_FLAG: u8 = 3;
 
-/// The target word for a stimulus edge in tick `tick`: in the compare loop
-/// X runs one tick ahead of the count (23 decrements on an odd clock), and
-/// the edge is driven two clocks after the match, in the next tick: so
-/// X must match `!(tick + 1)`.
+/// The target word for a stimulus edge whose pad moves in tick `tick`
+/// (counted from the stimulus program, a tick being clocks 2t and 2t + 1):
+/// in the compare loop X runs one tick ahead of the count (24 decrements
+/// on the even clock 2t, 25 compares on the odd clock 2t + 1 with X =
+/// !(t + 1)), so the target W = !(m + 1) matches at clock 2m + 1; `mov
+/// pins` (27) runs two clocks later, at 2m + 3, and the pad takes the
+/// level at the next clock edge, 2m + 4: tick m + 2. So the pad moves in
+/// tick `tick` for W = !(tick - 1). (The same words drive PIO1's trigger:
+/// its pad moves in the tick named too.)
 pub const fn stimulus_target(tick: u32) -> u32 {
-    !tick.wrapping_add(1)
+    !tick.wrapping_sub(1)
+}
+
+/// The tick in which the pad moves for target word `word`: the inverse of
+/// [`stimulus_target`].
+pub const fn target_tick(word: u32) -> u32 {
+    (!word).wrapping_add(1)
 }
 
 /// A capture word as a tick: X was read one tick after the sample that saw
 /// the edge (the `in` follows the `jmp pin`), so the edge's tick is one
-/// less. (The GPIO input synchroniser's two clocks come on top on silicon:
-/// §3.5.6.3, INPUT_SYNC_BYPASS; `latprobe calibrate` measures them.)
+/// less. (The GPIO input synchroniser's two clocks, one tick, come on top:
+/// §3.5.6.3, INPUT_SYNC_BYPASS; the capture loop takes them off as
+/// `boards::rp2040_pico::CAPTURE_DELAY_TICKS`.)
 pub const fn capture_tick(word: u32) -> u32 {
     (!word).wrapping_sub(1)
 }
@@ -499,7 +511,7 @@ mod tests {
         );
         // The same path from the loop head as PIO0's: balanced.
         assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
-        assert_eq!(trigger_sync_x(1000), !1001u32 - 1);
+        assert_eq!(trigger_sync_x(1000), !999u32 - 1);
     }
 
     #[test]
@@ -528,12 +540,83 @@ mod tests {
         assert_eq!(WATCH_ARM, 2);
     }
 
+    /// Clock by clock, the stimulus program from its entry with a target
+    /// waiting (X = !0 at clock 0, as every state machine starts), by the
+    /// datasheet's semantics (pio-core decodes): the clock at which `mov
+    /// pins` runs. Clock c lies in tick c / 2: the clock state machine's
+    /// `in x` at clock 4k reads !(2k) (checked).
+    fn mov_pins_clock(word: u32) -> u32 {
+        let m = image();
+        let (mut x, mut y, mut osr, mut isr) = (u32::MAX, 0u32, 0u32, 0u32);
+        let mut fifo = Some(word);
+        let mut pc = STIMULUS_AT;
+        for clock in 0..100_000u32 {
+            let op = decode(m[pc as usize]);
+            let mut next = if pc == STIMULUS_WRAP.1 { STIMULUS_WRAP.0 } else { pc + 1 };
+            match op {
+                Op::JMP { condition, address } => {
+                    let taken = match condition {
+                        JmpCondition::XDecNonZero => {
+                            let t = x != 0;
+                            x = x.wrapping_sub(1);
+                            t
+                        }
+                        JmpCondition::YIsZero => y == 0,
+                        JmpCondition::XNotEqualY => x != y,
+                        JmpCondition::Always => true,
+                        c => panic!("{c:?}"),
+                    };
+                    if taken {
+                        next = address;
+                    }
+                }
+                // STATUS_N = 1 on the TX FIFO: all-ones while it holds
+                // fewer than one word.
+                Op::MOV { destination: MovDestination::Y, source: MovSource::STATUS, .. } => {
+                    y = !(if fifo.is_none() { u32::MAX } else { 0 })
+                }
+                Op::PULL { .. } => osr = fifo.take().unwrap_or(x),
+                Op::MOV { destination: MovDestination::Y, source: MovSource::OSR, .. } => y = osr,
+                Op::MOV { destination: MovDestination::ISR, .. } => isr = !isr,
+                Op::MOV { destination: MovDestination::PINS, .. } => {
+                    assert_eq!(isr, u32::MAX, "the edge drives the toggled level");
+                    return clock;
+                }
+                Op::IRQ { .. } => {}
+                op => panic!("{op:?}"),
+            }
+            pc = next;
+        }
+        panic!("no edge for {word:#x}")
+    }
+
+    #[test]
+    fn the_pad_moves_in_the_tick_the_target_names() {
+        // The clock state machine: `in x` at clock 4k reads !(2k).
+        let (mut x, mut pc) = (u32::MAX, CLOCK_AT);
+        for clock in 0..64u32 {
+            match decode(CLOCK[pc as usize]) {
+                Op::IN { .. } => assert_eq!(x, !(clock / 2), "clock {clock}"),
+                Op::JMP { condition: JmpCondition::XDecNonZero, .. } => x = x.wrapping_sub(1),
+                _ => {}
+            }
+            pc = (pc + 1) % 4;
+        }
+        for tick in [40u32, 41, 100, 1001, 4097] {
+            // The pad takes `mov pins`'s level at the next clock edge.
+            let pad_clock = mov_pins_clock(stimulus_target(tick)) + 1;
+            assert_eq!(pad_clock / 2, tick, "target for tick {tick}: the pad moves at clock {pad_clock}");
+            assert_eq!(target_tick(stimulus_target(tick)), tick);
+        }
+    }
+
     #[test]
     fn ticks_round_trip() {
         for t in [0u32, 1, 12345, u32::MAX] {
             assert_eq!(clock_tick(!t), t);
             assert_eq!(capture_tick(!(t.wrapping_add(1))), t);
-            assert_eq!(!stimulus_target(t), t.wrapping_add(1));
+            assert_eq!(!stimulus_target(t), t.wrapping_sub(1));
+            assert_eq!(target_tick(stimulus_target(t)), t);
         }
     }
 }

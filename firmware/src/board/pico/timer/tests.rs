@@ -110,7 +110,7 @@ impl PioBus for &mut Bus {
     }
     fn trigger_tx(&mut self, word: u32) -> bool {
         // The word for tick t is `stimulus_target(t)`.
-        self.targets.push((!word).wrapping_sub(1));
+        self.targets.push(crate::board::pico::program::target_tick(word));
         true
     }
     fn take_trigger_flag(&mut self) -> bool {
