@@ -491,3 +491,70 @@ fn uart_echo_identity_trigger_pulses_on_the_stimulus_clock_and_flags_its_sample(
         pulses.len()
     );
 }
+
+/// A USB host that has the CDC port open (DTR set) and stops reading after
+/// 100 bytes, as a program that opened the port and hangs does: the run,
+/// measured over UART0, still gets every sample. Before the links had a
+/// ring each, the USB task retried its half-sent chunk for ever and UART0
+/// and RTT, fed from the same loop, fell silent after a few frames.
+#[test]
+fn a_usb_host_that_stops_reading_stalls_no_other_link() {
+    let Some(a) = artifacts() else { return };
+    let offset = loopback_offset(a);
+    for behaviour in ["--usb-stop-reading-after", "--usb-close-after"] {
+        let (r, samples) = Pico::start_uart0(a, "loopback", &[behaviour, "100"]).measure(
+            a,
+            &[
+                "--baud",
+                "921600",
+                "--mode",
+                "loopback",
+                "--line",
+                "gpio",
+                "--count",
+                "300",
+                "--interval",
+                "1ms",
+            ],
+        );
+        assert_complete(&r, 300);
+        assert_eq!(samples.len(), 300, "{behaviour}");
+        assert!(samples.iter().all(|s| s.latency_ns == Some(offset)), "{behaviour}: {samples:?}");
+    }
+}
+
+/// The pads of every pin the probe uses, as rp2040js holds them after a
+/// run, decoded from PADS_BANK0 GPIOx's fields (RP2040 datasheet
+/// §2.19.6.3: OD bit 7, IE 6, DRIVE 5:4, PUE 3, PDE 2, SCHMITT 1, SLEWFAST
+/// 0). Out of reset every pad is 4 mA, slow, pulled down: the stimulus and
+/// trigger edges then depend on the wire, and UART1's RX reads a break
+/// until the target drives it.
+#[test]
+fn every_pad_the_probe_uses_is_set_for_its_line() {
+    let Some(a) = artifacts() else { return };
+    let (r, _, pads) = Pico::start(a, "loopback", None, &[]).measure_with_pads(
+        a,
+        &["--mode", "loopback", "--line", "gpio", "--count", "5", "--interval", "100us"],
+    );
+    assert_complete(&r, 5);
+    let pad = |gpio: usize| -> (u64, bool, bool, bool, bool, bool) {
+        let p = &pads["gpio"][gpio];
+        let word = p["pad"].as_u64().expect("pad word");
+        // (drive mA, fast slew, pull-up, pull-down, Schmitt, input enabled)
+        let drive = [2, 4, 8, 12][((word >> 4) & 3) as usize];
+        assert_eq!(word & 0x80, 0, "GP{gpio}: output disabled");
+        (drive, word & 1 != 0, word & 8 != 0, word & 4 != 0, word & 2 != 0, word & 0x40 != 0)
+    };
+    // The timed outputs: the stimulus (GP2) and the trigger (GP6), idle low.
+    for gpio in [2, 6] {
+        assert_eq!(pad(gpio), (12, true, false, true, true, true), "GP{gpio}: {}", pads["gpio"][gpio]);
+    }
+    // UART1 TX, whose start bit PIO0 SM2 times at the pad.
+    assert_eq!(pad(4), (12, true, true, false, true, true), "GP4");
+    // The UART inputs and UART0's TX idle high.
+    for gpio in [0, 1, 5] {
+        assert_eq!(pad(gpio), (4, false, true, false, true, true), "GP{gpio}");
+    }
+    // The response input: pulled down, Schmitt, input on.
+    assert_eq!(pad(3), (4, false, false, true, true, true), "GP3");
+}
