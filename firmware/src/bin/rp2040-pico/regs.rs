@@ -108,6 +108,16 @@ impl PioBus for Regs {
         pio().sm(sm as usize).sm_addr().read().bits() as u8
     }
 
+    fn exec(&mut self, sm: Sm, instr: u16) {
+        // SAFETY: SMx_INSTR takes any 16-bit instruction; a write executes
+        // it at once on that running state machine, in place of the one at
+        // its program counter, which does not advance unless the
+        // instruction is a jump (§3.5.7; rp2040-hal's `exec_instruction`
+        // writes the same register). The timer forces only `pull noblock`
+        // and `mov y, osr` on SM3, which touch its own OSR, Y and TX FIFO.
+        pio().sm(sm as usize).sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+    }
+
     fn take_flag(&mut self, n: u8) -> bool {
         let p = pio();
         if p.irq().read().bits() & (1 << n) == 0 {

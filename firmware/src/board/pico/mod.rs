@@ -82,6 +82,11 @@ pub trait PioBus {
     fn take_rx_stall(&mut self, sm: Sm) -> bool;
     /// The state machine's program counter (SMn_ADDR).
     fn addr(&mut self, sm: Sm) -> u8;
+    /// Execute `instr` on the state machine at once (SMn_INSTR, §3.5.7):
+    /// it takes the machine's next cycle in place of the instruction at
+    /// its program counter, which does not advance (but for a `jmp`), so
+    /// a non-jump costs the machine one clock of its count.
+    fn exec(&mut self, sm: Sm, instr: u16);
     /// PIO IRQ flag `n` (IRQ register), cleared if set (write 1 to clear).
     fn take_flag(&mut self, n: u8) -> bool;
     /// PIO IRQ flag `n`, not cleared.

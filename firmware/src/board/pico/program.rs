@@ -177,6 +177,10 @@ pub const STIMULUS: [u16; 16] = [
 ];
 /// Stimulus wrap.
 pub const STIMULUS_WRAP: (u8, u8) = (16, 31);
+/// The stimulus program's compare loop (24 and 25): where SM3 waits for
+/// X to reach its target, and where it stays (until X comes round, 68.7 s)
+/// if the target reached it after its tick.
+pub const STIMULUS_COMPARE: (u8, u8) = (STIMULUS_AT + 8, STIMULUS_AT + 9);
 
 /// The PIO IRQ flag the stimulus raises (`irq 0 rel` on SM3).
 pub const STIMULUS_FLAG: u8 = 3;
