@@ -30,6 +30,8 @@
 //! `trig_deferred`), so a stale target never shows.
 
 use super::edges::{wanted, EdgeFifo};
+#[cfg(doc)]
+use super::edges::{EDGE_BLIND_TICKS, MIN_PULSE_TICKS};
 use super::program::{
     clock_tick, mov, stimulus_target, MovDst, MovSrc, PULL_NOBLOCK, STIMULUS_COMPARE, STIMULUS_FLAG,
 };
@@ -130,6 +132,11 @@ pub struct PioTimer<B> {
     pub clock_faults: u32,
     /// Words the edge state machines lost to a full FIFO.
     pub lost_edges: u32,
+    /// Edges that came [`EDGE_BLIND_TICKS`] or fewer ticks after the edge
+    /// before on their pin (a pulse or gap of 48 ns or less: such an edge
+    /// may be up to two ticks late, [`MIN_PULSE_TICKS`]); a wanted one is
+    /// captured as overcaptured.
+    pub narrow_edges: u32,
     /// The trigger compare's value.
     trig_at: u32,
     /// The match mode last asked for.
@@ -195,6 +202,7 @@ impl<B: PioBus> PioTimer<B> {
             stim_restarts: 0,
             clock_faults: 0,
             lost_edges: 0,
+            narrow_edges: 0,
             trig_at: 0,
             trig_mode: OutputMode::Frozen,
             trig_q: TriggerQueue::new(),
@@ -254,13 +262,17 @@ impl<B: PioBus> PioTimer<B> {
             Channel::TxStart => &mut self.tx_start,
             _ => return None,
         };
-        let (mut latest, mut any, mut n) = (None, None, 0u32);
+        let (mut latest, mut any, mut n, mut narrow_latest) = (None, None, 0u32, false);
         for _ in 0..MAX_WORDS {
             let Some(w) = bus.rx(c.sm) else { break };
-            let (tick, rise) = c.fifo.word(w);
+            let (tick, rise, narrow) = c.fifo.word(w);
+            if narrow {
+                self.narrow_edges = self.narrow_edges.wrapping_add(1);
+            }
             any = Some(tick);
             if wanted(c.polarity, rise) {
                 latest = Some(tick);
+                narrow_latest = narrow;
                 n += 1;
             }
         }
@@ -280,7 +292,9 @@ impl<B: PioBus> PioTimer<B> {
             // needs (periodic, both edges).
             return c.polarity.and(latest.or(any)).map(|raw| Capture { raw, overcaptured: true });
         }
-        latest.map(|raw| Capture { raw, overcaptured: n > 1 })
+        // An edge in the blind window after the one before may be late:
+        // flagged as a capture register written twice would be.
+        latest.map(|raw| Capture { raw, overcaptured: n > 1 || narrow_latest })
     }
 
     /// The alarm, `ahead` ticks from now (rounded up to the next µs, at

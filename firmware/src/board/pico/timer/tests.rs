@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::board::pico::program::{target_tick, PULL_NOBLOCK, STIMULUS_AT, STIMULUS_COMPARE, STIMULUS_FLAG};
+use crate::hwloop::seam::Polarity;
 use std::vec::Vec;
 
 /// PIO0's count and PIO1's trigger state machine as the datasheet has
@@ -48,6 +49,8 @@ struct Bus {
     push_late: u32,
     /// The instructions forced on SM3.
     forced: Vec<u16>,
+    /// The response state machine's RX FIFO.
+    resp_words: Vec<u32>,
 }
 
 impl Bus {
@@ -131,10 +134,17 @@ impl PioBus for &mut Bus {
             let to = self.now + self.step;
             self.advance(to);
         }
+        if sm == Sm::Response && !self.resp_words.is_empty() {
+            return Some(self.resp_words.remove(0));
+        }
         (sm == Sm::Clock).then_some(!self.now)
     }
-    fn rx_level(&mut self, _: Sm) -> u8 {
-        0
+    fn rx_level(&mut self, sm: Sm) -> u8 {
+        if sm == Sm::Response {
+            self.resp_words.len() as u8
+        } else {
+            0
+        }
     }
     fn pop(&mut self, _: Sm) -> u32 {
         unreachable!("no FIFO of this bus holds a counted word")
@@ -543,6 +553,32 @@ fn a_target_disarmed_before_its_tick_is_replaced_by_the_next_arming() {
     assert!(!t.take_compare(Channel::Stimulus), "the old target never toggles");
     assert_eq!(rises(&mut t), [5000]);
     assert_eq!(t.stim_restarts, 0, "replaced, not missed");
+}
+
+#[test]
+fn an_edge_in_the_blind_window_is_captured_overcaptured_and_counted() {
+    // Rising edges wanted; a low glitch 3 ticks wide before the rise at
+    // 503: the edge program saw that rise at its first look after the
+    // fall's window, maybe up to two ticks late.
+    let word = |tick: u32| !(tick + 1);
+    let mut bus = Bus::default();
+    let mut t = timer(&mut bus);
+    t.set_capture(Channel::Response, Some(Polarity::Rising));
+    t.bus().resp_words.push(word(100));
+    assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 100, overcaptured: false }));
+    t.bus().resp_words.extend([word(500), word(503)]);
+    assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 503, overcaptured: true }));
+    assert_eq!(t.narrow_edges, 1);
+    // 4 ticks after the fall: exact, not flagged.
+    t.bus().resp_words.extend([word(900), word(904)]);
+    assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 904, overcaptured: false }));
+    // A narrow high pulse: its rise is exact, its fall (not wanted) is
+    // counted.
+    t.bus().resp_words.extend([word(1000), word(1050), word(1052)]);
+    assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 1050, overcaptured: false }));
+    assert_eq!(t.narrow_edges, 2);
+    t.bus().resp_words.push(word(2000));
+    assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 2000, overcaptured: false }));
 }
 
 #[test]
