@@ -121,6 +121,10 @@ pub trait PioBus {
     /// Put a byte into the target UART's TX FIFO; `false` if it is full
     /// (UARTFR TXFF).
     fn uart_write(&mut self, byte: u8) -> bool;
+    /// PIO1's count's lag behind PIO0's in ticks (wrapping), as measured at
+    /// boot after its sync (`trigger::sync_lag`); 0 on a board without the
+    /// trigger. Read once, when the timer is made.
+    fn trigger_lag(&mut self) -> u32;
     /// Push a target word into PIO1's trigger state machine (PIO1 TXF0);
     /// `false` if its TX FIFO is full. `false` too on a board whose PIO1
     /// trigger did not synchronise (nothing would run it).

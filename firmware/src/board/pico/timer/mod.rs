@@ -137,6 +137,13 @@ pub struct PioTimer<B> {
     /// may be up to two ticks late, [`MIN_PULSE_TICKS`]); a wanted one is
     /// captured as overcaptured.
     pub narrow_edges: u32,
+    /// PIO1's count is this many ticks behind PIO0's (wrapping: `u32::MAX`
+    /// is a tick ahead), as the boot measured it after the sync
+    /// ([`PioBus::trigger_lag`], `trigger::sync_lag`): every trigger target
+    /// word is for its tick minus this, so the pulse's edges come at the
+    /// ticks asked (to half a tick: an odd lag in clocks is measured as
+    /// the whole ticks either side).
+    trig_lag: u32,
     /// The trigger compare's value.
     trig_at: u32,
     /// The match mode last asked for.
@@ -187,7 +194,8 @@ impl<B: PioBus> PioTimer<B> {
     /// The timer over `bus`, with PIO0 already started (the edge state
     /// machines from the entries their pins' levels gave: `response_high`,
     /// `tx_high`).
-    pub fn new(bus: B, response_high: bool, tx_high: bool) -> Self {
+    pub fn new(mut bus: B, response_high: bool, tx_high: bool) -> Self {
+        let trig_lag = bus.trigger_lag();
         let mut t = Self {
             bus,
             last: 0,
@@ -203,6 +211,7 @@ impl<B: PioBus> PioTimer<B> {
             clock_faults: 0,
             lost_edges: 0,
             narrow_edges: 0,
+            trig_lag,
             trig_at: 0,
             trig_mode: OutputMode::Frozen,
             trig_q: TriggerQueue::new(),
@@ -217,6 +226,11 @@ impl<B: PioBus> PioTimer<B> {
         t.keep_alive();
         t.bus.alarm_irq(true);
         t
+    }
+
+    /// PIO1's target word for a trigger edge in tick `tick` of PIO0's count.
+    fn trig_word(&self, tick: u32) -> u32 {
+        stimulus_target(tick.wrapping_sub(self.trig_lag))
     }
 
     /// The bus, for the binary's own accesses (logs).
@@ -550,13 +564,13 @@ impl<B: PioBus> PioTimer<B> {
             let fall = self.trig_at.wrapping_add(TRIGGER_WIDTH_TICKS);
             let room = self.trig_q.may_push(self.trig_at, TARGET_LEAD_TICKS)
                 && (!rise || self.trig_q.len() + 2 <= super::trigger::DEPTH);
-            if room && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
+            if room && self.bus.trigger_tx(self.trig_word(self.trig_at)) {
                 self.trig_q.push(self.trig_at, Tag::Live);
                 if rise {
                     // From here PIO1 SM1 watches the response for this rise.
                     self.bus.trigger_watch(self.trig_by_response);
                 }
-                if rise && self.bus.trigger_tx(stimulus_target(fall)) {
+                if rise && self.bus.trigger_tx(self.trig_word(fall)) {
                     // Wanted once the loop asks for it; a disarm before
                     // the rise makes it stale.
                     self.trig_q.push(fall, Tag::Queued);

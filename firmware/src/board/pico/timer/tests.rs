@@ -51,6 +51,10 @@ struct Bus {
     forced: Vec<u16>,
     /// The response state machine's RX FIFO.
     resp_words: Vec<u32>,
+    /// PIO1's count is this many ticks behind PIO0's (its sync), and the
+    /// lag the boot measured.
+    pio1_lag: u32,
+    lag_measured: u32,
 }
 
 impl Bus {
@@ -226,9 +230,12 @@ impl PioBus for &mut Bus {
     fn uart_write(&mut self, _: u8) -> bool {
         true
     }
+    fn trigger_lag(&mut self) -> u32 {
+        self.lag_measured
+    }
     fn trigger_tx(&mut self, word: u32) -> bool {
         // The word for tick t is `stimulus_target(t)`.
-        self.targets.push(crate::board::pico::program::target_tick(word));
+        self.targets.push(target_tick(word) + self.pio1_lag);
         true
     }
     fn take_trigger_flag(&mut self) -> bool {
@@ -579,6 +586,19 @@ fn an_edge_in_the_blind_window_is_captured_overcaptured_and_counted() {
     assert_eq!(t.narrow_edges, 2);
     t.bus().resp_words.push(word(2000));
     assert_eq!(t.take_capture(Channel::Response), Some(Capture { raw: 2000, overcaptured: false }));
+}
+
+#[test]
+fn a_trigger_lag_measured_at_boot_moves_pio1s_targets() {
+    for lag in [0u32, 1, 2] {
+        let mut bus = Bus { now: 1000, pio1_lag: lag, lag_measured: lag, ..Bus::default() };
+        let mut t = timer(&mut bus);
+        risen(&mut t, 5000);
+        t.bus().advance(5000 + W + 300);
+        fall(&mut t, 5000);
+        t.bus().advance(9000);
+        assert_eq!(t.bus().edges, [(5000, true), (5000 + W, false)], "PIO1 {lag} ticks behind");
+    }
 }
 
 #[test]
