@@ -3,10 +3,12 @@
 //! loads `board::pico::program` and starts the four state machines in one
 //! write. References are to the RP2040 datasheet.
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use latprobe_firmware::board::pico::program::{
     self, jmp_always, mov, set_pindirs, stimulus_target, trigger_sync_x, MovDst, MovSrc, CLOCK_WRAP,
     EDGES_WRAP, PULL_BLOCK, STIMULUS_AT, STIMULUS_FLAG, STIMULUS_WRAP, TRIGGER_FLAG, TRIGGER_SYNC_WRAP,
 };
+use latprobe_firmware::board::pico::trigger::sync_lag;
 use latprobe_firmware::board::pico::{edges::EdgeFifo, OutOver, PioBus, Sm};
 use rp2040_hal::pac;
 
@@ -108,6 +110,16 @@ impl PioBus for Regs {
         pio().sm(sm as usize).sm_addr().read().bits() as u8
     }
 
+    fn exec(&mut self, sm: Sm, instr: u16) {
+        // SAFETY: SMx_INSTR takes any 16-bit instruction; a write executes
+        // it at once on that running state machine, in place of the one at
+        // its program counter, which does not advance unless the
+        // instruction is a jump (§3.5.7; rp2040-hal's `exec_instruction`
+        // writes the same register). The timer forces only `pull noblock`
+        // and `mov y, osr` on SM3, which touch its own OSR, Y and TX FIFO.
+        pio().sm(sm as usize).sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
+    }
+
     fn take_flag(&mut self, n: u8) -> bool {
         let p = pio();
         if p.irq().read().bits() & (1 << n) == 0 {
@@ -197,6 +209,10 @@ impl PioBus for Regs {
         }
         u.uartdr().write(|w| unsafe { w.data().bits(byte) });
         true
+    }
+
+    fn trigger_lag(&mut self) -> u32 {
+        TRIGGER_LAG.load(Ordering::Relaxed)
     }
 
     fn trigger_tx(&mut self, word: u32) -> bool {
@@ -355,30 +371,65 @@ pub fn start(resets: &pac::RESETS) -> (bool, bool) {
 /// Polls of a flag or FIFO during the sync before giving up (each a few
 /// clocks; the sync edge comes 32 µs after its target is pushed).
 const SYNC_POLLS: u32 = 100_000;
+/// The width of the boot-time pulses on the sync pin, in ticks (3.2 µs).
+const SYNC_WIDTH: u32 = 200;
+
+/// PIO1's count's lag behind PIO0's, in ticks (wrapping), as
+/// [`start_trigger`] measured it; read by [`PioBus::trigger_lag`].
+static TRIGGER_LAG: AtomicU32 = AtomicU32::new(0);
 
 /// PIO1 out of reset with the trigger program, its state machine SM0
-/// synchronised to PIO0's count by one edge (`program::TRIGGER_SYNC`), and
-/// left comparing: the trigger compare of `board::pico::PioTimer`. Call it
-/// after [`start`], before anything else uses PIO0. Returns whether the
-/// sync edge was seen (else the board announces no trigger).
+/// synchronised to PIO0's count by one edge (`program::TRIGGER_SYNC`), its
+/// lag behind PIO0 measured, and left comparing: the trigger compare of
+/// `board::pico::PioTimer`. Call it after [`start`], before anything else
+/// uses PIO0 (and before the UART sends: PIO0 SM2 watches the sync pin
+/// for the measurement). Returns whether the sync held (else the board
+/// announces no trigger).
 ///
 /// The sync: PIO1 SM0 waits in a one-instruction loop for GPIO25 high, X
-/// preloaded with PIO0's count for the instant after the edge; PIO0's
-/// stimulus state machine, its OUT pin moved to GPIO25 (IO_BANK0 FUNCSEL
-/// 6, PIO0) for the time, raises GPIO25 at a target and lowers it again
-/// (two toggles: its level, kept in ISR, is back where GPIO2's is). The
-/// pin then goes back to SIO (the LED) and SM0's OUT pin back to GPIO2.
-/// PIO1 reads GPIO25 without the input synchroniser (INPUT_SYNC_BYPASS,
-/// §3.5.6.3): the edge comes from PIO0 on the same clock.
+/// preloaded with PIO0's count for the instant it enters the stimulus
+/// program; PIO0's stimulus state machine, its OUT pin moved to GPIO25
+/// (IO_BANK0 FUNCSEL 6, PIO0) for the time, raises GPIO25 at a target and
+/// lowers it again (two toggles: its level, kept in ISR, is back where
+/// GPIO2's is). PIO1 reads GPIO25 through its 2-flop input synchroniser
+/// (§3.5.6.3; not INPUT_SYNC_BYPASS: a pad read in the clock it moves can
+/// go metastable and land a clock or two late, from boot to boot), which
+/// `program::trigger_sync_x` counts in. What a slow pad adds is measured
+/// ([`measure_trigger_lag`]): whole ticks are corrected by the timer, and
+/// an odd number of clocks leaves half a tick, 8 ns (docs/trigger.md).
 pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // §2.14: PIO1 out of reset, then wait for it.
     resets.reset().modify(|_, w| w.pio1().clear_bit());
     while resets.reset_done().read().pio1().bit_is_clear() {}
-    let (p0, p1) = (pio(), pio1());
+    let p1 = pio1();
     for (i, word) in program::trigger_image().iter().enumerate() {
         // SAFETY: INSTR_MEMn takes a 16-bit instruction.
         p1.instr_mem(i).write(|w| unsafe { w.bits(u32::from(*word)) });
     }
+    setup_trigger_sm0();
+    let Some(tick) = pio0_now().map(|now| now.wrapping_add(2000)) else { return false };
+    if !sync_trigger(tick) {
+        // Never synchronised: stopped, so no trigger can come of it.
+        // SAFETY: CTRL with every state machine of PIO1 disabled.
+        p1.ctrl().write(|w| unsafe { w.bits(0) });
+        return false;
+    }
+    let Some(lag) = measure_trigger_lag() else {
+        // SAFETY: as above.
+        p1.ctrl().write(|w| unsafe { w.bits(0) });
+        return false;
+    };
+    TRIGGER_LAG.store(lag, Ordering::Relaxed);
+    start_watcher();
+    true
+}
+
+/// PIO1 SM0 set up (disabled) in its sync loop: divider 1, the sync pin
+/// as its JMP_PIN, its OUT and SET pins the trigger pin, both the trigger
+/// pin's and the sync pin's output enables set (SET PINDIRS, §3.4.10: an
+/// instruction forced while it runs would cost it a clock).
+fn setup_trigger_sm0() {
+    let p1 = pio1();
     // SAFETY: CTRL's SM_RESTART bits are self-clearing strobes.
     p1.ctrl().write(|w| unsafe { w.sm_restart().bits(1) });
     let r = p1.sm(0);
@@ -404,31 +455,53 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     r.sm_pinctrl().write(|w| unsafe {
         w.out_base().bits(TRIGGER_PIN).out_count().bits(1).set_base().bits(TRIGGER_PIN).set_count().bits(1)
     });
-    // SAFETY: one bit a GPIO; only the sync pin's.
-    p1.input_sync_bypass().write(|w| unsafe { w.bits(1 << SYNC_PIN) });
+    // Every pin through its synchroniser (the reset value, written for
+    // clarity). SAFETY: one bit a GPIO, none set.
+    p1.input_sync_bypass().write(|w| unsafe { w.bits(0) });
     let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
     exec(mov(MovDst::Isr, false, MovSrc::Null));
     exec(set_pindirs(1));
+    // The sync pin's output enable too, for the lag's measurement.
+    r.sm_pinctrl().modify(|_, w| unsafe { w.set_base().bits(SYNC_PIN) });
+    exec(set_pindirs(1));
+    r.sm_pinctrl().modify(|_, w| unsafe { w.set_base().bits(TRIGGER_PIN) });
     exec(jmp_always(program::TRIGGER_SYNC_AT));
+}
 
-    // PIO0's count now, from the clock state machine's next word.
+/// PIO0's count now, from the clock state machine's next word.
+fn pio0_now() -> Option<u32> {
     let mut regs = Regs;
     for _ in 0..regs.rx_level(Sm::Clock) {
         let _ = regs.rx(Sm::Clock);
     }
-    let mut now = None;
-    for _ in 0..SYNC_POLLS {
-        if let Some(w) = regs.rx(Sm::Clock) {
-            now = Some(program::clock_tick(w));
-            break;
-        }
+    (0..SYNC_POLLS).find_map(|_| regs.rx(Sm::Clock)).map(program::clock_tick)
+}
+
+/// Two edges on PIO0's stimulus state machine's OUT pin (a pulse of
+/// [`SYNC_WIDTH`] from tick `at`), both targets pushed at once (its FIFO
+/// holds four); whether both flags came.
+fn pio0_pulse(at: u32) -> bool {
+    let mut regs = Regs;
+    if !regs.tx(Sm::Stimulus, stimulus_target(at))
+        || !regs.tx(Sm::Stimulus, stimulus_target(at.wrapping_add(SYNC_WIDTH)))
+    {
+        return false;
     }
-    let Some(now) = now else { return false };
-    // 2000 ticks (32 µs): room for the writes below.
-    let tick = now.wrapping_add(2000);
+    (0..2).all(|_| (0..SYNC_POLLS).any(|_| regs.take_flag(STIMULUS_FLAG)))
+}
+
+/// The sync edge for tick `tick`: PIO1 SM0 enabled in its sync loop with X
+/// preloaded (`program::trigger_sync_x`), PIO0's pulse on the sync pin;
+/// then SM0 is in the stimulus program with its own wrap. Whether it left
+/// the sync loop.
+fn sync_trigger(tick: u32) -> bool {
+    let (p0, p1) = (pio(), pio1());
+    let r = p1.sm(0);
     // SAFETY: TXF0 takes any 32-bit word (§3.7); SM0 is disabled and its
     // FIFO empty, and the `pull block` below takes this word at once.
     p1.txf(0).write(|w| unsafe { w.bits(trigger_sync_x(tick)) });
+    // SAFETY: SMx_INSTR, executed at once while SM0 is disabled (§3.5.7).
+    let exec = |instr: u16| r.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
     exec(PULL_BLOCK);
     exec(mov(MovDst::X, false, MovSrc::Osr));
     // SAFETY: CTRL (§3.7): SM_ENABLE and CLKDIV_RESTART for SM0 only.
@@ -440,38 +513,78 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // SAFETY: PINCTRL OUT_BASE takes any GPIO number 0..=31 (§3.7); a
     // running state machine takes it at its next OUT/MOV PINS (§3.5.6).
     stim.modify(|_, w| unsafe { w.out_base().bits(SYNC_PIN) });
-    let mut edge = |at: u32| {
-        if !regs.tx(Sm::Stimulus, stimulus_target(at)) {
-            return false;
-        }
-        for _ in 0..SYNC_POLLS {
-            if regs.take_flag(STIMULUS_FLAG) {
-                return true;
-            }
-        }
-        false
-    };
-    let rose = edge(tick);
-    // Left the sync loop: it saw the edge.
-    let synced = rose && p1.sm(0).sm_addr().read().bits() as u8 != program::TRIGGER_SYNC_AT;
-    let fell = edge(tick.wrapping_add(200));
+    let pulsed = pio0_pulse(tick);
     // SAFETY: as above: OUT_BASE back to GPIO2.
     stim.modify(|_, w| unsafe { w.out_base().bits(STIMULUS_PIN) });
     sync_io.modify(|_, w| w.funcsel().sio());
+    // Left the sync loop: it saw the edge.
+    let synced = pulsed && r.sm_addr().read().bits() as u8 != program::TRIGGER_SYNC_AT;
     // Now the stimulus program's own wrap.
     let (bottom, top) = STIMULUS_WRAP;
     // SAFETY: EXECCTRL WRAP_TOP/WRAP_BOTTOM take 0..=31 (§3.7); SM0 is in
     // 16..31 by now, where only a fall-through at 31 would use the wrap.
     r.sm_execctrl().modify(|_, w| unsafe { w.wrap_bottom().bits(bottom).wrap_top().bits(top) });
-    if !(synced && fell) {
-        // Never synchronised: stopped, so no trigger can come of it.
-        // SAFETY: CTRL with every state machine of PIO1 disabled.
-        p1.ctrl().write(|w| unsafe { w.bits(0) });
-        return false;
+    synced
+}
+
+/// PIO1's lag behind PIO0 after the sync, measured on the sync pin: PIO0
+/// SM2 (our TX pin's edge program, before any byte is sent) watches
+/// GPIO25 instead for the time, while PIO0 SM3 makes a pulse on it at a
+/// tick of PIO0's count and then PIO1 SM0 one at a tick of its own; both
+/// pass the same synchroniser into SM2, whose words give the lag
+/// (`trigger::sync_lag`). SM2 is left where it was (an even number of
+/// words: a fall and a rise frame the pulses when our TX pin idles high),
+/// with its FIFO empty.
+fn measure_trigger_lag() -> Option<u32> {
+    let (p0, p1) = (pio(), pio1());
+    let mut regs = Regs;
+    let tx_sm = p0.sm(Sm::TxStart as usize).sm_execctrl();
+    let high = io().gpio(TX_PIN as usize).gpio_status().read().infrompad().bit_is_set();
+    while regs.rx(Sm::TxStart).is_some() {}
+    // SAFETY (the JMP_PIN and OUT_BASE writes below): any GPIO number
+    // 0..=29, the other fields kept (§3.7); a running state machine takes
+    // them at its next `jmp pin` or `mov pins` (§3.5.6).
+    tx_sm.modify(|_, w| unsafe { w.jmp_pin().bits(SYNC_PIN) });
+    let sync_io = io().gpio(SYNC_PIN as usize).gpio_ctrl();
+    let stim = p0.sm(Sm::Stimulus as usize).sm_pinctrl();
+    let trig = p1.sm(0).sm_pinctrl();
+    sync_io.modify(|_, w| w.funcsel().pio0());
+    stim.modify(|_, w| unsafe { w.out_base().bits(SYNC_PIN) });
+    let a = pio0_now()?.wrapping_add(2000);
+    let pio0_ok = pio0_pulse(a);
+    stim.modify(|_, w| unsafe { w.out_base().bits(STIMULUS_PIN) });
+    sync_io.modify(|_, w| w.funcsel().pio1());
+    trig.modify(|_, w| unsafe { w.out_base().bits(SYNC_PIN) });
+    let b = pio0_now()?.wrapping_add(2000);
+    let pio1_ok = regs.trigger_tx(stimulus_target(b))
+        && regs.trigger_tx(stimulus_target(b.wrapping_add(SYNC_WIDTH)))
+        && (0..2).all(|_| (0..SYNC_POLLS).any(|_| regs.take_trigger_flag()));
+    trig.modify(|_, w| unsafe { w.out_base().bits(TRIGGER_PIN) });
+    sync_io.modify(|_, w| w.funcsel().sio());
+    tx_sm.modify(|_, w| unsafe { w.jmp_pin().bits(TX_PIN) });
+    let want = 4 + 2 * usize::from(high);
+    let (mut words, mut n) = ([0u32; 6], 0);
+    for _ in 0..SYNC_POLLS {
+        if n == want {
+            break;
+        }
+        if let Some(w) = regs.rx(Sm::TxStart) {
+            words[n] = w;
+            n += 1;
+        }
     }
-    // SM1, the response watcher (`program::WATCH`), parked, with the
-    // trigger pin driven. SAFETY (every write): each field within its
-    // width (§3.7); SMx_INSTR while SM1 is disabled.
+    if !(pio0_ok && pio1_ok) || regs.rx(Sm::TxStart).is_some() {
+        return None;
+    }
+    sync_lag(&words[..n], high, a, b, SYNC_WIDTH)
+}
+
+/// PIO1 SM1, the response watcher (`program::WATCH`), parked, with the
+/// trigger pin driven; SM0 stays enabled.
+fn start_watcher() {
+    let p1 = pio1();
+    // SAFETY (every write): each field within its width (§3.7); SMx_INSTR
+    // while SM1 is disabled.
     let w1 = p1.sm(1);
     w1.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
     let (wb, wt) = program::WATCH_WRAP;
@@ -486,7 +599,6 @@ pub fn start_trigger(resets: &pac::RESETS) -> bool {
     exec1(jmp_always(program::WATCH_PARK));
     // SAFETY: CTRL (§3.7): SM0 stays enabled, SM1 is enabled; no restart.
     p1.ctrl().write(|w| unsafe { w.sm_enable().bits(0b11) });
-    true
 }
 
 /// The target UART's receiver (UART1 DR), as the capture loop reads it.

@@ -83,6 +83,11 @@ pub trait PioBus {
     fn take_rx_stall(&mut self, sm: Sm) -> bool;
     /// The state machine's program counter (SMn_ADDR).
     fn addr(&mut self, sm: Sm) -> u8;
+    /// Execute `instr` on the state machine at once (SMn_INSTR, §3.5.7):
+    /// it takes the machine's next cycle in place of the instruction at
+    /// its program counter, which does not advance (but for a `jmp`), so
+    /// a non-jump costs the machine one clock of its count.
+    fn exec(&mut self, sm: Sm, instr: u16);
     /// PIO IRQ flag `n` (IRQ register), cleared if set (write 1 to clear).
     fn take_flag(&mut self, n: u8) -> bool;
     /// PIO IRQ flag `n`, not cleared.
@@ -117,6 +122,10 @@ pub trait PioBus {
     /// Put a byte into the target UART's TX FIFO; `false` if it is full
     /// (UARTFR TXFF).
     fn uart_write(&mut self, byte: u8) -> bool;
+    /// PIO1's count's lag behind PIO0's in ticks (wrapping), as measured at
+    /// boot after its sync (`trigger::sync_lag`); 0 on a board without the
+    /// trigger. Read once, when the timer is made.
+    fn trigger_lag(&mut self) -> u32;
     /// Push a target word into PIO1's trigger state machine (PIO1 TXF0);
     /// `false` if its TX FIFO is full. `false` too on a board whose PIO1
     /// trigger did not synchronise (nothing would run it).

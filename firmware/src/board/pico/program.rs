@@ -177,6 +177,10 @@ pub const STIMULUS: [u16; 16] = [
 ];
 /// Stimulus wrap.
 pub const STIMULUS_WRAP: (u8, u8) = (16, 31);
+/// The stimulus program's compare loop (24 and 25): where SM3 waits for
+/// X to reach its target, and where it stays (until X comes round, 68.7 s)
+/// if the target reached it after its tick.
+pub const STIMULUS_COMPARE: (u8, u8) = (STIMULUS_AT + 8, STIMULUS_AT + 9);
 
 /// The PIO IRQ flag the stimulus raises (`irq 0 rel` on SM3).
 pub const STIMULUS_FLAG: u8 = 3;
@@ -249,30 +253,44 @@ pub const PULL_BLOCK: u16 = 0b100 << 13 | 1 << 7 | 1 << 5;
 /// write (each block has its own). So it is synchronised once, at boot, by
 /// an edge: [`TRIGGER_SYNC`] at 0 is a one-instruction loop (wrap 0..0)
 /// that waits, with X preloaded, until PIO0's stimulus state machine
-/// raises the sync pin, and then enters the stimulus program at 16 with
-/// PIO0's count (`trigger_sync_x`).
-pub const TRIGGER_SYNC: u16 = jmp(Cond::Pin, STIMULUS_AT);
+/// raises the sync pin, and then enters the stimulus program at 16 by a
+/// one-clock step at 15 ([`TRIGGER_STEP`]) with PIO0's count
+/// (`trigger_sync_x`).
+pub const TRIGGER_SYNC: u16 = jmp(Cond::Pin, TRIGGER_STEP_AT);
 /// Where the sync loop lies in PIO1.
 pub const TRIGGER_SYNC_AT: u8 = 0;
 /// The sync loop's wrap (one instruction: it falls through to itself
 /// while the pin is low).
 pub const TRIGGER_SYNC_WRAP: (u8, u8) = (TRIGGER_SYNC_AT, TRIGGER_SYNC_AT);
+/// Where the sync's step lies (unused by the watcher, 1..12).
+pub const TRIGGER_STEP_AT: u8 = 15;
+/// The sync's step: one clock on the way to the stimulus program, so that
+/// with the pin seen [`SYNC_SEEN_CLOCKS`] (odd) after PIO0's `mov pins`,
+/// PIO1 enters its loop head on an even clock, in phase with PIO0.
+pub const TRIGGER_STEP: u16 = jmp_always(STIMULUS_AT);
+/// Clocks from PIO0's `mov pins` on the sync pin to the first PIO1 `jmp
+/// pin` that reads it high, nominally: PIO0's output register takes the
+/// level at the end of that clock, and PIO1's input passes the pin's
+/// 2-flop synchroniser (datasheet §3.5.6.3; not bypassed: a read in the
+/// same clock as the pad moves can go metastable). A pad slower than a
+/// clock adds one or two (a lag the boot measures, `trigger::sync_lag`).
+pub const SYNC_SEEN_CLOCKS: u32 = 3;
 /// PIO1 IRQ flag raised by the trigger's edges (`irq 0 rel` on SM0).
 pub const TRIGGER_FLAG: u8 = 0;
 
 /// X to preload into PIO1's trigger state machine so that it holds PIO0's
 /// count once it leaves the sync loop, when the sync edge is PIO0's
-/// stimulus edge for tick `tick` (target `stimulus_target(tick)`).
+/// stimulus edge for tick `tick` (target W = `stimulus_target(tick)`).
 ///
-/// Counted from the stimulus program: X equals the target W at the
-/// compare (25); the edge (27) is two clocks later and the state machine
-/// at 16 is balanced again (2 clocks a decrement from a loop head) one
-/// clock after it, where PIO0's count is W - 1 by the balance. PIO1 sees
-/// the pin in the edge's clock (rp2040js steps PIO0 before PIO1 in one
-/// cycle; on silicon the input synchroniser is bypassed for this pin,
-/// `INPUT_SYNC_BYPASS`, datasheet §3.5.6.3) and runs 16 in the next.
+/// Counted from the stimulus program: W = !(m + 1) matches at clock 2m +
+/// 1, `mov pins` runs at M = 2m + 3 (`stimulus_target`). PIO1's `jmp pin`
+/// reads the pin high at M + [`SYNC_SEEN_CLOCKS`] = 2m + 6, its step (15)
+/// runs at 2m + 7 and its loop head (16) at 2m + 8, where a state machine
+/// in step with PIO0 holds X = !(m + 4) = W - 3 (at clock 2k, !k). Derived
+/// clock by clock in a test, which also shows what a pad a clock slower
+/// leaves: half a tick (8 ns late), and two clocks, a whole tick.
 pub const fn trigger_sync_x(tick: u32) -> u32 {
-    stimulus_target(tick).wrapping_sub(1)
+    stimulus_target(tick).wrapping_sub(3)
 }
 
 /// `out y, n` (§3.4.5: opcode 011, destination 7:5 = Y, bit count 4:0).
@@ -329,10 +347,12 @@ pub const WATCH: [u16; 12] = [
 ];
 
 /// Every instruction word PIO1 holds: the sync loop at 0, the response
-/// watcher at 1..12, the stimulus program at 16..31 (13..15 unused).
+/// watcher at 1..12, the sync's step at 15, the stimulus program at
+/// 16..31 (13 and 14 unused).
 pub const fn trigger_image() -> [u16; 32] {
     let mut m = [0u16; 32];
     m[TRIGGER_SYNC_AT as usize] = TRIGGER_SYNC;
+    m[TRIGGER_STEP_AT as usize] = TRIGGER_STEP;
     let mut i = 0;
     while i < 12 {
         m[WATCH_AT as usize + i] = WATCH[i];
@@ -501,7 +521,8 @@ mod tests {
     #[test]
     fn the_trigger_image_is_the_stimulus_program_and_a_sync_loop() {
         let m = trigger_image();
-        expect(m[0], Op::JMP { condition: JmpCondition::PinHigh, address: STIMULUS_AT });
+        expect(m[0], Op::JMP { condition: JmpCondition::PinHigh, address: TRIGGER_STEP_AT });
+        expect(m[15], Op::JMP { condition: JmpCondition::Always, address: STIMULUS_AT });
         assert_eq!(&m[16..32], &STIMULUS[..]);
         assert_eq!(&m[16..32], &image()[16..32], "the same words at the same addresses as PIO0's");
         expect(PULL_BLOCK, Op::PULL { if_empty: false, block: true });
@@ -511,7 +532,7 @@ mod tests {
         );
         // The same path from the loop head as PIO0's: balanced.
         assert!(check_balance(&m, STIMULUS_AT, STIMULUS_WRAP, &[STIMULUS_AT], 1) > 20);
-        assert_eq!(trigger_sync_x(1000), !999u32 - 1);
+        assert_eq!(trigger_sync_x(1000), !999u32 - 3);
     }
 
     #[test]
@@ -540,29 +561,42 @@ mod tests {
         assert_eq!(WATCH_ARM, 2);
     }
 
-    /// Clock by clock, the stimulus program from its entry with a target
-    /// waiting (X = !0 at clock 0, as every state machine starts), by the
-    /// datasheet's semantics (pio-core decodes): the clock at which `mov
-    /// pins` runs. Clock c lies in tick c / 2: the clock state machine's
-    /// `in x` at clock 4k reads !(2k) (checked).
-    fn mov_pins_clock(word: u32) -> u32 {
-        let m = image();
-        let (mut x, mut y, mut osr, mut isr) = (u32::MAX, 0u32, 0u32, 0u32);
-        let mut fifo = Some(word);
-        let mut pc = STIMULUS_AT;
-        for clock in 0..100_000u32 {
-            let op = decode(m[pc as usize]);
-            let mut next = if pc == STIMULUS_WRAP.1 { STIMULUS_WRAP.0 } else { pc + 1 };
+    /// One state machine, clock by clock, by the datasheet's semantics
+    /// (pio-core decodes) for the instructions the stimulus and sync
+    /// programs use. X starts at !0, as every state machine's does.
+    struct Sim {
+        m: [u16; 32],
+        pc: u8,
+        wrap: (u8, u8),
+        x: u32,
+        y: u32,
+        osr: u32,
+        isr: u32,
+        fifo: Option<u32>,
+    }
+
+    impl Sim {
+        fn new(m: [u16; 32], pc: u8, wrap: (u8, u8)) -> Self {
+            Self { m, pc, wrap, x: u32::MAX, y: 0, osr: 0, isr: 0, fifo: None }
+        }
+
+        /// One clock with the JMP_PIN input at `pin`: the level `mov pins`
+        /// drove, if it ran.
+        fn step(&mut self, pin: bool) -> Option<bool> {
+            let op = decode(self.m[self.pc as usize]);
+            let mut next = if self.pc == self.wrap.1 { self.wrap.0 } else { (self.pc + 1) % 32 };
+            let mut out = None;
             match op {
                 Op::JMP { condition, address } => {
                     let taken = match condition {
                         JmpCondition::XDecNonZero => {
-                            let t = x != 0;
-                            x = x.wrapping_sub(1);
+                            let t = self.x != 0;
+                            self.x = self.x.wrapping_sub(1);
                             t
                         }
-                        JmpCondition::YIsZero => y == 0,
-                        JmpCondition::XNotEqualY => x != y,
+                        JmpCondition::YIsZero => self.y == 0,
+                        JmpCondition::XNotEqualY => self.x != self.y,
+                        JmpCondition::PinHigh => pin,
                         JmpCondition::Always => true,
                         c => panic!("{c:?}"),
                     };
@@ -573,21 +607,68 @@ mod tests {
                 // STATUS_N = 1 on the TX FIFO: all-ones while it holds
                 // fewer than one word.
                 Op::MOV { destination: MovDestination::Y, source: MovSource::STATUS, .. } => {
-                    y = !(if fifo.is_none() { u32::MAX } else { 0 })
+                    self.y = if self.fifo.is_none() { 0 } else { u32::MAX }
                 }
-                Op::PULL { .. } => osr = fifo.take().unwrap_or(x),
-                Op::MOV { destination: MovDestination::Y, source: MovSource::OSR, .. } => y = osr,
-                Op::MOV { destination: MovDestination::ISR, .. } => isr = !isr,
-                Op::MOV { destination: MovDestination::PINS, .. } => {
-                    assert_eq!(isr, u32::MAX, "the edge drives the toggled level");
-                    return clock;
-                }
+                Op::PULL { .. } => self.osr = self.fifo.take().unwrap_or(self.x),
+                Op::MOV { destination: MovDestination::Y, source: MovSource::OSR, .. } => self.y = self.osr,
+                Op::MOV { destination: MovDestination::ISR, .. } => self.isr = !self.isr,
+                Op::MOV { destination: MovDestination::PINS, .. } => out = Some(self.isr & 1 == 1),
                 Op::IRQ { .. } => {}
                 op => panic!("{op:?}"),
             }
-            pc = next;
+            self.pc = next;
+            out
+        }
+    }
+
+    /// The clock at which the stimulus program, from its entry with
+    /// `word` waiting, runs `mov pins`. Clock c lies in tick c / 2: the
+    /// clock state machine's `in x` at clock 4k reads !(2k) (checked in
+    /// the test).
+    fn mov_pins_clock(word: u32) -> u32 {
+        let mut sm = Sim::new(image(), STIMULUS_AT, STIMULUS_WRAP);
+        sm.fifo = Some(word);
+        for clock in 0..100_000u32 {
+            if let Some(level) = sm.step(false) {
+                assert!(level, "the edge drives the toggled level");
+                return clock;
+            }
         }
         panic!("no edge for {word:#x}")
+    }
+
+    /// PIO0 SM3 makes the sync edge for `tick` (`mov pins` in clock M);
+    /// PIO1 SM0 waits in its sync loop with X = `trigger_sync_x(tick)`
+    /// and sees the pin `seen` clocks after M (its synchroniser). At each
+    /// return to the loop head (16) a state machine in step with PIO0 has
+    /// X = !(c / 2) at clock c (checked for PIO0's): the clocks PIO1 is
+    /// behind that, the same at every return.
+    fn sync_lag_clocks(seen: u32) -> u32 {
+        let tick = 300;
+        let mut p0 = Sim::new(image(), STIMULUS_AT, STIMULUS_WRAP);
+        p0.fifo = Some(stimulus_target(tick));
+        let mut p1 = Sim::new(trigger_image(), TRIGGER_SYNC_AT, TRIGGER_SYNC_WRAP);
+        p1.x = trigger_sync_x(tick);
+        let mut edge_at = None;
+        let mut lags = std::vec::Vec::new();
+        for clock in 0..4000u32 {
+            if p0.pc == STIMULUS_AT {
+                assert_eq!(clock, 2 * !p0.x, "PIO0 SM3 in step at clock {clock}");
+            }
+            if p1.pc == STIMULUS_AT {
+                // In the stimulus program now: its own wrap.
+                p1.wrap = STIMULUS_WRAP;
+                lags.push(clock.wrapping_sub(2 * !p1.x));
+            }
+            let pin = edge_at.is_some_and(|m| clock >= m + seen);
+            if p0.step(false).is_some() && edge_at.is_none() {
+                edge_at = Some(clock);
+            }
+            let _ = p1.step(pin);
+        }
+        assert!(lags.len() > 500, "PIO1 left its sync loop");
+        assert!(lags.iter().all(|&l| l == lags[0]), "{lags:?}");
+        lags[0]
     }
 
     #[test]
@@ -608,6 +689,22 @@ mod tests {
             assert_eq!(pad_clock / 2, tick, "target for tick {tick}: the pad moves at clock {pad_clock}");
             assert_eq!(target_tick(stimulus_target(tick)), tick);
         }
+    }
+
+    #[test]
+    fn pio1_leaves_its_sync_loop_in_step_with_pio0_through_the_synchroniser() {
+        // Through the synchroniser (PIO0's output flop moves at the end of
+        // `mov pins`'s clock, then two flops: PIO1 reads it 3 clocks
+        // after, as the harness's --input-sync-clocks 2 has it), PIO1 is
+        // exactly in step.
+        assert_eq!(sync_lag_clocks(SYNC_SEEN_CLOCKS), 0);
+        // A clock more (a slow pad): half a tick (the bound, 8 ns); two
+        // clocks more: one whole tick, which the boot-time measurement
+        // finds and corrects (`trigger::sync_lag`).
+        assert_eq!(sync_lag_clocks(SYNC_SEEN_CLOCKS + 1), 1);
+        assert_eq!(sync_lag_clocks(SYNC_SEEN_CLOCKS + 2), 2);
+        // A clock sooner: half a tick early.
+        assert_eq!(sync_lag_clocks(SYNC_SEEN_CLOCKS - 1), 1u32.wrapping_neg());
     }
 
     #[test]

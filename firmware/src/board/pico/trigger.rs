@@ -14,6 +14,55 @@
 //! last cleared, and an interrupt held off past a pulse (10 µs) would merge
 //! a rise's flag with its fall's.
 
+use super::edges::EdgeFifo;
+
+/// The most PIO1 may lag PIO0 (either way) after its sync, in ticks: a
+/// pad one or two clocks slower than the nominal
+/// ([`SYNC_SEEN_CLOCKS`](super::program::SYNC_SEEN_CLOCKS)) leaves half a
+/// tick or one; anything more is not a slow pad, and the sync is refused.
+pub const MAX_SYNC_LAG_TICKS: u32 = 2;
+
+/// PIO1's lag behind PIO0's count in ticks (wrapping: `u32::MAX` is one
+/// tick ahead), from one edge state machine's words while it watched the
+/// sync pin at boot: PIO0 raised it at tick `a` and lowered it `width`
+/// later, then PIO1 did the same at `b` on its own (synchronised) count.
+/// `high` is the level the state machine's own pin had when it was
+/// switched to the sync pin (low there): a first fall then, and a last rise
+/// when it is switched back. Both edges of each pulse must agree (the same
+/// synchroniser and sampling for all four), and the lag must be within
+/// [`MAX_SYNC_LAG_TICKS`]; else `None`.
+///
+/// The words are taken one tick a sample (the edge program's `jmp pin`
+/// on every second clock): a lag of an even number of clocks is measured
+/// exactly; an odd one as the whole ticks either side, so the trigger is
+/// then 8 ns early or late (half a tick, the bound docs/trigger.md states).
+pub fn sync_lag(words: &[u32], high: bool, a: u32, b: u32, width: u32) -> Option<u32> {
+    let mut fifo = EdgeFifo::new(high);
+    let (mut rises, mut falls, mut nr, mut nf) = ([0u32; 2], [0u32; 2], 0, 0);
+    let skip = usize::from(high);
+    if words.len() != 4 + 2 * skip {
+        return None;
+    }
+    for (i, &w) in words.iter().enumerate() {
+        let (tick, rise, _) = fifo.word(w);
+        if i < skip || i >= skip + 4 {
+            continue;
+        }
+        if rise {
+            rises[nr] = tick;
+            nr += 1;
+        } else {
+            falls[nf] = tick;
+            nf += 1;
+        }
+    }
+    let lag = rises[1].wrapping_sub(rises[0]).wrapping_sub(b.wrapping_sub(a));
+    let fall_lag = falls[1].wrapping_sub(falls[0]).wrapping_sub(b.wrapping_sub(a));
+    let widths = falls[0].wrapping_sub(rises[0]) == width;
+    (lag == fall_lag && widths && lag.wrapping_add(MAX_SYNC_LAG_TICKS) <= 2 * MAX_SYNC_LAG_TICKS)
+        .then_some(lag)
+}
+
 /// What a held target's toggle is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
@@ -143,6 +192,34 @@ impl TriggerQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words an edge state machine pushes for the sync pin's edges at
+    /// these ticks, the first one's level low (capture words: X one tick
+    /// after the edge, `program::capture_tick`).
+    fn words(ticks: &[u32]) -> std::vec::Vec<u32> {
+        ticks.iter().map(|t| !(t + 1)).collect()
+    }
+
+    #[test]
+    fn the_sync_lag_is_pio1s_edges_against_pio0s() {
+        let (a, b, w) = (10_000, 12_000, 200);
+        // Its own pin low: just the four edges.
+        assert_eq!(sync_lag(&words(&[a + 5, a + 5 + w, b + 5, b + 5 + w]), false, a, b, w), Some(0));
+        assert_eq!(sync_lag(&words(&[a + 5, a + 5 + w, b + 6, b + 6 + w]), false, a, b, w), Some(1));
+        assert_eq!(
+            sync_lag(&words(&[a, a + w, b - 2, b - 2 + w]), false, a, b, w),
+            Some(2u32.wrapping_neg())
+        );
+        // Its own pin high (our idle UART TX): a fall when it is moved to
+        // the sync pin, a rise when it is moved back.
+        let framed = words(&[a - 300, a + 3, a + 3 + w, b + 4, b + 4 + w, b + 900]);
+        assert_eq!(sync_lag(&framed, true, a, b, w), Some(1));
+        assert_eq!(sync_lag(&framed[1..5], true, a, b, w), None, "the framing edges missing");
+        // Refused: too far, the two edges disagreeing, a pulse not seen whole.
+        assert_eq!(sync_lag(&words(&[a, a + w, b + 3, b + 3 + w]), false, a, b, w), None);
+        assert_eq!(sync_lag(&words(&[a, a + w, b, b + 1 + w]), false, a, b, w), None);
+        assert_eq!(sync_lag(&words(&[a, a + w + 1, b, b + w + 1]), false, a, b, w), None);
+    }
 
     #[test]
     fn targets_pass_in_order_and_say_whether_they_were_wanted() {

@@ -30,7 +30,11 @@
 //! `trig_deferred`), so a stale target never shows.
 
 use super::edges::{wanted, EdgeFifo};
-use super::program::{clock_tick, stimulus_target, STIMULUS_FLAG};
+#[cfg(doc)]
+use super::edges::{EDGE_BLIND_TICKS, MIN_PULSE_TICKS};
+use super::program::{
+    clock_tick, mov, stimulus_target, MovDst, MovSrc, PULL_NOBLOCK, STIMULUS_COMPARE, STIMULUS_FLAG,
+};
 use super::trigger::{Tag, TriggerQueue};
 use super::{OutOver, PioBus, Sm};
 use crate::hwloop::seam::{Capture, Channel, OutputMode, Polarity, TimerHw};
@@ -42,10 +46,24 @@ pub const TICK_HZ: u32 = 62_500_000;
 /// clocks (measured in rp2040js: a target 34 ticks ahead was missed), and
 /// the stimulus state machine looks at its FIFO every 4 clocks and
 /// compares from 4 clocks later, with X one tick ahead
-/// (`program::STIMULUS`). A missed target would hold the state machine in
-/// its compare loop until the count comes round again (68.7 s): the
-/// engine then reports that the board never produced the stimulus.
+/// (`program::STIMULUS`). A push held up past its target (a flash fetch, a
+/// bus stall) would hold the state machine in its compare loop until the
+/// count comes round again (68.7 s), and every later target behind it: it
+/// is found and SM3 restarted (`stim_verify` after every push, the arming
+/// after, every wake-up; counted in `stim_restarts`).
 pub const TARGET_LEAD_TICKS: u32 = 128;
+/// A target that reached SM3 this many ticks before its tick is
+/// compared in time (checked after every push, `stim_verify`):
+/// SM3 sees its TX FIFO within 4 clocks (its idle loop's `mov y, ~status`),
+/// compares 8 clocks after that, and a machine still making the last edge
+/// (26..31) takes 7 clocks more: 20 clocks from the push to the first
+/// compare, 10 ticks, and the compare for the pad's tick `P` is in tick
+/// `P - 2` (`program::stimulus_target`). 16, with room.
+const VERIFY_TICKS: u32 = 16;
+/// Counter reads a wait for a tick takes at most (one read is a few
+/// clocks; a wait is for a tick under [`TARGET_LEAD_TICKS`] ahead), so that
+/// a stopped clock state machine never hangs the CPU.
+const WAIT_READS: u32 = 4096;
 /// Words one capture read takes at most: the joined RX FIFO's 8 and as
 /// many more as can come while they are read.
 const MAX_WORDS: usize = 16;
@@ -65,6 +83,14 @@ const KEEP_ALIVE_US: u32 = 100_000;
 /// less than the exact quotient, and is at most one above it.
 pub const fn ticks_to_us_ceil(ticks: u32) -> u32 {
     ((ticks as u64 * 68_719_477 + 0xffff_ffff) >> 32) as u32
+}
+
+/// `mov y, osr`, forced on SM3 to give it a new target.
+const MOV_Y_OSR: u16 = mov(MovDst::Y, false, MovSrc::Osr);
+
+/// The counter `now` is past `tick` (in the half period after it).
+const fn passed(now: u32, tick: u32) -> bool {
+    now.wrapping_sub(tick).wrapping_sub(1) < u32::MAX / 2
 }
 
 /// One edge state machine as a capture channel.
@@ -88,11 +114,36 @@ pub struct PioTimer<B> {
     /// The stimulus compare's value (CCR1's equivalent).
     stim_at: u32,
     stim_mode: OutputMode,
+    /// SM3's count is this many ticks behind PIO0's (each restart forces two
+    /// or four instructions on it, one clock each): every target word is
+    /// for its tick minus this, so the pad still moves at the tick asked.
+    stim_lag: u32,
+    /// The newest target handed to SM3 (the tick its pad moves), and the
+    /// one before it: SM3 compares the newest if its TX FIFO is empty,
+    /// else the one before.
+    stim_last: Option<u32>,
+    stim_prev: Option<u32>,
+    /// Times SM3 was found in its compare loop after its target's tick (a
+    /// target that reached it too late: it would wait 68.7 s for X to come
+    /// round) and restarted: a board fault, logged by the binary.
+    pub stim_restarts: u32,
     /// Reads of the clock that found no fresh word (the state machines are
     /// not running): a board fault, logged by the binary.
     pub clock_faults: u32,
     /// Words the edge state machines lost to a full FIFO.
     pub lost_edges: u32,
+    /// Edges that came [`EDGE_BLIND_TICKS`] or fewer ticks after the edge
+    /// before on their pin (a pulse or gap of 48 ns or less: such an edge
+    /// may be up to two ticks late, [`MIN_PULSE_TICKS`]); a wanted one is
+    /// captured as overcaptured.
+    pub narrow_edges: u32,
+    /// PIO1's count is this many ticks behind PIO0's (wrapping: `u32::MAX`
+    /// is a tick ahead), as the boot measured it after the sync
+    /// ([`PioBus::trigger_lag`], `trigger::sync_lag`): every trigger target
+    /// word is for its tick minus this, so the pulse's edges come at the
+    /// ticks asked (to half a tick: an odd lag in clocks is measured as
+    /// the whole ticks either side).
+    trig_lag: u32,
     /// The trigger compare's value.
     trig_at: u32,
     /// The match mode last asked for.
@@ -143,7 +194,8 @@ impl<B: PioBus> PioTimer<B> {
     /// The timer over `bus`, with PIO0 already started (the edge state
     /// machines from the entries their pins' levels gave: `response_high`,
     /// `tx_high`).
-    pub fn new(bus: B, response_high: bool, tx_high: bool) -> Self {
+    pub fn new(mut bus: B, response_high: bool, tx_high: bool) -> Self {
+        let trig_lag = bus.trigger_lag();
         let mut t = Self {
             bus,
             last: 0,
@@ -152,8 +204,14 @@ impl<B: PioBus> PioTimer<B> {
             tx_start: EdgeChannel { sm: Sm::TxStart, fifo: EdgeFifo::new(tx_high), polarity: None },
             stim_at: 0,
             stim_mode: OutputMode::Frozen,
+            stim_lag: 0,
+            stim_last: None,
+            stim_prev: None,
+            stim_restarts: 0,
             clock_faults: 0,
             lost_edges: 0,
+            narrow_edges: 0,
+            trig_lag,
             trig_at: 0,
             trig_mode: OutputMode::Frozen,
             trig_q: TriggerQueue::new(),
@@ -168,6 +226,11 @@ impl<B: PioBus> PioTimer<B> {
         t.keep_alive();
         t.bus.alarm_irq(true);
         t
+    }
+
+    /// PIO1's target word for a trigger edge in tick `tick` of PIO0's count.
+    fn trig_word(&self, tick: u32) -> u32 {
+        stimulus_target(tick.wrapping_sub(self.trig_lag))
     }
 
     /// The bus, for the binary's own accesses (logs).
@@ -213,13 +276,17 @@ impl<B: PioBus> PioTimer<B> {
             Channel::TxStart => &mut self.tx_start,
             _ => return None,
         };
-        let (mut latest, mut any, mut n) = (None, None, 0u32);
+        let (mut latest, mut any, mut n, mut narrow_latest) = (None, None, 0u32, false);
         for _ in 0..MAX_WORDS {
             let Some(w) = bus.rx(c.sm) else { break };
-            let (tick, rise) = c.fifo.word(w);
+            let (tick, rise, narrow) = c.fifo.word(w);
+            if narrow {
+                self.narrow_edges = self.narrow_edges.wrapping_add(1);
+            }
             any = Some(tick);
             if wanted(c.polarity, rise) {
                 latest = Some(tick);
+                narrow_latest = narrow;
                 n += 1;
             }
         }
@@ -239,7 +306,9 @@ impl<B: PioBus> PioTimer<B> {
             // needs (periodic, both edges).
             return c.polarity.and(latest.or(any)).map(|raw| Capture { raw, overcaptured: true });
         }
-        latest.map(|raw| Capture { raw, overcaptured: n > 1 })
+        // An edge in the blind window after the one before may be late:
+        // flagged as a capture register written twice would be.
+        latest.map(|raw| Capture { raw, overcaptured: n > 1 || narrow_latest })
     }
 
     /// The alarm, `ahead` ticks from now (rounded up to the next µs, at
@@ -254,6 +323,172 @@ impl<B: PioBus> PioTimer<B> {
     fn keep_alive(&mut self) {
         let now = self.bus.micros();
         self.bus.set_alarm(now.wrapping_add(KEEP_ALIVE_US));
+    }
+
+    /// SM3's target word for a pad edge in tick `tick` of PIO0's count.
+    fn stim_word(&self, tick: u32) -> u32 {
+        stimulus_target(tick.wrapping_sub(self.stim_lag))
+    }
+
+    /// SM3 is in its compare loop (SMn_ADDR).
+    fn stim_comparing(&mut self) -> bool {
+        (STIMULUS_COMPARE.0..=STIMULUS_COMPARE.1).contains(&self.bus.addr(Sm::Stimulus))
+    }
+
+    /// Whether SM3 is stuck, its program counter (read after `now`) in the
+    /// compare loop with a target whose tick `now` has passed (it leaves
+    /// the loop in the tick before, `program::stimulus_target`), or one
+    /// that is not ours: `Some(queued)`, `queued` if a word waits in its
+    /// TX FIFO behind the missed one.
+    fn stim_stuck(&mut self, now: u32) -> Option<bool> {
+        if !self.stim_comparing() {
+            return None;
+        }
+        let queued = !self.bus.tx_empty(Sm::Stimulus);
+        match if queued { self.stim_prev } else { self.stim_last } {
+            Some(t) if !passed(now, t) => None,
+            _ => Some(queued),
+        }
+    }
+
+    /// Wait until the counter has passed `tick` (bounded: a stopped clock
+    /// state machine is a clock fault, not a hang).
+    fn wait_past(&mut self, tick: u32) {
+        for _ in 0..WAIT_READS {
+            if passed(self.counter(), tick) {
+                return;
+            }
+        }
+    }
+
+    /// Take SM3 out of its compare loop onto a new target by forced
+    /// instructions (SMn_INSTR, §3.5.7): the new target's word into its
+    /// TX FIFO, `pull noblock` (OSR = the word) and `mov y, osr`; its
+    /// compare goes on with Y = the word. If a word waited behind the
+    /// missed target (`queued`), a first `pull noblock` takes it off, and
+    /// a last `mov y, osr` (Y unchanged) makes the forced instructions
+    /// four. Each takes one of SM3's clocks and leaves its program counter
+    /// where it was (none is a jump), wherever in the two-clock loop it
+    /// lands: two or four clocks put SM3's count one or two ticks behind
+    /// PIO0's, in phase (its decrements stay on the even clocks), and
+    /// `stim_lag` moves every later target by as much.
+    ///
+    /// The new target is `escape` (at least [`TARGET_LEAD_TICKS`] ahead:
+    /// the stimulus being armed, or the one that waited), or else a park
+    /// target [`TARGET_LEAD_TICKS`] ahead, waited out with the pad held at
+    /// its level: its toggle and its flag are dropped, and the pad then
+    /// follows the mode asked for from the levels as they are.
+    fn stim_restart(&mut self, queued: bool, escape: Option<u32>) {
+        if escape.is_none() {
+            let pad = self.bus.stimulus_at_pad();
+            self.bus.set_outover(if pad { OutOver::High } else { OutOver::Low });
+        }
+        self.stim_lag = self.stim_lag.wrapping_add(if queued { 2 } else { 1 });
+        if queued {
+            self.bus.exec(Sm::Stimulus, PULL_NOBLOCK);
+            for _ in 0..RESYNC_TRIES {
+                if self.bus.tx_empty(Sm::Stimulus) {
+                    break;
+                }
+            }
+        }
+        let target = match escape {
+            Some(t) => t,
+            None => self.counter().wrapping_add(TARGET_LEAD_TICKS),
+        };
+        let _ = self.bus.tx(Sm::Stimulus, self.stim_word(target));
+        self.bus.exec(Sm::Stimulus, PULL_NOBLOCK);
+        self.bus.exec(Sm::Stimulus, MOV_Y_OSR);
+        if queued {
+            self.bus.exec(Sm::Stimulus, MOV_Y_OSR);
+        }
+        self.stim_prev = None;
+        self.stim_last = Some(target);
+        if escape.is_none() {
+            self.wait_past(target);
+            let _ = self.bus.take_flag(STIMULUS_FLAG);
+            self.set_output(self.stim_mode);
+        }
+    }
+
+    /// After a target for `tick` went to SM3: it was in time if the counter
+    /// read after the push is [`VERIFY_TICKS`] short of it. Else (the push
+    /// was held up: a flash fetch, a bus stall) wait for the tick: matched,
+    /// the flag says so; missed, SM3 is stuck, and is restarted onto a park
+    /// target and counted. The capture loop's own check then finds the
+    /// tick passed with no match and makes the edge in software, in this
+    /// very run.
+    fn stim_verify(&mut self, tick: u32) {
+        let now = self.counter();
+        if (VERIFY_TICKS..u32::MAX / 2).contains(&tick.wrapping_sub(now)) {
+            return;
+        }
+        self.wait_past(tick);
+        if self.bus.flag(STIMULUS_FLAG) {
+            return;
+        }
+        let now = self.counter();
+        if let Some(queued) = self.stim_stuck(now) {
+            self.stim_restarts = self.stim_restarts.wrapping_add(1);
+            self.stim_restart(queued, None);
+        }
+    }
+
+    /// Hand the stimulus compare's value to SM3 (`set_compare_irq`). If SM3
+    /// still holds an earlier target (in its compare loop, or a word in
+    /// its FIFO it does not take), that one is either missed (its tick
+    /// passed: counted) or disarmed before its tick (its toggle would come
+    /// behind the pad's hold and turn the inversion the pad follows PIO
+    /// with): either way it is replaced by this one ([`Self::stim_restart`]).
+    fn arm_stimulus(&mut self) {
+        let now = self.counter();
+        let at = self.stim_at;
+        let ahead = at.wrapping_sub(now);
+        if ahead < TARGET_LEAD_TICKS {
+            while self.stim_at.wrapping_sub(self.counter()) < TARGET_LEAD_TICKS {}
+            return;
+        }
+        if ahead >= u32::MAX / 2 {
+            return;
+        }
+        // A word SM3 is free to take goes within a few clocks.
+        let mut queued = true;
+        for _ in 0..RESYNC_TRIES {
+            queued = !self.bus.tx_empty(Sm::Stimulus);
+            if !queued {
+                break;
+            }
+        }
+        if self.stim_comparing() {
+            if self.stim_stuck(now).is_some() {
+                self.stim_restarts = self.stim_restarts.wrapping_add(1);
+            }
+            self.stim_restart(queued, Some(at));
+        } else if queued || !self.bus.tx(Sm::Stimulus, self.stim_word(at)) {
+            // Not in its compare loop and not taking its FIFO's word: not
+            // running. No match will come; the loop makes the edge.
+            return;
+        } else {
+            self.stim_prev = self.stim_last;
+            self.stim_last = Some(at);
+        }
+        self.stim_verify(at);
+    }
+
+    /// At every wake-up (the keep-alive between runs too): SM3 restarted
+    /// if it is stuck on a missed target, onto the target queued behind it
+    /// if that is still [`TARGET_LEAD_TICKS`] ahead, else onto a park
+    /// target; counted.
+    fn check_stimulus(&mut self) {
+        if !self.stim_comparing() {
+            return;
+        }
+        let now = self.counter();
+        let Some(queued) = self.stim_stuck(now) else { return };
+        self.stim_restarts = self.stim_restarts.wrapping_add(1);
+        let ahead = |t: u32| (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&t.wrapping_sub(now));
+        let escape = self.stim_last.filter(|&t| queued && ahead(t));
+        self.stim_restart(queued, escape);
     }
 
     /// Set the pad's override for `mode` from the levels now (kept as it is
@@ -329,13 +564,13 @@ impl<B: PioBus> PioTimer<B> {
             let fall = self.trig_at.wrapping_add(TRIGGER_WIDTH_TICKS);
             let room = self.trig_q.may_push(self.trig_at, TARGET_LEAD_TICKS)
                 && (!rise || self.trig_q.len() + 2 <= super::trigger::DEPTH);
-            if room && self.bus.trigger_tx(stimulus_target(self.trig_at)) {
+            if room && self.bus.trigger_tx(self.trig_word(self.trig_at)) {
                 self.trig_q.push(self.trig_at, Tag::Live);
                 if rise {
                     // From here PIO1 SM1 watches the response for this rise.
                     self.bus.trigger_watch(self.trig_by_response);
                 }
-                if rise && self.bus.trigger_tx(stimulus_target(fall)) {
+                if rise && self.bus.trigger_tx(self.trig_word(fall)) {
                     // Wanted once the loop asks for it; a disarm before
                     // the rise makes it stale.
                     self.trig_q.push(fall, Tag::Queued);
@@ -403,6 +638,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
                 let fired = self.bus.take_alarm();
                 if fired {
                     self.keep_alive();
+                    self.check_stimulus();
                 }
                 fired
             }
@@ -448,13 +684,7 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
         match ch {
             Channel::Stimulus => {
                 if on {
-                    let now = self.counter();
-                    let ahead = self.stim_at.wrapping_sub(now);
-                    if (TARGET_LEAD_TICKS..u32::MAX / 2).contains(&ahead) && self.bus.tx_empty(Sm::Stimulus) {
-                        self.bus.tx(Sm::Stimulus, stimulus_target(self.stim_at));
-                    } else if ahead < TARGET_LEAD_TICKS {
-                        while self.stim_at.wrapping_sub(self.counter()) < TARGET_LEAD_TICKS {}
-                    }
+                    self.arm_stimulus();
                 }
                 self.bus.flag_irq(STIMULUS_FLAG, on);
             }
