@@ -397,23 +397,23 @@ mod app {
 
     /// The debug unit and the I/O compensation cell.
     fn debug_and_io(dbgmcu: &pac::DBGMCU, syscfg: &pac::SYSCFG, rcc: &mut stm32f4xx_hal::rcc::Rcc) {
-        // RM0383 §23.16.2 (DBGMCU_CR): DBG_SLEEP keeps HCLK running in
+        // RM0383 §23.16 (DBGMCU_CR): DBG_SLEEP keeps HCLK running in
         // sleep, so the debugger's RTT reads go on while `idle` sits in
-        // WFI. DBGMCU_APB1_FZ (§23.16.3): DBG_IWDG_STOP freezes the
+        // WFI. DBGMCU_APB1_FZ (§23.16): DBG_IWDG_STOP freezes the
         // watchdog while the core is halted, so a breakpoint does not reset
         // the probe (stm32f4xx-hal 0.23: `IndependentWatchdog::
         // stop_on_debug` writes the same bit). Both are reset by a power-on
         // reset only.
         dbgmcu.cr().modify(|_, w| w.dbg_sleep().set_bit());
         dbgmcu.apb1_fz().modify(|_, w| w.dbg_iwdg_stop().set_bit());
-        // The I/O compensation cell (RM0383 §7.2.7, SYSCFG_CMPCR): the lib
+        // The I/O compensation cell (RM0383 §7.2, SYSCFG_CMPCR): the lib
         // sets very high speed (OSPEEDR = 11, §8.4.3) on the outputs, and
         // DS10314 asks for the cell at that speed above 2.4 V (the Nucleo
         // runs at 3.3 V). SYSCFG's clock first (RCC_APB2ENR SYSCFGEN,
         // §6.3.12), then CMP_PD = 1, then READY. stm32f4xx-hal 0.23 has no
         // compensation-cell API.
         pac::SYSCFG::enable(rcc);
-        // SAFETY: CMPCR's CMP_PD (bit 0) is read/write in RM0383 §7.2.7;
+        // SAFETY: CMPCR's CMP_PD (bit 0) is read/write in RM0383 §7.2;
         // the PAC (ST's SVD) marks the register read-only, so the word is
         // written by address. Its other bits are reserved or read-only.
         unsafe { syscfg.cmpcr().as_ptr().write_volatile(1) };

@@ -6,8 +6,8 @@
 //! Hello ([`BOOT_NOTE`], `Engine::set_boot_note`).
 //!
 //! ```text
-//!   KR = 0xCCCC   start (forces the LSI on, §17.3.2)
-//!   KR = 0x5555   unlock PR and RLR (§17.3.3)
+//!   KR = 0xCCCC   start (forces the LSI on, §17.3)
+//!   KR = 0x5555   unlock PR and RLR (§17.3, register access protection)
 //!   PR, RLR       divider and reload (§17.4.2, §17.4.3)
 //!   SR = 0?       PVU and RVU clear: both reached the LSI domain (§17.4.4)
 //!   KR = 0xAAAA   reload with the new RLR, and lock PR/RLR again (§17.4.1)
