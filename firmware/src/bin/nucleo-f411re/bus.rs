@@ -1,7 +1,8 @@
 //! The Nucleo's register buses: the lib's [`Bus`] over the real TIM2, GPIOA,
-//! GPIOB and USART1 TX, and `hostrx`'s over USART2 and DMA1 stream 5 with
-//! its ring, as volatile word accesses at the offsets the lib names (tested
-//! there against the PAC's layout).
+//! GPIOB and USART1 TX (and [`Gpio`], GPIOA/GPIOB alone, for the boot's
+//! park), `hostrx`'s over USART2 and DMA1 stream 5 with its ring, and the
+//! IWDG for `board::nucleo::iwdg`, as volatile accesses at the offsets the
+//! lib names (tested there against the PAC's layout).
 
 use latprobe_firmware::board::nucleo::{Bus, GpioBus, GpioReg, Port, TimReg};
 use stm32f4xx_hal::pac::{self, GPIOA, GPIOB, TIM2, TIM3, USART1};
@@ -51,7 +52,12 @@ fn gpio_addr(port: Port, reg: GpioReg) -> *mut u32 {
     (base + reg.offset()) as *mut u32
 }
 
-impl GpioBus for Regs {
+/// GPIOA's and GPIOB's registers alone: the lib's pin set-up before the
+/// timers are taken ([`gpio::park_outputs`](latprobe_firmware::board::nucleo::gpio::park_outputs)
+/// in `init`), and [`Regs`]'s GPIO half.
+pub struct Gpio;
+
+impl GpioBus for Gpio {
     fn gpio_read(&mut self, port: Port, reg: GpioReg) -> u32 {
         // SAFETY: a word-aligned GPIO register (RM0383 §8.4.11 offsets); a
         // read has no side effect on these registers.
@@ -61,11 +67,22 @@ impl GpioBus for Regs {
     fn gpio_write(&mut self, port: Port, reg: GpioReg, value: u32) {
         // SAFETY: a word-aligned GPIO register. The HAL owns GPIOA/GPIOB's
         // pins but writes their configuration registers only in `init`,
-        // before the lib's pin set-up and before any interrupt runs; after
-        // it, the lib writes BSRR (PA8, one atomic write that touches no
-        // other pin) and PB10's PUPDR field in `tx_wire_present`, under the
-        // timer's lock, and nothing else writes GPIOB's PUPDR.
+        // between the lib's park and its pin set-up, before any interrupt
+        // runs; after it, the lib writes BSRR (PA8, one atomic write that
+        // touches no other pin) and PB10's PUPDR field in
+        // `tx_wire_present`, under the timer's lock, and nothing else
+        // writes GPIOB's PUPDR.
         unsafe { gpio_addr(port, reg).write_volatile(value) }
+    }
+}
+
+impl GpioBus for Regs {
+    fn gpio_read(&mut self, port: Port, reg: GpioReg) -> u32 {
+        Gpio.gpio_read(port, reg)
+    }
+
+    fn gpio_write(&mut self, port: Port, reg: GpioReg, value: u32) {
+        Gpio.gpio_write(port, reg, value)
     }
 }
 
@@ -142,8 +159,8 @@ impl latprobe_firmware::hostrx::Regs for HostRxRegs {
         use latprobe_firmware::hostrx::Reg;
         // SAFETY: register reads; stream 5 and USART2's receive side belong
         // to the host-link receive path alone (stream 6 and DR writes are
-        // the TX task's, HISR is read-only). A read of DR is done only by
-        // `hostrx::usart_events`, to clear IDLE and the error flags.
+        // the TX task's, HISR is read-only). DR is never read here: the
+        // DMA's reads are the only ones (`UsartWatch`).
         let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
         let st = dma.st(5);
         match reg {
@@ -154,7 +171,10 @@ impl latprobe_firmware::hostrx::Regs for HostRxRegs {
             Reg::DmaHisr => dma.hisr().read().bits(),
             Reg::DmaHifcr => 0,
             Reg::UsartSr => u32::from(usart.sr().read().bits()),
-            Reg::UsartDr => u32::from(usart.dr().read().bits()),
+            // Never asked for: `UsartWatch` reads SR only (a CPU read of DR
+            // could take a byte from the DMA), and `hostrx::start` reads no
+            // DR. Answer 0 rather than take a byte.
+            Reg::UsartDr => 0,
             Reg::UsartCr1 => u32::from(usart.cr1().read().bits()),
             Reg::UsartCr3 => u32::from(usart.cr3().read().bits()),
         }
@@ -168,6 +188,13 @@ impl latprobe_firmware::hostrx::Regs for HostRxRegs {
         let (dma, usart) = unsafe { (&*pac::DMA1::ptr(), &*pac::USART2::ptr()) };
         let st = dma.st(5);
         // SAFETY (each `bits`): a whole register word of documented fields.
+        if reg == Reg::DmaCr && v & latprobe_firmware::hostrx::bits::cr::EN != 0 {
+            // Nothing the CPU did before may be moved past the enable by
+            // the compiler (stm32f4xx-hal 0.23's dma/mod.rs fences the same
+            // way). The ring is only the DMA's to write, and the hardware
+            // keeps Device-memory stores in order (ARMv7-M ARM B2.1).
+            core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        }
         match reg {
             Reg::DmaCr => drop(st.cr().write(|w| unsafe { w.bits(v) })),
             Reg::DmaNdtr => drop(st.ndtr().write(|w| unsafe { w.bits(v) })),
@@ -197,5 +224,33 @@ impl latprobe_firmware::hostrx::RingSource for HostRing {
         // ring); a volatile read of memory the DMA may be writing, whose
         // value the reader discards if the DMA overtook it.
         unsafe { core::ptr::read_volatile(HOST_RX_RING.0.get().cast::<u8>().add(index % HOST_RING)) }
+    }
+}
+
+/// The IWDG, for `board::nucleo::iwdg::start` and the feed.
+pub(crate) struct Iwdg;
+
+impl latprobe_firmware::board::nucleo::iwdg::IwdgRegs for Iwdg {
+    fn kr(&mut self, key: u32) {
+        // SAFETY: the IWDG is this driver's alone (init starts it, the
+        // engine task feeds it); KR takes any 16-bit key, and the lib's
+        // are RM0383 §17.4.1's (checked against the HAL's in its docs).
+        unsafe { (*pac::IWDG::ptr()).kr().write(|w| w.bits(key as u16)) };
+    }
+
+    fn pr(&mut self, pr: u32) {
+        // SAFETY: as in `kr`; PR's 3 bits (§17.4.2), checked by the lib's
+        // tests against the PAC's field.
+        unsafe { (*pac::IWDG::ptr()).pr().write(|w| w.bits(pr as u16)) };
+    }
+
+    fn rlr(&mut self, rlr: u32) {
+        // SAFETY: as in `kr`; RLR's 12 bits (§17.4.3).
+        unsafe { (*pac::IWDG::ptr()).rlr().write(|w| w.bits(rlr as u16)) };
+    }
+
+    fn sr(&mut self) -> u32 {
+        // SAFETY: a read of IWDG_SR has no side effect (§17.4.4).
+        u32::from(unsafe { (*pac::IWDG::ptr()).sr().read().bits() })
     }
 }

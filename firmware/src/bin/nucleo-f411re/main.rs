@@ -21,12 +21,14 @@
 //!                    RX by DMA1 stream 5 (circular) into a 256-byte ring (`latprobe_firmware::hostrx`)
 //!   RTT (SWD, the same ST-LINK): up 0 "defmt" log, up 1 "latprobe" frames, down 0 "latprobe" host bytes
 //!   LD2 PA5: on while a measurement runs    PA8 (D7): scope trigger, high from stimulus to answer
+//!   IWDG 1 s (LSI), fed by every engine pass; a reset by it is told after every Hello
 //!
 //!   priority 3: TIM2, TIM3, USART1 RX ── Front: read captures, then `now`; log ──┐ pend
 //!               DMA1 stream 5 (host RX ring: count the half/complete events, pend USART2)
-//!   priority 2: EXTI1 (engine task: HwLoop::run), USART2 (host RX ring    ◀──┘
-//!               consumer: IDLE, errors, and the pend above), SysTick 100 Hz
-//!               (RTT down channel: host link over SWD)
+//!   priority 2: EXTI1 (engine task: HwLoop::run; feeds the IWDG), USART2 (host ◀──┘
+//!               RX ring consumer: IDLE, errors, and the pends), SysTick 1 kHz
+//!               (RTT down channel: host link over SWD; pends USART2, and EXTI1
+//!               every 100 ms)
 //!   priority 1: DMA1 stream 6 (host link TX; the same bytes to RTT up 1)
 //! ```
 //!
@@ -59,9 +61,18 @@ const DMA_CHUNK: usize = 256;
 const RTT_FRAMES: usize = 4096;
 /// RTT down channel 0 ("latprobe", host bytes): a few Configure frames.
 const RTT_HOST: usize = 256;
-/// SysTick reload for the 100 Hz poll of the RTT down channel (SysTick
-/// counts the 100 MHz core clock).
-const RTT_POLL_RELOAD: u32 = 100_000_000 / 100 - 1;
+/// SysTick reload for its 1 kHz tick (SysTick counts the 100 MHz core
+/// clock): the RTT down channel's poll, the host ring's watch (a burst
+/// that ended while `UsartWatch` had IDLEIE off waits at most this), and
+/// every [`FEED_TICKS`] an engine pass.
+const SYSTICK_RELOAD: u32 = 100_000_000 / 1000 - 1;
+/// SysTick ticks between the engine passes it pends: an idle probe's
+/// engine runs (and feeds the 1 s watchdog) every 100 ms.
+const FEED_TICKS: u32 = 100;
+/// CMPCR READY polls before going on without the compensation cell: a
+/// poll is a few cycles at 100 MHz, and the cell is ready within
+/// microseconds of CMP_PD.
+const CMP_READY_POLLS: u32 = 100_000;
 
 /// What this ELF is, for `latprobe flash` to read before it touches a probe
 /// (the layout is `latprobe_firmware::buildinfo`'s, which the host reads
@@ -121,12 +132,15 @@ mod app {
 
     use rtt_target::{ChannelMode, DownChannel, UpChannel};
 
-    use latprobe_firmware::board::nucleo::{gpio, rcc as clock_tree, Tim2};
+    use latprobe_firmware::board::nucleo::usart2::UsartWatch;
+    use latprobe_firmware::board::nucleo::{gpio, iwdg, rcc as clock_tree, Tim2};
 
-    use super::bus::Regs;
     use super::bus::{host_rx_dma_events, HostRing, HostRxRegs, HOST_RING, HOST_RX_DMA_ERRORS, HOST_RX_RING};
+    use super::bus::{Gpio, Iwdg, Regs};
     use super::common;
-    use super::{DMA_CHUNK, METER, RTT_FRAMES, RTT_HOST, RTT_POLL_RELOAD, TX_QUEUE};
+    use super::{
+        CMP_READY_POLLS, DMA_CHUNK, FEED_TICKS, METER, RTT_FRAMES, RTT_HOST, SYSTICK_RELOAD, TX_QUEUE,
+    };
     use core::sync::atomic::Ordering;
     use latprobe_firmware::cpu::Part;
     use latprobe_firmware::hostrx::{self, RingReader};
@@ -152,6 +166,7 @@ mod app {
     #[local]
     struct Local {
         host_ring: RingReader<HOST_RING>,
+        host_watch: UsartWatch,
         host_rx_errors: u32,
         target_rx: Rx<USART1>,
         dma: DMA1,
@@ -175,7 +190,12 @@ mod app {
     fn init(cx: init::Context) -> (Shared, Local) {
         let dp = cx.device;
         let mut core = cx.core;
-        // RTT first, so that a panic during the clock set-up is logged.
+        let mut rcc = dp.RCC.constrain();
+        // The outputs first, before RTT and before any wait: PB4 must not
+        // sit high on its NJTRST pull-up, nor PA0 and PA9 float, for the
+        // HSE wait's up to 0.5 s.
+        let (gpioa, _gpiob) = park_pins(dp.GPIOA, dp.GPIOB, &mut rcc);
+        // RTT next, so that a panic during the clock set-up is logged.
         let rtt = rtt_target::rtt_init! {
             up: {
                 0: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "defmt" }
@@ -196,7 +216,100 @@ mod app {
         // The cycle counter for the capture-path figures.
         core.DCB.enable_trace();
         core.DWT.enable_cycle_counter();
+        // What reset the chip, before anything could clear it.
+        let by_watchdog = take_reset_cause(&rcc);
 
+        let mut rcc = clocks(&dp.PWR, rcc);
+        debug_and_io(&dp.DBGMCU, &dp.SYSCFG, &mut rcc);
+
+        let led = gpioa.pa5.into_push_pull_output();
+        let host = dp
+            .USART2
+            .serial((gpioa.pa2, gpioa.pa3), serial::Config::default().baudrate(HOST_BAUD.bps()), &mut rcc)
+            .expect("USART2 at HOST_BAUD");
+        let target = dp
+            .USART1
+            .serial((gpioa.pa9, gpioa.pa10), serial::Config::default().baudrate(TARGET_BAUD.bps()), &mut rcc)
+            .expect("USART1 at TARGET_BAUD");
+        let (_host_tx, _host_rx): (serial::Tx<USART2>, Rx<USART2>) = host.split();
+        let (target_tx, mut target_rx) = target.split();
+        target_rx.listen();
+        host_link_dma(&mut rcc);
+
+        pac::TIM2::enable(&mut rcc);
+        // TIM3's clock before TIM2 starts it (RM0383 §13.3.15's note).
+        pac::TIM3::enable(&mut rcc);
+        let mut regs = Regs::new(dp.TIM2, dp.TIM3, target_tx);
+        // After the HAL's USART1 set-up (PA9/PA10 at low speed, no pull):
+        // the pins end as the lib's tests check them.
+        gpio::configure_pins(&mut regs);
+        let (timer, trigger_ok) = start_timers(regs);
+        let mut engine = engine(trigger_ok);
+        if by_watchdog {
+            defmt::warn!("{=str}", iwdg::BOOT_NOTE);
+            engine.set_boot_note(iwdg::BOOT_NOTE);
+        }
+        defmt::info!(
+            "boot: latprobe-firmware {=str} on nucleo-f411re, timer {=u32} Hz, host link {=u32} Bd",
+            FIRMWARE_VERSION,
+            TIMER_HZ,
+            HOST_BAUD
+        );
+        start_watchdog();
+        // SysTick: the RTT down channel (which raises no interrupt), the
+        // host ring's watch, and an engine pass every 100 ms (the feed).
+        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
+        core.SYST.set_reload(SYSTICK_RELOAD);
+        core.SYST.clear_current();
+        core.SYST.enable_interrupt();
+        core.SYST.enable_counter();
+        rtic::pend(Interrupt::DMA1_STREAM6);
+        rtic::pend(Interrupt::EXTI1);
+        (
+            Shared { engine, timer },
+            Local {
+                host_ring: RingReader::new(),
+                host_watch: UsartWatch::new(),
+                host_rx_errors: 0,
+                target_rx,
+                dma: dp.DMA1,
+                led,
+                lp: HwLoop::new(LOOP),
+                costs: Costs::default(),
+                rtt_frames: rtt.up.1,
+                rtt_host: rtt.down.0,
+            },
+        )
+    }
+
+    /// The ports' clocks on and the outputs parked at their idle levels
+    /// (`gpio::park_outputs`, RM0383 §8.3.1, §8.4). The HAL's `split`
+    /// enables a port's clock (RCC_AHB1ENR, §6.3.9) and pulses its reset
+    /// (RCC_AHB1RSTR, §6.3.5): so it comes first, and the park right after
+    /// it; nothing resets the ports again. PA0, PA1, PA8, PA9, PA10, PB4
+    /// and PB10 get their functions later from the lib
+    /// (`gpio::configure_pins`), not from the HAL.
+    fn park_pins(
+        a: pac::GPIOA,
+        b: pac::GPIOB,
+        rcc: &mut stm32f4xx_hal::rcc::Rcc,
+    ) -> (stm32f4xx_hal::gpio::gpioa::Parts, stm32f4xx_hal::gpio::gpiob::Parts) {
+        let (gpioa, gpiob) = (a.split(rcc), b.split(rcc));
+        gpio::park_outputs(&mut Gpio);
+        (gpioa, gpiob)
+    }
+
+    /// RCC_CSR (RM0383 §6.3.18): whether the IWDG caused this reset; the
+    /// flags are then cleared (RMVF), so the next reset's cause is its own.
+    fn take_reset_cause(rcc: &stm32f4xx_hal::rcc::Rcc) -> bool {
+        let csr = rcc.csr().read().bits();
+        rcc.csr().modify(|_, w| w.rmvf().set_bit());
+        iwdg::reset_by_watchdog(csr)
+    }
+
+    /// Scale 1, the HSE bypass with a bounded wait, the PLL to 100 MHz,
+    /// and the clock tree read back.
+    fn clocks(pwr: &pac::PWR, rcc: stm32f4xx_hal::rcc::Rcc) -> stm32f4xx_hal::rcc::Rcc {
         // RM0383 §5.4.1 (PWR_CR): VOS resets to Scale 2, rated for 84 MHz
         // at most; 100 MHz needs Scale 1, and VOS "can be modified only
         // when the PLL is OFF". stm32f4xx-hal 0.23's `Rcc::freeze`
@@ -205,19 +318,19 @@ mod app {
         // on itself: so Scale 1 is set here, before `freeze`. PWREN first
         // (RM0383 §6.3.11, RCC_APB1ENR), then a DSB so the write lands
         // after the clock is on.
-        dp.RCC.apb1enr().modify(|_, w| w.pwren().set_bit());
+        rcc.apb1enr().modify(|_, w| w.pwren().set_bit());
         cortex_m::asm::dsb();
-        dp.PWR.cr().modify(|_, w| w.vos().scale1());
+        pwr.cr().modify(|_, w| w.vos().scale1());
 
         // 8 MHz from the ST-LINK's MCO into OSC_IN (HSE bypass). The HAL
         // waits for HSERDY for ever; a missing MCO (solder bridge SB50
         // open, an ST-LINK cut off) would hang without a word. So the
         // bypass is started here with a bounded wait (RM0383 §6.3.1,
         // RCC_CR: HSEBYP is written while HSEON is 0, then HSEON).
-        dp.RCC.cr().modify(|_, w| w.hsebyp().bypassed());
-        dp.RCC.cr().modify(|_, w| w.hseon().set_bit());
+        rcc.cr().modify(|_, w| w.hsebyp().bypassed());
+        rcc.cr().modify(|_, w| w.hseon().set_bit());
         let mut polls = 0;
-        while dp.RCC.cr().read().hserdy().bit_is_clear() {
+        while rcc.cr().read().hserdy().bit_is_clear() {
             polls += 1;
             if polls == HSE_READY_POLLS {
                 defmt::panic!(
@@ -228,7 +341,7 @@ mod app {
         }
         // PLL to 100 MHz; APB1 at its 50 MHz maximum, so its timers run at
         // 100 MHz. The HAL sets 3 flash wait states (RM0383 §3.4, table 5).
-        let mut rcc = dp.RCC.freeze(
+        let rcc = rcc.freeze(
             Config::hse(HSE_HZ.Hz())
                 .bypass_hse_oscillator()
                 .sysclk(TIMER_HZ.Hz())
@@ -236,6 +349,12 @@ mod app {
                 .pclk1(50.MHz())
                 .pclk2(TIMER_HZ.Hz()),
         );
+        check_clocks(&rcc);
+        rcc
+    }
+
+    /// The clock tree as the HAL computed it and as the registers say.
+    fn check_clocks(rcc: &stm32f4xx_hal::rcc::Rcc) {
         let clocks = rcc.clocks;
         if clocks.sysclk().raw() != TIMER_HZ || clocks.timclk1().raw() != TIMER_HZ {
             defmt::panic!(
@@ -246,11 +365,8 @@ mod app {
         }
         // What the registers say, not what the HAL computed: RCC_CFGR,
         // RCC_PLLCFGR and RCC_DCKCFGR read back (RM0383 §6.3.2, §6.3.3).
-        // SAFETY: reads of RCC registers have no side effect.
-        let (cfgr, pllcfgr, dckcfgr) = unsafe {
-            let r = &*pac::RCC::ptr();
-            (r.cfgr().read().bits(), r.pllcfgr().read().bits(), r.dckcfgr().read().bits())
-        };
+        let (cfgr, pllcfgr, dckcfgr) =
+            (rcc.cfgr().read().bits(), rcc.pllcfgr().read().bits(), rcc.dckcfgr().read().bits());
         match clock_tree::decode(cfgr, pllcfgr, dckcfgr, HSE_HZ) {
             Ok(c) if c.sysclk == TIMER_HZ && c.tim_apb1 == TIMER_HZ => {}
             Ok(c) => defmt::panic!(
@@ -277,31 +393,49 @@ mod app {
             clocks.timclk1().raw(),
             vos_ready
         );
+    }
 
-        // The ports' clocks on. PA0, PA1, PA8 and PB10 are set up by the
-        // lib (`gpio::configure_pins`, below), not by the HAL.
-        let gpioa = dp.GPIOA.split(&mut rcc);
-        let _gpiob = dp.GPIOB.split(&mut rcc);
-        let led = gpioa.pa5.into_push_pull_output();
+    /// The debug unit and the I/O compensation cell.
+    fn debug_and_io(dbgmcu: &pac::DBGMCU, syscfg: &pac::SYSCFG, rcc: &mut stm32f4xx_hal::rcc::Rcc) {
+        // RM0383 §23.16 (DBGMCU_CR): DBG_SLEEP keeps HCLK running in
+        // sleep, so the debugger's RTT reads go on while `idle` sits in
+        // WFI. DBGMCU_APB1_FZ (§23.16): DBG_IWDG_STOP freezes the
+        // watchdog while the core is halted, so a breakpoint does not reset
+        // the probe (stm32f4xx-hal 0.23: `IndependentWatchdog::
+        // stop_on_debug` writes the same bit). Both are reset by a power-on
+        // reset only.
+        dbgmcu.cr().modify(|_, w| w.dbg_sleep().set_bit());
+        dbgmcu.apb1_fz().modify(|_, w| w.dbg_iwdg_stop().set_bit());
+        // The I/O compensation cell (RM0383 §7.2, SYSCFG_CMPCR): the lib
+        // sets very high speed (OSPEEDR = 11, §8.4.3) on the outputs, and
+        // DS10314 asks for the cell at that speed above 2.4 V (the Nucleo
+        // runs at 3.3 V). SYSCFG's clock first (RCC_APB2ENR SYSCFGEN,
+        // §6.3.12), then CMP_PD = 1, then READY. stm32f4xx-hal 0.23 has no
+        // compensation-cell API.
+        pac::SYSCFG::enable(rcc);
+        // SAFETY: CMPCR's CMP_PD (bit 0) is read/write in RM0383 §7.2;
+        // the PAC (ST's SVD) marks the register read-only, so the word is
+        // written by address. Its other bits are reserved or read-only.
+        unsafe { syscfg.cmpcr().as_ptr().write_volatile(1) };
+        let mut polls = 0;
+        while syscfg.cmpcr().read().ready().is_not_ready() {
+            polls += 1;
+            if polls == CMP_READY_POLLS {
+                defmt::warn!("I/O compensation cell not ready: the pins' edges are uncompensated");
+                return;
+            }
+        }
+    }
 
-        let host = dp
-            .USART2
-            .serial((gpioa.pa2, gpioa.pa3), serial::Config::default().baudrate(HOST_BAUD.bps()), &mut rcc)
-            .expect("USART2 at HOST_BAUD");
-        let target = dp
-            .USART1
-            .serial((gpioa.pa9, gpioa.pa10), serial::Config::default().baudrate(TARGET_BAUD.bps()), &mut rcc)
-            .expect("USART1 at TARGET_BAUD");
-        let (_host_tx, _host_rx): (serial::Tx<USART2>, Rx<USART2>) = host.split();
-        let (target_tx, mut target_rx) = target.split();
-        target_rx.listen();
-
+    /// Host-link TX and RX by DMA on USART2 (set up by the HAL above).
+    fn host_link_dma(rcc: &mut stm32f4xx_hal::rcc::Rcc) {
         // Host-link TX by DMA: USART2_TX is DMA1 stream 6 channel 4 (RM0383
         // table 27). The USART requests a transfer whenever TXE is set.
-        DMA1::enable(&mut rcc);
-        // SAFETY: USART2 is configured above and owned by `host_rx`/`_host_tx`;
-        // setting DMAT in CR3 only lets the DMA write DR, which nothing else
-        // does (the Tx half is dropped here, never used).
+        DMA1::enable(rcc);
+        // SAFETY: USART2 is configured by the HAL and owned by
+        // `_host_rx`/`_host_tx`; setting DMAT in CR3 (§19.6.6) only lets
+        // the DMA write DR, which nothing else does (the Tx half is
+        // dropped, never used).
         unsafe { (*USART2::ptr()).cr3().modify(|_, w| w.dmat().set_bit()) };
         // Host-link RX by DMA: USART2_RX is DMA1 stream 5 channel 4 (RM0383
         // table 27), circular into the ring; DMAR, EIE and IDLEIE set, RXNEIE
@@ -313,14 +447,10 @@ mod app {
         if !hostrx::start(&mut HostRxRegs, hostrx::USART2_RX_CHANNEL, dr, ring, HOST_RING as u16) {
             defmt::panic!("DMA1 stream 5 would not turn off for the host-link receive set-up");
         }
+    }
 
-        pac::TIM2::enable(&mut rcc);
-        // TIM3's clock before TIM2 starts it (RM0383 §13.3.15's note).
-        pac::TIM3::enable(&mut rcc);
-        let mut regs = Regs::new(dp.TIM2, dp.TIM3, target_tx);
-        // After the HAL's USART1 set-up (PA9/PA10 at low speed, no pull):
-        // the pins end as the lib's tests check them.
-        gpio::configure_pins(&mut regs);
+    /// TIM2 started, TIM3 in step with it or not (no trigger output then).
+    fn start_timers(regs: Regs) -> (Timer<Tim2<Regs>>, bool) {
         let hw = Tim2::start(regs);
         let ([a, b, c], trigger_ok) = (hw.step_check(), hw.trigger_in_step());
         if trigger_ok {
@@ -333,8 +463,12 @@ mod app {
                 c
             );
         }
-        let timer = Timer::new(hw, LOOP.timer_bits);
+        (Timer::new(hw, LOOP.timer_bits), trigger_ok)
+    }
 
+    /// The engine, with the board's facts; the trigger only when TIM3
+    /// started in step.
+    fn engine(trigger_ok: bool) -> Engine<TX_QUEUE> {
         let caps = Capabilities::GPIO_ECHO
             | Capabilities::UART_ECHO
             | Capabilities::PERIODIC
@@ -345,42 +479,22 @@ mod app {
         // A uart-echo answer faster than one byte at the target line's baud
         // is an earlier stimulus's late echo; a UART answer reaches the engine
         // up to a byte time and the task's delay after its start-bit capture.
-        let engine = Engine::new(
+        Engine::new(
             BoardInfo::new("nucleo-f411re", TIMER_HZ, TimerBits::B32, caps)
                 .with_uart_echo_floor(TARGET_BAUD)
                 .with_target_baud(TARGET_BAUD)
                 .with_build_id(super::image_crc())
                 .with_arm_lead(ARM_LEAD_TICKS)
                 .with_response_lag((2 * LOOP.byte_ticks()) as u32),
-        );
-        defmt::info!(
-            "boot: latprobe-firmware {=str} on nucleo-f411re, timer {=u32} Hz, host link {=u32} Bd",
-            FIRMWARE_VERSION,
-            TIMER_HZ,
-            HOST_BAUD
-        );
-        // SysTick polls the RTT down channel, which raises no interrupt.
-        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
-        core.SYST.set_reload(RTT_POLL_RELOAD);
-        core.SYST.clear_current();
-        core.SYST.enable_interrupt();
-        core.SYST.enable_counter();
-        rtic::pend(Interrupt::DMA1_STREAM6);
-        rtic::pend(Interrupt::EXTI1);
-        (
-            Shared { engine, timer },
-            Local {
-                host_ring: RingReader::new(),
-                host_rx_errors: 0,
-                target_rx,
-                dma: dp.DMA1,
-                led,
-                lp: HwLoop::new(LOOP),
-                costs: Costs::default(),
-                rtt_frames: rtt.up.1,
-                rtt_host: rtt.down.0,
-            },
         )
+    }
+
+    /// The IWDG at 1 s (`board::nucleo::iwdg`, RM0383 §17.3): from here
+    /// on, the engine task must run at least once a second.
+    fn start_watchdog() {
+        if !iwdg::start(&mut Iwdg, iwdg::WATCHDOG) {
+            defmt::warn!("IWDG: PR/RLR update never landed; the watchdog runs at its reset 512 ms");
+        }
     }
 
     #[idle]
@@ -435,6 +549,8 @@ mod app {
         let mut engine = cx.shared.engine;
         let start = DWT::cycle_count();
         let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
+        // The engine made progress: the watchdog is fed (RM0383 §17.4.1).
+        iwdg::IwdgRegs::kr(&mut Iwdg, iwdg::key::RELOAD);
         let cycles = DWT::cycle_count().wrapping_sub(start);
         if running {
             if !costs.was_running {
@@ -480,10 +596,10 @@ mod app {
     }
 
     /// Host link receive (USART2, from the ST-LINK VCP), the ring's
-    /// consumer: on IDLE (a burst ended), on a USART error, and pended by
-    /// the ring's events. At the engine's priority: the DMA takes each byte
+    /// consumer: on IDLE (a burst ended), on a USART error, pended by the
+    /// ring's events and by every SysTick (the watch's pass). At the engine's priority: the DMA takes each byte
     /// within nanoseconds, so the ring (2.78 ms) waits for it.
-    #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_ring, host_rx_errors])]
+    #[task(binds = USART2, priority = 2, shared = [engine, timer], local = [host_ring, host_watch, host_rx_errors])]
     fn host_rx(cx: host_rx::Context) {
         METER.enter(Part::HostRx);
         host_rx_drain(cx);
@@ -492,7 +608,9 @@ mod app {
 
     fn host_rx_drain(cx: host_rx::Context) {
         let (mut timer, mut engine) = (cx.shared.timer, cx.shared.engine);
-        let mut errors = hostrx::usart_events(&mut HostRxRegs).errors;
+        // SR only, never DR: the DMA's next read clears IDLE and the errors
+        // (`UsartWatch`), so no byte can be taken from under the DMA.
+        let mut errors = cx.local.host_watch.poll(&mut HostRxRegs).errors;
         errors += HOST_RX_DMA_ERRORS.swap(0, Ordering::Relaxed);
         let mut buf = [0u8; RX_BURST];
         errors += cx.local.host_ring.drain(&mut HostRing, &mut buf, |bytes| {
@@ -524,15 +642,24 @@ mod app {
         rtic::pend(Interrupt::DMA1_STREAM6);
     }
 
-    /// Host link over RTT: host bytes from down channel 0, polled at 100 Hz,
-    /// go to the engine exactly as USART2's do.
-    #[task(binds = SysTick, priority = 2, shared = [engine, timer], local = [rtt_host])]
+    /// SysTick, 1 kHz. Host link over RTT: host bytes from down channel 0
+    /// go to the engine exactly as USART2's do. The USART2 ring's consumer
+    /// is pended (its `UsartWatch` pass), and every `FEED_TICKS` the engine
+    /// task: an idle probe's engine runs, and feeds the watchdog, every
+    /// 100 ms.
+    #[task(binds = SysTick, priority = 2, shared = [engine, timer], local = [rtt_host, ticks: u32 = 0])]
     fn rtt_rx(cx: rtt_rx::Context) {
         METER.enter(Part::HostRx);
         let mut buf = [0u8; RX_BURST];
         let n = cx.local.rtt_host.read(&mut buf);
         if n > 0 {
             host_bytes(cx.shared.timer, cx.shared.engine, &buf[..n]);
+        }
+        rtic::pend(Interrupt::USART2);
+        *cx.local.ticks += 1;
+        if *cx.local.ticks == FEED_TICKS {
+            *cx.local.ticks = 0;
+            rtic::pend(Interrupt::EXTI1);
         }
         METER.leave();
     }
@@ -580,6 +707,13 @@ mod app {
         // the task writes `buf` only above, while the stream is disabled.
         st.m0ar().write(|w| unsafe { w.m0a().bits(buf.as_ptr() as u32) });
         st.ndtr().write(|w| w.ndt().set(n as u16));
+        // The copy into `buf` must be done before the stream may read it:
+        // no compiler reordering past the enable (RM0383 §9.3.17 enables
+        // the stream last; stm32f4xx-hal 0.23's dma/mod.rs fences the same
+        // way before its enables). The Cortex-M4 itself does not reorder
+        // its memory transfers and has no data cache (ARM AN321), so no
+        // DMB is needed beside it.
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
         st.cr().write(|w| {
             w.chsel().set(4);
             w.dir().memory_to_peripheral();

@@ -18,6 +18,7 @@
 //! not from this code).
 
 pub mod gpio;
+pub mod iwdg;
 pub mod rcc;
 pub mod tim2;
 pub mod usart2;

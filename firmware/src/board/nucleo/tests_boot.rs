@@ -194,3 +194,102 @@ fn the_watch_counts_an_error_once_and_never_reads_dr() {
     assert_eq!(chip.ring, [1, 2, 3, 4, 5, 6, 7]);
     assert!(chip.stolen.is_empty());
 }
+
+// ----- the watchdog (iwdg) -----
+
+use super::iwdg::{self, key, IwdgRegs, Setting, WATCHDOG};
+
+#[test]
+fn watchdog_and_reset_flag_bits_are_the_pacs() {
+    use stm32f4::stm32f411::{iwdg as pac_iwdg, rcc};
+    // SAFETY: PAC register blocks (`zeroed_block`'s condition).
+    let (r, w) = unsafe {
+        (
+            super::model::zeroed_block::<rcc::RegisterBlock>(),
+            super::model::zeroed_block::<pac_iwdg::RegisterBlock>(),
+        )
+    };
+    // SAFETY (each `bits`): a word of the model's RAM block.
+    r.csr().write(|x| unsafe { x.bits(iwdg::CSR_IWDGRSTF) });
+    assert!(r.csr().read().wdgrstf().bit_is_set() && !r.csr().read().rmvf().bit_is_set());
+    r.csr().write(|x| unsafe { x.bits(iwdg::CSR_RMVF) });
+    assert!(r.csr().read().rmvf().bit_is_set() && !r.csr().read().wdgrstf().bit_is_set());
+    assert!(iwdg::reset_by_watchdog(iwdg::CSR_IWDGRSTF | 1 << 26) && !iwdg::reset_by_watchdog(1 << 26));
+    // SAFETY (each raw store): SR is read-only to the PAC; this is the
+    // model's RAM word, written to decode it.
+    unsafe { w.sr().as_ptr().write_volatile(iwdg::SR_PVU as _) };
+    assert!(w.sr().read().pvu().bit_is_set() && !w.sr().read().rvu().bit_is_set());
+    unsafe { w.sr().as_ptr().write_volatile(iwdg::SR_RVU as _) };
+    assert!(w.sr().read().rvu().bit_is_set() && !w.sr().read().pvu().bit_is_set());
+    w.pr().write(|x| unsafe { x.bits(WATCHDOG.pr as _) });
+    w.rlr().write(|x| unsafe { x.bits(WATCHDOG.rlr as _) });
+    assert_eq!(
+        (u32::from(w.pr().read().pr().bits()), u32::from(w.rlr().read().rl().bits())),
+        (WATCHDOG.pr, WATCHDOG.rlr)
+    );
+    assert!(iwdg::BOOT_NOTE.len() <= latprobe_protocol::MAX_LOG_TEXT);
+}
+
+#[test]
+fn the_watchdog_is_one_second_on_the_lsi() {
+    assert_eq!(WATCHDOG, Setting { pr: 1, rlr: 3999 }, "LSI / 8, 4000 counts");
+    assert_eq!(WATCHDOG.timeout_ms(), 1000);
+    // stm32f4xx-hal 0.23 picks PR 6 and RLR 124 for 1000 ms: the same
+    // second by the same formula, in coarser steps.
+    assert_eq!(Setting { pr: 6, rlr: 124 }.timeout_ms(), 1000);
+    for ms in [1, 100, 511, 512, 1000, 4000, 32_000] {
+        let s = Setting::for_ms(ms);
+        assert!(s.rlr <= 0xFFF && s.pr <= 6, "{ms}: {s:?}");
+        assert_eq!(s.timeout_ms(), ms, "{ms}: {s:?}");
+    }
+}
+
+#[derive(Default)]
+struct IwdgLog {
+    writes: Vec<(&'static str, u32)>,
+    busy_reads: u32,
+}
+
+impl IwdgRegs for IwdgLog {
+    fn kr(&mut self, key: u32) {
+        self.writes.push(("KR", key));
+    }
+    fn pr(&mut self, pr: u32) {
+        self.writes.push(("PR", pr));
+    }
+    fn rlr(&mut self, rlr: u32) {
+        self.writes.push(("RLR", rlr));
+    }
+    fn sr(&mut self) -> u32 {
+        self.writes.push(("SR?", 0));
+        if self.busy_reads > 0 {
+            self.busy_reads -= 1;
+            iwdg::SR_PVU | iwdg::SR_RVU
+        } else {
+            0
+        }
+    }
+}
+
+#[test]
+fn the_watchdog_starts_unlocks_sets_waits_and_reloads_in_that_order() {
+    let mut r = IwdgLog { busy_reads: 2, ..IwdgLog::default() };
+    assert!(iwdg::start(&mut r, WATCHDOG));
+    assert_eq!(
+        r.writes,
+        [
+            ("KR", key::START),
+            ("KR", key::ACCESS),
+            ("PR", 1),
+            ("RLR", 3999),
+            ("SR?", 0),
+            ("SR?", 0),
+            ("SR?", 0),
+            ("KR", key::RELOAD)
+        ]
+    );
+    // An update that never lands: reported, and the counter still reloaded.
+    let mut r = IwdgLog { busy_reads: u32::MAX, ..IwdgLog::default() };
+    assert!(!iwdg::start(&mut r, WATCHDOG));
+    assert_eq!(r.writes.last(), Some(&("KR", key::RELOAD)));
+}

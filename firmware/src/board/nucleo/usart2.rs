@@ -21,7 +21,8 @@
 //! A byte is never lost to the watch; what it costs is the wake-up of a
 //! burst that ends while it is off (at most a SysTick period). Should a
 //! DMA read not clear the flags on some silicon, the watch stays off and
-//! the SysTick pass still takes every byte.
+//! the SysTick pass still takes every byte (an error flag that then stays
+//! up is counted again at each pass that finds new bytes).
 //!
 //! ```text
 //!   armed ──SR shows IDLE/ORE/FE/NF/PE──▶ off (IDLEIE, EIE cleared; errors counted)
