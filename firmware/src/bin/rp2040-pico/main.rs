@@ -107,7 +107,7 @@ mod app {
     use latprobe_firmware::engine::txq::{Class, TxQueue};
     use latprobe_firmware::hwloop::TriggerOut;
     use latprobe_firmware::{BoardInfo, Engine, HwLoop, LoopConfig, Timer, TimerBits, FIRMWARE_VERSION};
-    use latprobe_protocol::Capabilities;
+    use latprobe_protocol::{Capabilities, LogLevel};
     use rp2040_hal::{
         self as hal,
         clocks::Clock,
@@ -135,6 +135,11 @@ mod app {
     const XOSC_HZ: u32 = 12_000_000;
 
     type Led = Pin<Gpio25, FunctionSioOutput, PullDown>;
+
+    /// What the host is told when PIO0's stimulus machine missed a target
+    /// and was restarted (`PioTimer::stim_restarts`).
+    const STIM_RESTART_NOTE: &str =
+        "PIO0 SM3 (the stimulus) missed its target and was restarted: that stimulus was late or made in software; the next ones are on PIO's count";
 
     /// What a Hello is followed by after a reset by the watchdog.
     const WATCHDOG_NOTE: &str =
@@ -167,6 +172,8 @@ mod app {
         host_uart_errors: u32,
         /// SysTick interrupts since the last keep-alive pass.
         keepalive: u8,
+        /// `stim_restarts` as last told to the host.
+        restarts_told: u32,
     }
 
     #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
@@ -299,6 +306,7 @@ mod app {
                 host_uart: HostUart,
                 host_uart_errors: 0,
                 keepalive: 0,
+                restarts_told: 0,
             },
         )
     }
@@ -420,19 +428,26 @@ mod app {
 
     /// The engine task (a spare IRQ, §2.3.2: IRQs 26 to 31 have no
     /// peripheral). Each pass feeds the watchdog.
-    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running, watchdog])]
+    #[task(binds = SW0_IRQ, priority = 2, shared = [engine, timer], local = [lp, led, was_running, watchdog, restarts_told])]
     fn engine_task(cx: engine_task::Context) {
         cx.local.watchdog.feed();
         let lp = cx.local.lp;
         let mut timer = cx.shared.timer;
         let mut engine = cx.shared.engine;
         let (output, running) = common::run_engine(lp, &mut engine, &mut timer);
+        let restarts = timer.lock(|t| t.hw.stim_restarts);
+        if restarts != *cx.local.restarts_told {
+            *cx.local.restarts_told = restarts;
+            let now = timer.lock(|t| t.now());
+            defmt::warn!("PIO0 SM3 missed a stimulus target and was restarted ({=u32} since boot)", restarts);
+            engine.lock(|e| e.log(LogLevel::Warn, STIM_RESTART_NOTE, now));
+        }
         if *cx.local.was_running && !running {
             let s = lp.stats();
-            let (faults, lost, trig) =
-                timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges, t.hw.trigger_faults));
+            let (faults, lost, trig, narrow) =
+                timer.lock(|t| (t.hw.clock_faults, t.hw.lost_edges, t.hw.trigger_faults, t.hw.narrow_edges));
             defmt::info!(
-                "capture path: latch to sample queued max {=u32} ticks (last {=u32}, min {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults, {=u32} trigger faults",
+                "capture path: latch to sample queued max {=u32} ticks (last {=u32}, min {=u32}); {=u32} soft stimulus ticks, {=u32} events lost, {=u32} edge words lost, {=u32} clock faults, {=u32} trigger faults, {=u32} stimulus machine restarts, {=u32} edges narrower than the minimum pulse",
                 s.capture_cost_max,
                 s.capture_cost_last,
                 s.capture_cost_min,
@@ -440,7 +455,9 @@ mod app {
                 s.lost_events,
                 lost,
                 faults,
-                trig
+                trig,
+                restarts,
+                narrow
             );
         }
         *cx.local.was_running = running;
