@@ -395,7 +395,8 @@ export class Emulator {
             this.refuse(`the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): there is no boot ROM image`);
           }
           const xip = this.xip;
-          const missed = xip === null ? 0 : xip.fetch(pc);
+          // From SRAM once the run has started: nothing to check.
+          const missed = xip === null || (pc >= SRAM_BASE && xip.started !== null) ? 0 : xip.fetch(pc);
           if (missed !== 0) {
             // The fetch waits for the flash before the instruction runs; it is then a hit.
             n = missed * this.xipMissCycles();

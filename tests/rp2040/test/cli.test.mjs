@@ -111,3 +111,47 @@ test('it boots the vector table at 0x10000100, serves one client and exits 0 whe
   assert.equal(await exited, 0, stderr);
   assert.match(stderr, /speed: [\d.]+ s simulated in [\d.]+ s wall = [\d.]+ simulated s per wall s/);
 });
+
+test("the usage line names the harness's silicon options", () => {
+  const r = spawnSync(process.execPath, [RUN], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  for (const option of [
+    '--xip-miss-ns N',
+    '--forbid-xip-fetch',
+    '--input-sync-clocks N',
+    '--usb-no-dtr',
+    '--usb-stop-reading-after N',
+    '--usb-close-after N',
+    '--pad-report FILE',
+  ]) {
+    assert.ok(r.stderr.includes(`[${option}]`), `${option} in ${r.stderr}`);
+  }
+  const bad = spawnSync(process.execPath, [RUN, '--elf', 'x', '--socket', 's', '--mode', 'loopback', '--input-sync-clocks=-1'], {
+    encoding: 'utf8',
+  });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--input-sync-clocks -1: not a valid number/);
+});
+
+test('--forbid-xip-fetch exits 3 naming the PC; --xip-miss-ns reports the misses; --pad-report is written at exit', () => {
+  // Flash: store `bx lr` at 0x20000000, call it, return to `b .` in flash at 0x10000112.
+  const code = Buffer.alloc(20);
+  [0x4802, 0x4903, 0x6001, 0x3001, 0x4780, 0xe7fe].forEach((half, i) => code.writeUInt16LE(half, 2 * i));
+  code.writeUInt32LE(0x20000000, 12); // at 0x10000114
+  code.writeUInt32LE(0x4770, 16); // at 0x10000118
+  const dir = tmp();
+  fs.writeFileSync(path.join(dir, 'ram.elf'), image(0x10000109, code));
+  const pads = path.join(dir, 'pads.json');
+  const r = spawnSync(
+    process.execPath,
+    [RUN, '--elf', path.join(dir, 'ram.elf'), '--socket', path.join(dir, 's'), '--mode', 'loopback', '--max-seconds', '20',
+      '--forbid-xip-fetch', '--xip-miss-ns', '1000', '--pad-report', pads],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /refused: --forbid-xip-fetch: an instruction fetched from XIP flash at PC 0x10000112 .*SRAM, at 0x20000000/);
+  assert.match(r.stderr, /XIP cache: [1-9]\d* miss\(es\)/);
+  const report = JSON.parse(fs.readFileSync(pads, 'utf8'));
+  assert.equal(report.gpio.length, 30);
+  assert.equal(report.gpio[29].pad, 0x56);
+});

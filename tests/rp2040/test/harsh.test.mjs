@@ -42,13 +42,17 @@ test('the XIP cache model: 1024 sets of two 8-byte lines, LRU; NOALLOC looks up 
   const way = XIP_SETS * 8; // the same set, another tag
   const a = 0x10000040;
   assert.equal(cache.access(a), 1);
-  assert.equal(cache.access(a + 7), 0, 'the same 8-byte line');
-  assert.equal(cache.access(a + 8), 1, 'the next line');
   assert.equal(cache.access(a + way), 1);
   assert.equal(cache.access(a), 0, 'two ways: both stay');
+  assert.equal(cache.access(a + way), 0);
+  assert.equal(cache.access(a + 7), 0, 'the same 8-byte line');
+  assert.equal(cache.access(a + 8), 1, 'the next line');
   assert.equal(cache.access(a + 2 * way), 1, 'a third tag evicts the least recently used (a + way)');
   assert.equal(cache.access(a), 0);
+  assert.equal(cache.access(a + 2 * way), 0);
   assert.equal(cache.access(a + way), 1);
+  assert.equal(cache.access(a + 2 * way), 0, 'which evicted a, the least recently used');
+  assert.equal(cache.access(a), 1);
   assert.equal(cache.access(0x11000000 + 0x800), 1, 'NOALLOC misses');
   assert.equal(cache.access(0x10000800), 1, '...and did not fill');
   assert.equal(cache.access(0x11000800), 0, 'NOALLOC hits a filled line');

@@ -81,49 +81,46 @@ class FakeCdcDevice {
   }
 }
 
-function connect(options) {
+/** A bridge and a device, enumerated; its socket is closed after the test. */
+function connect(t, options) {
   const em = H.newEmulator();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rp2040-usb-'));
   const bridge = new UsbBridge(em, path.join(dir, 's'), options);
+  t.after(() => bridge.close());
   const device = new FakeCdcDevice(em);
   device.run(12_000); // the 10 ms bus reset, then enumeration
   assert.ok(bridge.configured, 'enumerated');
   device.run(200);
-  return { em, bridge, device, close: () => bridge.close() };
+  return { em, bridge, device };
 }
 
-test('the host asserts DTR and RTS after enumeration, to the CDC communication interface (as cdc_acm on open)', async () => {
-  const { device, close } = connect({});
-  await close();
+test('the host asserts DTR and RTS after enumeration, to the CDC communication interface (as cdc_acm on open)', (t) => {
+  const { device } = connect(t, {});
   // bmRequestType 0x21 (class, interface), SET_CONTROL_LINE_STATE, wValue DTR|RTS, wIndex 1 (the ACM interface).
   assert.deepEqual(device.lineStates(), [[0x21, 0x22, 3, 0, 1, 0, 0, 0]]);
 });
 
-test('--usb-no-dtr: the host never sends SET_CONTROL_LINE_STATE', async () => {
-  const { device, bridge, close } = connect({ dtr: false });
+test('--usb-no-dtr: the host never sends SET_CONTROL_LINE_STATE', (t) => {
+  const { device, bridge } = connect(t, { dtr: false });
   assert.ok(device.sendIn(), 'the port still reads');
-  await close();
   assert.deepEqual(device.lineStates(), []);
   assert.equal(bridge.bytesOut, 64);
 });
 
-test('--usb-stop-reading-after N: the host takes IN packets up to N bytes, then leaves the buffer armed', async () => {
-  const all = connect({});
+test('--usb-stop-reading-after N: the host takes IN packets up to N bytes, then leaves the buffer armed', (t) => {
+  const all = connect(t, {});
   assert.deepEqual([1, 2, 3, 4].map(() => all.device.sendIn()), [true, true, true, true]);
-  await all.close();
-  const { device, bridge, close } = connect({ stopReadingAfter: 100 });
+  const { device, bridge } = connect(t, { stopReadingAfter: 100 });
   assert.deepEqual([1, 2, 3].map(() => device.sendIn()), [true, true, false]);
   device.run(10_000);
   assert.ok(device.em.read32(EP1_IN_BUF_CTRL) & AVAILABLE, 'still armed 10 ms later');
   assert.equal(bridge.bytesOut, 128);
   assert.equal(device.lineStates().length, 1, 'DTR stays set');
-  await close();
 });
 
-test('--usb-close-after N: after N bytes the host drops DTR and RTS and stops reading', async () => {
-  const { device, bridge, close } = connect({ closeAfter: 64 });
+test('--usb-close-after N: after N bytes the host drops DTR and RTS and stops reading', (t) => {
+  const { device, bridge } = connect(t, { closeAfter: 64 });
   assert.deepEqual([1, 2].map(() => device.sendIn()), [true, false]);
-  await close();
   assert.deepEqual(device.lineStates(), [
     [0x21, 0x22, 3, 0, 1, 0, 0, 0],
     [0x21, 0x22, 0, 0, 1, 0, 0, 0],
