@@ -9,6 +9,12 @@ use latprobe_protocol::{
 /// A run folded from real messages: 1 GHz timer, 1 ms interval, a
 /// 200 µs histogram, timeout 8 ms; `outcome(seq)` for 300 samples.
 pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
+    run_with(&[], outcome)
+}
+
+/// [`run_of`], with `after_hello` arriving right after the probe's Hello
+/// (where a probe's boot note comes).
+fn run_with(after_hello: &[ProbeMsg<'_>], outcome: impl Fn(u64) -> Outcome) -> Report {
     let request = Request {
         mode: ModeArg::UartEcho,
         interval_ns: 1_000_000,
@@ -54,6 +60,9 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
         build_id: 0,
     };
     state.on_incoming(Incoming::Message(ProbeMsg::Hello(info)));
+    for &m in after_hello {
+        state.on_incoming(Incoming::Message(m));
+    }
     state.on_incoming(Incoming::Message(ProbeMsg::Configured(config)));
     state.on_incoming(Incoming::Message(ProbeMsg::Started { start_tick: 0, first_seq: 0 }));
     let mut b = SampleBatchBuilder::new(config.interval_ticks, 64);
@@ -187,4 +196,17 @@ fn every_format_shows_the_censored_tail_alike() {
     let s = text::summary(&clean);
     assert!(!s.contains('>') && !s.contains("timed out"), "{s}");
     assert!(!histfile::render(&clean).contains("censored"));
+}
+
+#[test]
+fn a_probe_warning_after_its_hello_is_a_note_of_the_report_and_its_text() {
+    use latprobe_protocol::{LogLevel, LogLine};
+    // The firmware's boot note after a watchdog reset (Engine::set_boot_note).
+    let note = "probe reset by its watchdog: its engine stalled for about 1 s; a run it was in was cut short";
+    let log = |level, text| ProbeMsg::Log(LogLine { level, tick: 0, text });
+    let r = run_with(&[log(LogLevel::Warn, note), log(LogLevel::Info, "an info line")], mixed);
+    let want = format!("the probe logged warning: {note}");
+    assert!(r.notes.contains(&want), "{:?}", r.notes);
+    assert!(!r.notes.iter().any(|n| n.contains("an info line")), "{:?}", r.notes);
+    assert!(text::summary(&r).contains(&format!("note: {want}")), "{}", text::summary(&r));
 }

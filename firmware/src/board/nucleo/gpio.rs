@@ -150,7 +150,9 @@ pub const PARKED: [(Port, u8, bool); 4] =
 /// output), then output type (§8.4.2) and pull (§8.4.4), the mode
 /// (§8.4.1) last, so that each pin goes from its reset state straight
 /// to its idle level: never high for the trigger, never a start bit on
-/// the UART line. Speed stays at its reset value (low, §8.4.3) until
+/// the UART line. stm32f4xx-hal 0.23's `into_push_pull_output_in_state`
+/// (gpio/convert.rs) keeps the same order: the level, then OTYPER, then
+/// MODER. Speed stays at its reset value (low, §8.4.3) until
 /// [`configure_pins`]: nothing switches here.
 pub fn park_outputs<G: GpioBus>(g: &mut G) {
     for port in [Port::A, Port::B] {
