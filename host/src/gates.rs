@@ -226,7 +226,10 @@ impl Verdict {
     pub fn measured_text(&self) -> String {
         match self.measured {
             Measured::Value { value } => self.fmt(value),
-            Measured::Above { bound } => format!(">{}", self.fmt(bound)),
+            Measured::Above { bound } => match self.unit {
+                LimitUnit::Ns => crate::units::Above(bound).readable(),
+                _ => format!(">{}", self.fmt(bound)),
+            },
             Measured::Between { low, high } => format!("{}..{}", self.fmt(low), self.fmt(high)),
             Measured::Nothing => "-".into(),
         }

@@ -66,6 +66,68 @@ pub fn decimal(value: u64, div: u64, places: u32) -> String {
     format!("{int}.{}", s.trim_end_matches('0'))
 }
 
+/// `value / div` with at most `places` decimals, rounded *down*, trailing
+/// zeros dropped: the digits of a bound a figure is known to exceed.
+pub fn decimal_floor(value: u64, div: u64, places: u32) -> String {
+    let p = 10u128.pow(places);
+    let scaled = u128::from(value) * p / u128::from(div);
+    let (int, frac) = (scaled / p, scaled % p);
+    if frac == 0 {
+        return format!("{int}");
+    }
+    let s = format!("{frac:0width$}", width = places as usize);
+    format!("{int}.{}", s.trim_end_matches('0'))
+}
+
+/// `ns` in µs with `places` fixed decimals, rounded *down*.
+pub fn us_floor(ns: u64, places: u32) -> String {
+    let p = 10u128.pow(places);
+    let scaled = u128::from(ns) * p / 1000;
+    if places == 0 {
+        return format!("{scaled}");
+    }
+    format!("{}.{:0width$}", scaled / p, scaled % p, width = places as usize)
+}
+
+/// The one formatter of a censored figure's bound (a timeout, an overflow
+/// beyond a histogram): `>` and the bound *rounded down*, in every output,
+/// so `>X` never claims a latency the probe did not wait for (a 1 234 567
+/// ns timeout is `>1234.56`, never `>1234.57`). Each method is one of the
+/// outputs' number styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Above(pub u64);
+
+impl Above {
+    /// µs with `places` fixed decimals: tables (`>1234.56`).
+    pub fn us(self, places: u32) -> String {
+        format!(">{}", us_floor(self.0, places))
+    }
+
+    /// µs with at most `places` decimals, trailing zeros dropped (`>1234.567`).
+    pub fn us_trimmed(self, places: u32) -> String {
+        format!(">{}", decimal_floor(self.0, 1000, places))
+    }
+
+    /// The largest readable unit, as [`format_ns`] (`>1.234ms`).
+    pub fn readable(self) -> String {
+        format!(">{}", format_ns_floor(self.0))
+    }
+}
+
+/// [`format_ns`], rounded down.
+pub fn format_ns_floor(ns: u64) -> String {
+    let (div, unit) = if ns >= 1_000_000_000 {
+        (1_000_000_000, "s")
+    } else if ns >= 1_000_000 {
+        (1_000_000, "ms")
+    } else if ns >= 1_000 {
+        (1_000, "us")
+    } else {
+        return format!("{ns}ns");
+    };
+    format!("{}{unit}", decimal_floor(ns, div, 3))
+}
+
 /// Microseconds with a fixed number of decimals, for aligned tables.
 pub fn us_fixed(ns: u64, places: u32) -> String {
     let p = 10u128.pow(places);
@@ -79,6 +141,24 @@ pub fn us_fixed(ns: u64, places: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bound prints rounded down in every style, where the plain
+    /// formatters round to nearest (issue 42: `>1234.57` for a 1 234 567 ns
+    /// timeout claimed more than the probe waited).
+    #[test]
+    fn a_censored_bound_rounds_down_in_every_style() {
+        let b = Above(1_234_567);
+        assert_eq!(b.us(2), ">1234.56");
+        assert_eq!(b.us(0), ">1234");
+        assert_eq!(b.us_trimmed(3), ">1234.567");
+        assert_eq!(b.us_trimmed(1), ">1234.5");
+        assert_eq!(b.readable(), ">1.234ms");
+        assert_eq!(format_ns(1_234_567), "1.235ms", "the plain figure still rounds to nearest");
+        assert_eq!(Above(8_000_000).us(2), ">8000.00");
+        assert_eq!(Above(8_000_000).readable(), ">8ms");
+        assert_eq!(Above(999).readable(), ">999ns");
+        assert_eq!(Above(1_999_999_999).readable(), ">1.999s");
+    }
 
     #[test]
     fn zero_is_refused_where_it_cannot_work() {

@@ -177,7 +177,12 @@ fn single(g: &Group, run: &Run, f: usize, se: Option<f64>) -> Result<Estimate, R
     let value = match figure_of(c, f) {
         Figure::Value(v) => v as f64,
         Figure::Above(b) => {
-            return Err(format!("{} is above {} (censored) in {}", FIGURES[f].1, us(b as f64), c.label))
+            return Err(format!(
+                "{} is above {} µs (censored) in {}",
+                FIGURES[f].1,
+                crate::units::us_floor(b, 2),
+                c.label
+            ))
         }
         Figure::None => return Err(format!("{} has no {}", c.label, FIGURES[f].1)),
     };
@@ -197,9 +202,12 @@ fn single(g: &Group, run: &Run, f: usize, se: Option<f64>) -> Result<Estimate, R
     if let Some(Stat::Quantile(q)) = stat_of(f) {
         let beyond = n as f64 * (1.0 - q);
         if beyond < MIN_BEYOND {
+            // Rounded down, as a bound: 49.96 is not "50, fewer than 50".
             return Err(format!(
-                "{} of {} has {beyond:.0} samples above it, fewer than {MIN_BEYOND}: run longer",
-                FIGURES[f].1, c.label
+                "{} of {} has {} samples above it, fewer than {MIN_BEYOND}: run longer",
+                FIGURES[f].1,
+                c.label,
+                crate::units::decimal_floor((beyond * 100.0) as u64, 100, 2)
             ));
         }
     }
@@ -345,7 +353,7 @@ fn welch_df(x: &Estimate, y: &Estimate) -> f64 {
 pub fn plain(g: &Group, f: usize) -> String {
     let figs: Vec<Figure> = g.runs.iter().map(|r| figure_of(&r.column, f)).collect();
     if let Some(b) = figs.iter().find_map(|x| if let Figure::Above(b) = x { Some(*b) } else { None }) {
-        return format!(">{:.2}", b as f64 / 1000.0);
+        return crate::units::Above(b).us(2);
     }
     let values: Vec<f64> = figs.iter().filter_map(|x| x.value()).map(|v| v as f64).collect();
     if values.is_empty() || values.len() < figs.len() {

@@ -436,12 +436,7 @@ fn us(ns: u64) -> String {
 /// `ns` in µs with at most one decimal, rounded down: a bound a figure is
 /// known to be above is never printed higher than it is.
 fn us_floor(ns: u64) -> String {
-    let tenths = ns / 100;
-    if tenths % 10 == 0 {
-        (tenths / 10).to_string()
-    } else {
-        format!("{}.{}", tenths / 10, tenths % 10)
-    }
+    crate::units::decimal_floor(ns, 1000, 1)
 }
 
 /// A count axis label: `1`, `10`, `1k`, `10M`; empty between powers of ten.

@@ -7,25 +7,14 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::analysis::Figure;
 use crate::out::clean;
-use crate::units::{format_ns, us_fixed};
-
-/// `ns` in µs with `places` decimals, rounded *down*: the bound of a
-/// censored figure (`>X` must not claim more than the timeout).
-pub fn us_floor(ns: u64, places: u32) -> String {
-    let p = 10u64.pow(places);
-    let scaled = u128::from(ns) * u128::from(p) / 1000;
-    if places == 0 {
-        return format!("{scaled}");
-    }
-    let p = u128::from(p);
-    format!("{}.{:0width$}", scaled / p, scaled % p, width = places as usize)
-}
+pub use crate::units::us_floor;
+use crate::units::{format_ns, us_fixed, Above};
 
 /// A figure in µs with two decimals, `>bound` when censored, `-` when absent.
 pub fn us_cell(q: Figure) -> String {
     match q {
         Figure::Value(v) => us_fixed(v, 2),
-        Figure::Above(b) => format!(">{}", us_floor(b, 2)),
+        Figure::Above(b) => Above(b).us(2),
         Figure::None => "-".into(),
     }
 }
@@ -34,7 +23,7 @@ pub fn us_cell(q: Figure) -> String {
 pub fn ns_cell(q: Figure) -> String {
     match q {
         Figure::Value(v) => format_ns(v),
-        Figure::Above(b) => format!(">{}", format_ns(b)),
+        Figure::Above(b) => Above(b).readable(),
         Figure::None => "-".into(),
     }
 }
@@ -70,7 +59,7 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     // counts every sample; a censored Max is `>timeout`.
     let whole = |q: Figure| match q {
         Figure::Value(v) => (v / 1000).to_string(),
-        Figure::Above(b) => format!(">{}", b / 1000),
+        Figure::Above(b) => Above(b).us(0),
         Figure::None => "0".into(),
     };
     let (min, avg, max, measured) = match &r.latency_ns {

@@ -267,7 +267,7 @@ fn us(ns: u64) -> String {
 fn figure(q: Figure) -> Option<String> {
     match q {
         Figure::Value(v) => Some(us(v)),
-        Figure::Above(b) => Some(format!(">{}", us(b))),
+        Figure::Above(b) => Some(crate::units::Above(b).us_trimmed(3)),
         Figure::None => None,
     }
 }
