@@ -142,7 +142,8 @@ fn the_summary_and_the_page_show_the_model_its_intervals_and_caveat() {
         "GPD shape",
         "exceeded once per hour",
         "once per day",
-        "P(an hour exceeds 200us",
+        "200us, ",
+        "exceeded within an hour with probability",
         "caveat: extrapolated",
     ] {
         assert!(s.contains(want), "summary lacks {want:?}:\n{s}");

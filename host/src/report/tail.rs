@@ -65,9 +65,11 @@ pub fn ns_interval(i: &Interval) -> String {
     )
 }
 
-/// A probability with its interval: `3.1e-4 (95 %: 1.0e-5–2.2e-3)`.
+/// A probability with its interval: `3.1e-4 (95 %: 1.0e-5–2.2e-3)`,
+/// `0.42`, `1`: plain decimals from 0.001 up, so a certainty reads `1`, not
+/// `1.00e0`.
 pub fn p_interval(i: &Interval) -> String {
-    let f = |v: f64| format!("{v:.2e}");
+    let f = |v: f64| prob(v);
     format!(
         "{} (95 %: {}–{})",
         i.estimate.map_or_else(|| "-".into(), f),
@@ -76,9 +78,30 @@ pub fn p_interval(i: &Interval) -> String {
     )
 }
 
-/// Seconds as `3.2 h` or `41 s`.
+/// A probability as a reader takes it in: `1`, `0.42`, `0.003`, `3.1e-4`.
+pub fn prob(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return "0".into();
+    }
+    if v >= 0.9995 {
+        return "1".into();
+    }
+    if v >= 0.001 {
+        let t = format!("{v:.3}");
+        return t.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{v:.1e}")
+}
+
+/// Seconds as `3.2 h`, `41 s`, `12 years`; past ten thousand years, only
+/// that (a figure of 10¹⁸ days says nothing more than "never").
 fn span(s: f64) -> String {
-    if s >= 86_400.0 * 2.0 {
+    const YEAR: f64 = 365.25 * 86_400.0;
+    if !s.is_finite() || s >= 10_000.0 * YEAR {
+        "over 10 000 years".into()
+    } else if s >= 2.0 * YEAR {
+        format!("{:.0} years", s / YEAR)
+    } else if s >= 86_400.0 * 2.0 {
         format!("{:.1} days", s / 86_400.0)
     } else if s >= 7_200.0 {
         format!("{:.1} h", s / 3_600.0)
@@ -89,22 +112,24 @@ fn span(s: f64) -> String {
     }
 }
 
+/// How long a run must last to see a level with 95 %: `after 3.2 h (95 %:
+/// 1.1–9.0 h)`, or `never, as far as the model says (95 %: from 41 s)`
+/// when it has no estimate.
 fn span_interval(i: &Interval) -> String {
-    format!(
-        "{} (95 %: {}–{})",
-        i.estimate.map_or_else(|| "never".into(), span),
-        i.lo.map_or_else(|| "?".into(), span),
-        i.hi.map_or_else(|| "unbounded".into(), span)
-    )
+    let lo = i.lo.map_or_else(|| "?".into(), span);
+    match i.estimate {
+        Some(e) => format!("after {} (95 %: {lo}–{})", span(e), i.hi.map_or_else(|| "no end".into(), span)),
+        None => format!("never, as far as the model says (95 %: from {lo})"),
+    }
 }
 
 fn limit_line(s: &mut String, l: &LimitTail) {
-    let what = format!("{} ({})", format_ns(l.latency_ns), l.name);
+    let what = format!("{}, {}", format_ns(l.latency_ns), l.name);
     match (&l.exceed_per_hour, &l.run_for_95_s) {
         (Some(p), Some(run)) => {
             let _ = writeln!(
                 s,
-                "  P(an hour exceeds {what}): {}; a run sees it with 95 % after {}",
+                "  {what}: exceeded within an hour with probability {}; a run sees it with 95 % {}",
                 p_interval(p),
                 span_interval(run)
             );
@@ -177,4 +202,29 @@ pub fn text(t: &TailReport) -> String {
         let _ = writeln!(s, "  caveat: {c}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 42 §6: `1.00e0 (95 %: 1.00e0–1.00e0)` and `7871024796792314880.0
+    /// days` were printed; a reader gets `1` and `over 10 000 years`.
+    #[test]
+    fn probabilities_and_spans_read_plainly() {
+        assert_eq!(prob(1.0), "1");
+        assert_eq!(prob(0.9999), "1");
+        assert_eq!(prob(0.42), "0.42");
+        assert_eq!(prob(0.003), "0.003");
+        assert_eq!(prob(3.1e-4), "3.1e-4");
+        assert_eq!(prob(0.0), "0");
+        let i = Interval { estimate: Some(1.0), lo: Some(1.0), hi: Some(1.0) };
+        assert_eq!(p_interval(&i), "1 (95 %: 1–1)");
+        assert_eq!(span(7.871e18 * 86_400.0), "over 10 000 years");
+        assert_eq!(span(f64::INFINITY), "over 10 000 years");
+        assert_eq!(span(3.0 * 365.25 * 86_400.0), "3 years");
+        assert_eq!(span(41.0), "41 s");
+        let never = Interval { estimate: None, lo: Some(41.0), hi: None };
+        assert_eq!(span_interval(&never), "never, as far as the model says (95 %: from 41 s)");
+    }
 }

@@ -129,14 +129,14 @@ pub fn stable(c: &[Candidate]) -> Result<Vec<usize>, String> {
     if fitted.is_empty() {
         let best = c.iter().map(|c| c.clusters.maxima.len()).max().unwrap_or(0);
         return Err(format!(
-            "too few exceedances: the best candidate threshold has {best} clusters of exceedances, a fit \
-             needs at least {MIN_CLUSTERS} (run longer)"
+            "too few exceedances: the run is too short for a tail model (its best candidate threshold has \
+             {best} clusters of exceedances, a fit needs {MIN_CLUSTERS}): run longer"
         ));
     }
     if fitted.len() < 3 {
         return Err(format!(
-            "too few exceedances to check the threshold: {} candidate thresholds could be fitted, the \
-             stability check needs 3 (run longer)",
+            "too few exceedances: the run is too short to check a tail model ({} candidate thresholds \
+             could be fitted, the check needs 3): run longer",
             fitted.len()
         ));
     }
@@ -163,8 +163,8 @@ pub fn stable(c: &[Candidate]) -> Result<Vec<usize>, String> {
         return Ok(found);
     }
     Err(format!(
-        "threshold instability: the fitted shape changes with the threshold beyond its uncertainty at every \
-         candidate ({}): the tail is not yet a generalized Pareto one in this run",
+        "threshold instability: the tail has not settled in this run (its fitted shape changes with the \
+         threshold at every candidate, beyond its uncertainty: {}): run longer",
         fitted
             .iter()
             .map(|&i| format!("{} µs: ξ {:.2}", c[i].u as f64 / 1e3, c[i].xi.expect("fitted").estimate))
