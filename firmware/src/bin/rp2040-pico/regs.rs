@@ -264,7 +264,7 @@ impl PioBus for Regs {
 
     fn trigger_at_pad(&mut self) -> bool {
         // OUTTOPAD is the level offered to the pad; OETOPAD whether it is
-        // driven (PIO1 sets it at the set-up; undriven, the pull-down).
+        // driven (PIO1 SM1's disarm clears it): undriven, the pull-down.
         let st = io().gpio(TRIGGER_PIN as usize).gpio_status().read();
         st.outtopad().bit_is_set() && st.oetopad().bit_is_set()
     }
@@ -588,36 +588,11 @@ fn start_watcher() {
     let w1 = p1.sm(1);
     w1.sm_clkdiv().write(|w| unsafe { w.int().bits(1).frac().bits(0) });
     let (wb, wt) = program::WATCH_WRAP;
-    // One optional side-set bit (`program::jmp_side`, the hold): SIDE_EN,
-    // and SIDESET_COUNT 2 counting the enable bit (§3.5.1, §3.7; as
-    // rp2040-hal's `SideSet::new(true, 1, false)` configures it), levels
-    // not directions (SIDE_PINDIR 0).
-    w1.sm_execctrl().write(|w| unsafe {
-        w.wrap_bottom()
-            .bits(wb)
-            .wrap_top()
-            .bits(wt)
-            .jmp_pin()
-            .bits(RESPONSE_PIN)
-            .side_en()
-            .set_bit()
-            .side_pindir()
-            .clear_bit()
-    });
+    w1.sm_execctrl()
+        .write(|w| unsafe { w.wrap_bottom().bits(wb).wrap_top().bits(wt).jmp_pin().bits(RESPONSE_PIN) });
     w1.sm_shiftctrl().write(|w| w.fjoin_rx().bit(false));
     w1.sm_pinctrl().write(|w| unsafe {
-        w.in_base()
-            .bits(TRIGGER_PIN)
-            .set_base()
-            .bits(TRIGGER_PIN)
-            .set_count()
-            .bits(1)
-            .sideset_base()
-            .bits(TRIGGER_PIN)
-            .sideset_count()
-            .bits(2)
-            .out_count()
-            .bits(0)
+        w.in_base().bits(TRIGGER_PIN).set_base().bits(TRIGGER_PIN).set_count().bits(1).out_count().bits(0)
     });
     let exec1 = |instr: u16| w1.sm_instr().write(|w| unsafe { w.sm0_instr().bits(instr) });
     exec1(set_pindirs(1));

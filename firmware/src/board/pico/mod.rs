@@ -140,12 +140,10 @@ pub trait PioBus {
     /// The trigger pin's level from PIO1, before the override.
     fn trigger_from_pio(&mut self) -> bool;
     /// The trigger pin's level at the pad, after the override and with its
-    /// output enabled (an undriven pin, before the set-up, is held low by
-    /// its pull-down).
+    /// output enabled (an undriven pin is held low by its pull-down).
     fn trigger_at_pad(&mut self) -> bool;
     /// PIO1 SM1, the response watcher ([`program::WATCH`]): watch the
     /// response for the trigger just armed (`true`: executes `jmp
-    /// WATCH_ARM`), or park it with the trigger pin driven (`false`: this
-    /// also ends its hold of the pin low, `program::WATCH_HOLD`).
+    /// WATCH_ARM`), or park it with the trigger pin driven (`false`).
     fn trigger_watch(&mut self, by_response: bool);
 }

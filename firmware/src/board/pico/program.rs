@@ -312,28 +312,16 @@ pub const WATCH_ARM: u8 = WATCH_AT + 1;
 /// (`jmp pin` falls through to itself), like waiting for a fall (6).
 pub const WATCH_WRAP: (u8, u8) = (WATCH_AT + 3, WATCH_AT + 3);
 
-/// `jmp addr side v` for a state machine with one optional side-set bit
-/// (PINCTRL SIDESET_COUNT 2 with EXECCTRL SIDE_EN: bit 12 says whether
-/// this instruction side-sets, bit 11 is the level, no delay bits left
-/// used; §3.4.1, §3.5.1).
-pub const fn jmp_side(addr: u8, level: bool) -> u16 {
-    jmp_always(addr) | 1 << 12 | (level as u16) << 11
-}
-
-/// Where PIO1 SM1 holds the trigger pin low, once the answer came first.
-pub const WATCH_HOLD: u8 = WATCH_AT + 10;
-
 /// PIO1 SM1, the trigger's disarm in hardware (one stimulus in flight).
-/// JMP_PIN is the response pin, IN_BASE, SET_BASE and SIDESET_BASE the
-/// trigger pin. Armed, it drives the trigger pin (SET PINDIRS 1), waits for
-/// the response to leave the level it has now, and then, if the trigger
-/// pin is still low (the answer came first), holds it low: a one-
-/// instruction loop that side-sets 0 on every clock, and so overrides SM0's
-/// rise (two state machines writing one pin in one clock: the higher-
-/// numbered wins, §3.5.6.1), until the CPU parks it behind its own hold of
-/// the pad. If the pulse is already out it is left alone. The CPU's disarm
-/// (the capture interrupt) stays behind it. This machine is not in the
-/// count's step: it only waits, and the CPU moves it by executed jumps.
+/// JMP_PIN is the response pin, IN_BASE and SET_BASE the trigger pin. Armed,
+/// it drives the trigger pin (SET PINDIRS 1), waits for the response to
+/// leave the level it has now, and then, if the trigger pin is still low
+/// (the answer came first), stops driving it (SET PINDIRS 0: PIO1's output
+/// enable of the pin, which SM0's later toggles do not change, §3.5.6), so
+/// the rise never reaches the pad, which its pull-down holds low. If the
+/// pulse is already out it is left alone. The CPU's disarm (the capture
+/// interrupt) stays behind it. This machine is not in the count's step:
+/// it only waits, and the CPU moves it by executed jumps.
 ///
 /// ```text
 ///   1      park (jmp 1)
@@ -341,31 +329,32 @@ pub const WATCH_HOLD: u8 = WATCH_AT + 10;
 ///   3      response high now: wait for low at 6; else for high at 4 (wrap 4..4)
 ///   7..9   the trigger pin's level into Y (mov osr, pins; out y, 1): low → 11
 ///   10     the pulse is out: park
-///   11     hold it low, every clock, until parked
+///   11..12 stop driving it; park
 /// ```
-pub const WATCH: [u16; 11] = [
-    jmp_always(WATCH_PARK),       // 1
-    set_pindirs(1),               // 2
-    jmp(Cond::Pin, WATCH_AT + 5), // 3 → 6
-    jmp(Cond::Pin, WATCH_AT + 6), // 4 → 7 (rest low: high is the answer; wrap 4..4)
-    jmp_always(WATCH_AT + 3),     // 5 → 4 (not reached with the wrap)
-    jmp(Cond::Pin, WATCH_AT + 5), // 6 (rest high: loop while high)
-    MOV_OSR_PINS,                 // 7
-    out_y(1),                     // 8
-    jmp(Cond::YZero, WATCH_HOLD), // 9 → 11
-    jmp_always(WATCH_PARK),       // 10
-    jmp_side(WATCH_HOLD, false),  // 11 (side 0)
+pub const WATCH: [u16; 12] = [
+    jmp_always(WATCH_PARK),          // 1
+    set_pindirs(1),                  // 2
+    jmp(Cond::Pin, WATCH_AT + 5),    // 3 → 6
+    jmp(Cond::Pin, WATCH_AT + 6),    // 4 → 7 (rest low: high is the answer; wrap 4..4)
+    jmp_always(WATCH_AT + 3),        // 5 → 4 (not reached with the wrap)
+    jmp(Cond::Pin, WATCH_AT + 5),    // 6 (rest high: loop while high)
+    MOV_OSR_PINS,                    // 7
+    out_y(1),                        // 8
+    jmp(Cond::YZero, WATCH_AT + 10), // 9 → 11
+    jmp_always(WATCH_PARK),          // 10
+    set_pindirs(0),                  // 11
+    jmp_always(WATCH_PARK),          // 12
 ];
 
 /// Every instruction word PIO1 holds: the sync loop at 0, the response
-/// watcher at 1..11, the sync's step at 15, the stimulus program at
-/// 16..31 (12 to 14 unused).
+/// watcher at 1..12, the sync's step at 15, the stimulus program at
+/// 16..31 (13 and 14 unused).
 pub const fn trigger_image() -> [u16; 32] {
     let mut m = [0u16; 32];
     m[TRIGGER_SYNC_AT as usize] = TRIGGER_SYNC;
     m[TRIGGER_STEP_AT as usize] = TRIGGER_STEP;
     let mut i = 0;
-    while i < WATCH.len() {
+    while i < 12 {
         m[WATCH_AT as usize + i] = WATCH[i];
         i += 1;
     }
@@ -563,24 +552,13 @@ mod tests {
             Op::OUT { destination: pio_core::OutDestination::Y, bit_count: 1 },
             Op::JMP { condition: JmpCondition::YIsZero, address: 11 },
             j(1),
+            set(0),
+            j(1),
         ];
         for (i, op) in want.into_iter().enumerate() {
             expect(m[1 + i], op);
         }
         assert_eq!(WATCH_ARM, 2);
-        // The hold: `jmp 11 side 0` with one optional side-set bit.
-        let side = SideSet::new(true, 1, false);
-        let hold = pio_core::Instruction::decode(m[11], side).expect("decodes");
-        assert_eq!(format!("{:?}", hold.operands), format!("{:?}", j(11)));
-        assert_eq!((hold.side_set, hold.delay), (Some(0), 0));
-        let with = pio_core::Instruction { operands: j(11), delay: 0, side_set: Some(0) };
-        assert_eq!(with.encode(side), m[11]);
-        assert_eq!(&m[12..15], &[0, 0, 0]);
-        // The other watcher words side-set nothing under that setting.
-        for &w in &m[1..11] {
-            let i = pio_core::Instruction::decode(w, side).expect("decodes");
-            assert_eq!((i.side_set, i.delay), (None, 0), "{w:#06x}");
-        }
     }
 
     /// One state machine, clock by clock, by the datasheet's semantics

@@ -21,8 +21,8 @@
 //! 1` and PIO1 SM0 toggles GP6 at that tick exactly. The rise's target and
 //! its fall's (10 µs later) go to PIO1 together, so the width is exact
 //! whatever the interrupt latency. In one-in-flight modes PIO1 SM1 disarms
-//! it in hardware on the answer's edge (`program::WATCH`: it holds the pin
-//! low, over PIO1 SM0's rise); the answer's capture then holds the pad (OUTOVER) in the
+//! it in hardware on the answer's edge (`program::WATCH`: it stops driving
+//! the pin); the answer's capture then holds the pad (OUTOVER) in the
 //! top-priority interrupt, as the loop alone does with identity bytes. A
 //! target the state machine still holds when the trigger is disarmed
 //! toggles PIO's level later, behind the held pad; the next arming waits
@@ -732,7 +732,8 @@ impl<B: PioBus> TimerHw for PioTimer<B> {
             self.trig_deferred = None;
             self.trig_cut = self.apply_trigger_output(mode) && mode == OutputMode::Frozen;
             // The pad now holds its level by the override, so PIO1 SM1 may
-            // stop holding the pin low if its hardware disarm had.
+            // drive the pin again if its hardware disarm had let it go
+            // (undriven, the pull-down holds it low meanwhile).
             self.bus.trigger_watch(false);
             return;
         }
