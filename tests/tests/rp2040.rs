@@ -60,7 +60,12 @@ fn loopback_offset(a: &Artifacts) -> i64 {
         let latencies: Vec<i64> =
             samples.iter().map(|s| s.latency_ns.expect("a loopback sample never times out")).collect();
         assert!(latencies.iter().all(|&l| l == latencies[0]), "loopback varies: {latencies:?}");
-        assert_eq!(latencies[0] % TICK_NS, 0);
+        // Uncalibrated, 0: the stimulus is reported in the tick its pad
+        // moves (`program::stimulus_target`) and the response's input
+        // synchroniser, one tick under the harness's --input-sync-clocks 2
+        // (silicon's), is taken off (`CAPTURE_DELAY_TICKS`). It read 32 ns
+        // when the stimulus was reported two ticks early.
+        assert_eq!(latencies[0], 0, "the GPIO loopback's constant");
         eprintln!("GPIO loopback offset {} ns", latencies[0]);
         latencies[0]
     })
@@ -219,6 +224,10 @@ fn uart_echo_identity_bytes_every_sample_is_the_scheduled_latency() {
     assert!(offsets.iter().all(|&o| o == offsets[0]), "UART loopback varies: {offsets:?}");
     let offset = offsets[0];
     eprintln!("UART loopback offset {offset} ns");
+    // Both start bits pass an input synchroniser: unbiased, and within a
+    // tick of the GPIO loopback's constant, uncalibrated.
+    let gpio = loopback_offset(a);
+    assert!((offset - gpio).abs() <= TICK_NS, "UART loopback {offset} ns, GPIO loopback {gpio} ns");
     // Latencies from our start bit to the echo's (no target echoes before
     // it has the byte: at least 9.5 bit times). 600 us is longer than the
     // interval: that answer is late, matched by its identity byte, and the
@@ -277,20 +286,22 @@ fn trigger_pulses(path: &std::path::Path) -> Vec<(i64, i64)> {
 
 /// The trigger's pulse width: 10 µs.
 const TRIGGER_WIDTH_NS: i64 = 10_000;
-/// An answer in the last three ticks before the rise can get a few clocks
-/// of the pulse out before PIO1's response watcher lets the pin go (its
-/// read-then-release takes four clocks after it sees the edge): a glitch of
-/// at most this, not the 10 µs pulse. Such an answer is reported at the
-/// threshold or over it (the capture's constant 32 ns): over it, its sample
-/// is flagged; at it (an 8 ns glitch seen), not: the one edge on the
-/// trigger pin without a flagged sample.
-const GLITCH_NS: i64 = 32;
+/// An answer in the last ticks before the rise can get a few clocks of the
+/// pulse out before PIO1's response watcher lets the pin go: it sees the
+/// answer through the response pin's synchroniser and reads GP6 through
+/// GP6's (two clocks each, --input-sync-clocks 2), then takes three clocks
+/// to release it. A glitch of at most five clocks, not the 10 µs pulse.
+/// Such an answer is reported within a tick under the threshold or over
+/// it: over it, its sample is flagged; under or at it (a glitch seen),
+/// not: the one edge on the trigger pin without a flagged sample.
+const GLITCH_NS: i64 = 40;
 
 /// `--trigger-above 150us` in gpio-echo (one stimulus in flight): the
 /// trigger rises at exactly stimulus + 150 µs + one tick, in PIO1, falls
 /// exactly 10 µs later, and never for an answer that came in time, even
-/// 66 ns before the rise (but for a glitch of a clock for one reported at
-/// the threshold itself): PIO1's response watcher disarms it in hardware.
+/// 84 ns before the rise (but for one reported within a tick under the
+/// threshold, the race: a glitch of a few clocks, or the pulse with its
+/// sample flagged): PIO1's response watcher disarms it in hardware.
 /// Each sample is flagged exactly when its latency is over the threshold or
 /// it timed out. It fails on an off-by-one in the compare (the rise would
 /// be 16 ns off) and without the hardware disarm (answers just in time
@@ -302,24 +313,29 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
     let pins = log_dir.path().join("pins.txt");
     let pins_arg = pins.to_str().expect("utf-8 path");
     const THR_NS: i64 = 150_000;
-    // In time (well under; 3 µs, 100 ns, 50 ns and 30 ns under: reported
-    // with the loopback's 32 ns, 149 970 is the threshold itself), late
-    // (just over: 149 984 and 149 992 are reported 150 016; 150 000, 150 100,
-    // 160 µs, 300 µs), never.
+    // Answers reported from here to the threshold are in time, and may let
+    // a glitch out (GLITCH_NS): the watcher sees them two clocks after the
+    // capture does (the synchroniser in front of each).
+    const RACE_FROM_NS: i64 = THR_NS - TICK_NS;
+    // In time (well under; 3 µs, 68 ns, 18 ns under; 150 002 is reported
+    // as the threshold itself, the tick it lies in), late (just over:
+    // 150 016 and 150 024 are reported 150 016; 150 032, 150 132, 160 µs,
+    // 300 µs), never. (The near ones are 32 ns later than when the GPIO
+    // loopback read 32 ns: the same instants against the trigger's rise.)
     let schedule = [
         Some(20_000),
         Some(300_000),
         None,
         Some(140_000),
         Some(160_000),
-        Some(150_000),
-        Some(149_984),
+        Some(150_032),
+        Some(150_016),
         Some(147_000),
-        Some(149_900),
-        Some(149_950),
-        Some(149_970),
-        Some(149_992),
-        Some(150_100),
+        Some(149_932),
+        Some(149_982),
+        Some(150_002),
+        Some(150_024),
+        Some(150_132),
         Some(100_000),
     ];
     let n = 2 * schedule.len() as u64;
@@ -359,13 +375,26 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
         assert!(mine.len() <= 1, "sample {i}: {} pulses: {mine:?}", mine.len());
         used += mine.len();
         let late = s.latency_ns.is_none_or(|l| l > THR_NS);
-        assert_eq!(s.triggered, late, "sample {i}: flagged exactly when late: {s:?}");
+        // In time within the race: flagged or not (PIO1 rose as the
+        // watcher let the pin go; the firmware flags a pulse that may have
+        // got out, whether a glitch reached the pad or not).
+        let raced = !late && s.latency_ns.is_some_and(|l| l >= RACE_FROM_NS);
+        if !raced {
+            assert_eq!(s.triggered, late, "sample {i}: flagged exactly when late: {s:?}");
+        }
         match mine.first() {
             Some(&&(rise, width)) => {
                 assert!(
-                    late || (width < TRIGGER_WIDTH_NS && s.latency_ns == Some(THR_NS)),
+                    late || raced,
                     "sample {i}: answered in time ({:?} ns) and the trigger rose ({width} ns)",
                     s.latency_ns
+                );
+                // A whole pulse out for an answer in the race (it came a
+                // tick or less before the rise, and the watcher sees it two
+                // clocks after the capture): its sample is flagged.
+                assert!(
+                    late || width < TRIGGER_WIDTH_NS || s.triggered,
+                    "sample {i}: a pulse went out unflagged"
                 );
                 assert_eq!(
                     rise - at,
@@ -375,7 +404,7 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
                 if width != TRIGGER_WIDTH_NS {
                     let l = s.latency_ns.unwrap_or(i64::MAX);
                     assert!(
-                        width <= GLITCH_NS && (THR_NS..=THR_NS + GLITCH_NS).contains(&l),
+                        width <= GLITCH_NS && (RACE_FROM_NS..=THR_NS + GLITCH_NS).contains(&l),
                         "sample {i}: a {width} ns pulse for an answer at {l} ns"
                     );
                     glitches.push((l, width));
@@ -392,7 +421,7 @@ fn gpio_echo_trigger_rises_at_stimulus_plus_threshold_plus_one_tick_and_only_whe
     let flagged = samples.iter().filter(|s| s.triggered).count() as u64;
     assert_eq!(count(&r, "triggered"), flagged);
     assert!(flagged >= 14, "{flagged} flagged");
-    assert!(samples.iter().filter(|s| !s.triggered).count() >= 12);
+    assert!(samples.iter().filter(|s| !s.triggered).count() >= 10);
     eprintln!(
         "trigger: {} pulses, each at stimulus + {} ns, {} ns wide but for glitches (answer ns, glitch ns) {glitches:?}; {flagged} flagged of {n}",
         pulses.len(),

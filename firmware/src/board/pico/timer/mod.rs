@@ -361,6 +361,17 @@ impl<B: PioBus> PioTimer<B> {
         }
     }
 
+    /// Read SM3's TX FIFO status (FSTAT TXEMPTY) until it is `empty` (a
+    /// few reads: a word written is there at the next one, a forced pull
+    /// takes it in SM3's next clock).
+    fn stim_fifo_until(&mut self, empty: bool) {
+        for _ in 0..RESYNC_TRIES {
+            if self.bus.tx_empty(Sm::Stimulus) == empty {
+                return;
+            }
+        }
+    }
+
     /// Take SM3 out of its compare loop onto a new target by forced
     /// instructions (SMn_INSTR, §3.5.7): the new target's word into its
     /// TX FIFO, `pull noblock` (OSR = the word) and `mov y, osr`; its
@@ -386,18 +397,19 @@ impl<B: PioBus> PioTimer<B> {
         self.stim_lag = self.stim_lag.wrapping_add(if queued { 2 } else { 1 });
         if queued {
             self.bus.exec(Sm::Stimulus, PULL_NOBLOCK);
-            for _ in 0..RESYNC_TRIES {
-                if self.bus.tx_empty(Sm::Stimulus) {
-                    break;
-                }
-            }
+            self.stim_fifo_until(true);
         }
         let target = match escape {
             Some(t) => t,
             None => self.counter().wrapping_add(TARGET_LEAD_TICKS),
         };
         let _ = self.bus.tx(Sm::Stimulus, self.stim_word(target));
+        // The word in the FIFO (FSTAT) before the forced pull takes it: a
+        // `pull noblock` from an empty FIFO would take X instead. And out
+        // of it (OSR holds it) before the `mov`.
+        self.stim_fifo_until(false);
         self.bus.exec(Sm::Stimulus, PULL_NOBLOCK);
+        self.stim_fifo_until(true);
         self.bus.exec(Sm::Stimulus, MOV_Y_OSR);
         if queued {
             self.bus.exec(Sm::Stimulus, MOV_Y_OSR);
