@@ -106,7 +106,10 @@ pub fn run_child(
 ) -> Result<ExitStatus, Error> {
     let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(exe);
-    cmd.args(args).current_dir(dir).process_group(0);
+    // Its own process group, so that a terminal's Ctrl-C reaches it once
+    // (forwarded), not twice; no terminal input, which a background group
+    // may not read.
+    cmd.args(args).current_dir(dir).process_group(0).stdin(std::process::Stdio::null());
     // SAFETY: runs in the forked child before exec and calls only
     // async-signal-safe functions (prctl, getppid), allocating nothing.
     // PR_SET_PDEATHSIG makes the kernel send SIGTERM to the run when the
