@@ -54,6 +54,17 @@ fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The runs (latprobe given `--raw`) working in `dir`, not their responders.
+fn runs_in(dir: &Path) -> Vec<u32> {
+    processes_in(dir)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--raw"))
+        })
+        .collect()
+}
+
 /// Finding 1: one non-UTF-8 byte in `campaign.json`, or a directory in
 /// its place, is an error naming it; no run starts, run 001 is untouched.
 #[test]
@@ -126,6 +137,35 @@ fn a_campaign_folder_is_locked_and_its_run_dies_with_the_campaign() {
     assert!(!e.contains("another latprobe campaign"), "{e}");
     assert!(e.contains("left by a campaign that did not end"), "{e}");
     assert!(run.join("run.raw").is_file(), "{e}");
+}
+
+/// Finding 2: a resume started the moment its campaign is killed waits
+/// for the dead campaign's run (told to stop, still writing its files)
+/// before it runs the same cell: two runs never work in one folder.
+#[test]
+fn a_resume_started_at_once_waits_for_the_dead_campaigns_run() {
+    ensure_responder();
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan(d.path(), "30s");
+    let run = d.path().join("c/001-none-r1");
+    let mut first = spawn_campaign(&plan);
+    wait_for("the first run did not start", Duration::from_secs(20), || !runs_in(&run).is_empty());
+    std::thread::sleep(Duration::from_secs(1));
+    first.kill().unwrap();
+    let _ = first.wait();
+    let mut again = spawn_campaign(&plan);
+    let (until, mut most) = (Instant::now() + Duration::from_secs(6), Vec::new());
+    while Instant::now() < until {
+        let now = runs_in(&run);
+        if now.len() > most.len() {
+            most = now;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    common::signal(again.id(), libc::SIGTERM);
+    let o = wait_with_timeout(&mut again, Duration::from_secs(30));
+    assert!(most.len() <= 1, "runs {most:?} at once in one folder: {}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("001-none-r1: latprobe demo"), "{}", show(&o));
 }
 
 /// Finding 12: SIGTERM to the campaign's PID alone (a CI cancellation)

@@ -414,7 +414,7 @@ pub fn run(args: CampaignArgs) -> Result<(), Error> {
             ),
         })
     })?;
-    let _lock = runner::lock(&dir)?;
+    let lock = runner::lock(&dir)?;
     let manifest_path = dir.join("campaign.json");
     let mut manifest = read_manifest(&manifest_path)?;
     if manifest.plan.as_ref().is_some_and(|p| *p != plan) {
@@ -428,7 +428,7 @@ pub fn run(args: CampaignArgs) -> Result<(), Error> {
         Some(o) => format!("latprobe campaign {} --out {}", args.plan.display(), o.display()),
         None => format!("latprobe campaign {}", args.plan.display()),
     };
-    let tried = run_cells(&cells, &dir, &manifest_path, &mut manifest)?;
+    let tried = run_cells(&cells, &dir, &manifest_path, &mut manifest, &lock)?;
     let done: Vec<&Entry> = cells
         .iter()
         .filter_map(|c| manifest.runs.get(&c.id))
@@ -494,6 +494,7 @@ fn run_cells(
     dir: &Path,
     manifest_path: &Path,
     manifest: &mut Manifest,
+    lock: &runner::FolderLock,
 ) -> Result<Vec<Option<i32>>, Error> {
     let interrupts = crate::signals::install()?;
     let exe = std::env::current_exe().map_err(|e| Error::io("cannot find this latprobe's executable", e))?;
@@ -514,7 +515,7 @@ fn run_cells(
         if crate::signals::requested() {
             break;
         }
-        let entry = run_cell(&exe, cell, dir, &at, &interrupts)?;
+        let entry = run_cell(&exe, cell, dir, &at, &interrupts, lock)?;
         tried.push(entry.exit_code);
         manifest.runs.insert(cell.id.clone(), entry);
         let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
@@ -536,6 +537,7 @@ fn run_cell(
     dir: &Path,
     at: &str,
     interrupts: &std::sync::atomic::AtomicUsize,
+    lock: &runner::FolderLock,
 ) -> Result<Entry, Error> {
     let run_dir = dir.join(&cell.id);
     std::fs::create_dir_all(&run_dir)
@@ -545,7 +547,7 @@ fn run_cell(
     let part = runner::raw_part_name();
     let mut argv = cell.args.clone();
     argv.extend(RUN_OUTPUTS.iter().map(|a| if *a == "run.raw" { part.clone() } else { (*a).to_string() }));
-    let status = runner::run_child(exe, &argv, &run_dir, interrupts)?;
+    let status = runner::run_child(exe, &argv, &run_dir, interrupts, lock)?;
     runner::settle_raw(&run_dir)?;
     let report = run_dir.join("run.json");
     let complete = std::fs::read_to_string(&report)

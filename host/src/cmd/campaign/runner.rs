@@ -6,7 +6,9 @@
 //! group of its own to which the campaign forwards every stop signal it
 //! gets (a CI cancellation signals the campaign's PID alone), and the
 //! run's raw file written under a name of the campaign's own and renamed
-//! into place when the run is over, whole or not at all.
+//! into place when the run is over, whole or not at all. The lock file
+//! names the run under way, so that a campaign taking over from a dead one
+//! waits for that run (told to stop) to end before running in its folder.
 
 use std::os::unix::io::AsRawFd as _;
 use std::os::unix::process::CommandExt as _;
@@ -24,6 +26,49 @@ pub const LOCK_FILE: &str = ".campaign.lock";
 #[derive(Debug)]
 pub struct FolderLock {
     _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl FolderLock {
+    /// Record the run under way (`run PID`), for a campaign that finds
+    /// this one dead: its run, told to stop, may still be ending.
+    fn record(&self, run: Option<u32>) {
+        let run = run.map(|r| format!("run {r}\n")).unwrap_or_default();
+        let _ = std::fs::write(&self.path, format!("campaign {}\n{run}", std::process::id()));
+    }
+}
+
+/// How long a dead campaign's run is given to stop (it got SIGTERM when
+/// its campaign died, and writes its files first).
+const ORPHAN_WAIT: Duration = Duration::from_secs(30);
+
+/// Wait for the run a dead campaign recorded in its lock file, if it is
+/// still in `dir` (its working directory inside it: not a PID reused).
+fn wait_for_orphan(dir: &Path, recorded: &str) -> Result<(), Error> {
+    let Some(pid) = recorded.lines().find_map(|l| l.strip_prefix("run ")?.trim().parse::<u32>().ok()) else {
+        return Ok(());
+    };
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let alive = || std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&dir));
+    if !alive() {
+        return Ok(());
+    }
+    crate::stderr_line!(
+        "latprobe campaign: run {pid} of a campaign that ended is still stopping in {}: waiting for it",
+        dir.display()
+    );
+    let until = std::time::Instant::now() + ORPHAN_WAIT;
+    while alive() {
+        if std::time::Instant::now() > until {
+            return Err(Error::Input(format!(
+                "{}: run {pid} of a campaign that ended is still running in this folder: wait for it to end \
+                 (or end it: kill {pid}), then resume",
+                dir.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
 }
 
 /// Lock `dir` for this campaign, or say that another holds it.
@@ -51,8 +96,11 @@ pub fn lock(dir: &Path) -> Result<FolderLock, Error> {
             Error::Output(format!("cannot lock the campaign's folder ({}): {e}", path.display()))
         });
     }
-    let _ = std::fs::write(&path, format!("{}\n", std::process::id()));
-    Ok(FolderLock { _file: file })
+    let recorded = std::fs::read_to_string(&path).unwrap_or_default();
+    wait_for_orphan(dir, &recorded)?;
+    let lock = FolderLock { _file: file, path };
+    lock.record(None);
+    Ok(lock)
 }
 
 /// The name this campaign's runs write their raw file under until it is
@@ -103,6 +151,7 @@ pub fn run_child(
     args: &[String],
     dir: &Path,
     interrupts: &AtomicUsize,
+    lock: &FolderLock,
 ) -> Result<ExitStatus, Error> {
     let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(exe);
@@ -127,11 +176,13 @@ pub fn run_child(
         });
     }
     let mut child = cmd.spawn().map_err(|e| Error::io(format!("cannot start {}", exe.display()), e))?;
+    lock.record(Some(child.id()));
     let mut forwarded = 0;
     loop {
         if let Some(status) =
             child.try_wait().map_err(|e| Error::io(format!("cannot wait for {}", exe.display()), e))?
         {
+            lock.record(None);
             return Ok(status);
         }
         while forwarded < interrupts.load(Ordering::SeqCst) {
