@@ -198,6 +198,10 @@ fn mistakes_are_one_error_naming_the_fix() {
     let missing = dir.path().join("nope.json");
     let not_json = dir.path().join("junk.json");
     std::fs::write(&not_json, "hello\n").unwrap();
+    // The same run again is refused (a run counts once): a copy stands apart.
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(fx, &copy).unwrap();
+    let fx2 = p(&copy);
     for (args, want) in [
         (vec!["compare", "--group", "a", "--group", "b", fx], "--group a has no files"),
         (vec!["compare", "--group", "a", fx], "give a second"),
@@ -205,10 +209,10 @@ fn mistakes_are_one_error_naming_the_fix() {
         (vec!["compare", "--group", "a", fx, "--group", "b", p(&missing)], "no such file"),
         (vec!["compare", "--group", "a", fx, "--group", "b", p(&not_json)], "junk.json"),
         (
-            vec!["compare", "--group", "a", fx, "--group", "b", fx, "--format", "csv"],
+            vec!["compare", "--group", "a", fx, "--group", "b", fx2, "--format", "csv"],
             "with --group give text",
         ),
-        (vec!["compare", "--group", "a", fx, "--group", "b", fx, "--baseline", "1"], "--baseline"),
+        (vec!["compare", "--group", "a", fx, "--group", "b", fx2, "--baseline", "1"], "--baseline"),
         (vec!["compare", fx, "--seed", "3"], "apply to groups: give the runs with --group"),
     ] {
         let o = run(&args);

@@ -5,7 +5,10 @@
 //! one group per matrix combination and its repeats as the group's runs
 //! (`compare --group`: `groups.txt`, `groups.md`), and one HTML page
 //! linking every run's report. An interrupted campaign resumes where it stopped:
-//! a run whose manifest entry is done and whose report is there is skipped.
+//! a run whose manifest entry is done and whose report (and raw file) still
+//! load is skipped. The folder is locked while a campaign runs in it, and
+//! its runs die with it (`campaign/runner.rs`); the whole plan is checked before the
+//! first run ([`check_cells`]).
 //!
 //! Each run is this latprobe again (`latprobe demo …` or `latprobe run …`),
 //! so a run behaves exactly as it does by hand; its exit code is recorded
@@ -27,13 +30,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::report::html::esc;
 use crate::Error;
+
+mod runner;
 
 /// `latprobe campaign` options.
 #[derive(Debug, Clone, Args)]
@@ -137,6 +141,22 @@ impl Entry {
             && matches!(self.exit_code, Some(0 | 3))
             && self.report.as_ref().is_some_and(|r| dir.join(r).is_file())
     }
+
+    /// Why a run recorded done cannot be used after all: its report, or
+    /// its raw file when there is one, no longer loads.
+    fn damaged(&self, dir: &Path) -> Option<String> {
+        let report = dir.join(self.report.as_deref()?);
+        if let Err(e) = crate::cmd::report::load(&report, None) {
+            return Some(format!("its report {} no longer loads ({e})", report.display()));
+        }
+        let raw = report.with_file_name("run.raw");
+        if raw.exists() {
+            if let Err(e) = crate::rawfile::open(&raw) {
+                return Some(format!("its raw file {} no longer loads ({e})", raw.display()));
+            }
+        }
+        None
+    }
 }
 
 /// Read and check a plan.
@@ -157,21 +177,7 @@ pub fn read_plan(path: &Path) -> Result<Plan, Error> {
     if plan.campaign.repeats == 0 || plan.campaign.repeats > 1000 {
         return bad(format!("repeats = {}: give 1 to 1000", plan.campaign.repeats));
     }
-    let name_ok =
-        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-    if !name_ok(&plan.campaign.name) {
-        return bad(format!(
-            "name = \"{}\": letters, digits, - _ . only (it names a folder)",
-            plan.campaign.name
-        ));
-    }
-    for (dim, values) in
-        [("load", &plan.matrix.load), ("interval", &plan.matrix.interval), ("mode", &plan.matrix.mode)]
-    {
-        if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains(char::is_whitespace)) {
-            return bad(format!("[matrix] {dim} value \"{v}\": one word each"));
-        }
-    }
+    check_names(&plan).map_err(|m| Error::Input(format!("{}: {m}", path.display())))?;
     let m = &plan.matrix;
     let taken = [
         ("--output", true),
@@ -190,8 +196,113 @@ pub fn read_plan(path: &Path) -> Result<Plan, Error> {
             ));
         }
     }
+    check_count(&plan).map_err(|m| Error::Input(format!("{}: {m}", path.display())))?;
     Ok(plan)
 }
+
+/// The most runs a plan may make (its combinations times its repeats):
+/// more is a typo, not a bench's work, and is refused before any cell is
+/// built.
+pub const MAX_RUNS: u64 = 10_000;
+/// The longest campaign name: it names a folder.
+const MAX_NAME: usize = 100;
+/// The longest matrix value: it is part of each run's folder name.
+const MAX_VALUE: usize = 64;
+
+/// The name and every matrix value become parts of paths: each one
+/// component inside the campaign's folder (or its parent, for the name),
+/// never `.`, `..`, a hidden name or a path.
+fn check_names(plan: &Plan) -> Result<(), String> {
+    let name = &plan.campaign.name;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        return Err(format!("name = \"{name}\": letters, digits, - _ . only (it names a folder)"));
+    }
+    if name.starts_with('.') {
+        return Err(format!(
+            "name = \"{name}\": it names a folder, and one starting with . is this folder, its parent or a \
+             hidden one: start it with a letter or a digit"
+        ));
+    }
+    if name.len() > MAX_NAME {
+        return Err(format!(
+            "name = \"{name}\" is {} characters: give at most {MAX_NAME} (it names a folder)",
+            name.len()
+        ));
+    }
+    for (dim, values) in
+        [("load", &plan.matrix.load), ("interval", &plan.matrix.interval), ("mode", &plan.matrix.mode)]
+    {
+        for v in values {
+            let why = if v.is_empty() || v.contains(char::is_whitespace) {
+                "one word each"
+            } else if v.contains(['/', '\\']) || v.starts_with('.') || v.contains(char::is_control) {
+                "it is part of each run's folder name: no /, \\, control characters or leading ."
+            } else if v.len() > MAX_VALUE {
+                "it is part of each run's folder name: give at most 64 characters"
+            } else {
+                continue;
+            };
+            return Err(format!("[matrix] {dim} value \"{v}\": {why}"));
+        }
+    }
+    Ok(())
+}
+
+/// At most [`MAX_RUNS`] runs, counted without building them.
+fn check_count(plan: &Plan) -> Result<(), String> {
+    let m = &plan.matrix;
+    let mut n = u64::from(plan.campaign.repeats);
+    let mut parts = Vec::new();
+    for (dim, values) in [("load", &m.load), ("interval", &m.interval), ("mode", &m.mode)] {
+        if !values.is_empty() {
+            n = n.saturating_mul(values.len() as u64);
+            parts.push(format!("{} {dim}s", values.len()));
+        }
+    }
+    parts.push(format!("{} repeats", plan.campaign.repeats));
+    if n > MAX_RUNS {
+        return Err(format!(
+            "{} makes {n} runs, more than the {MAX_RUNS} a campaign runs: split it into smaller plans",
+            parts.join(" × ")
+        ));
+    }
+    Ok(())
+}
+
+/// Check every run's command line as latprobe will read it (its flags,
+/// their values, its loads and load schedule) before the first run
+/// starts: a typo in a plan fails in a second, not hours in.
+pub fn check_cells(path: &Path, cells: &[Cell]) -> Result<(), Error> {
+    for cell in cells.iter().filter(|c| c.repeat == 1) {
+        let mut argv = vec!["latprobe".to_string()];
+        argv.extend(cell.args.iter().cloned());
+        argv.extend(RUN_OUTPUTS.iter().map(|s| (*s).to_string()));
+        let bad = |why: String| {
+            Error::Input(format!(
+                "{}: run {} (latprobe {}): {why}: fix the plan's args or [matrix]",
+                path.display(),
+                cell.id,
+                cell.args.join(" ")
+            ))
+        };
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
+            .map_err(|e| bad(crate::cli::usage_error_text(&e, &argv[1..])))?;
+        let target = match &cli.command {
+            crate::cli::Command::Demo(a) => &a.target,
+            crate::cli::Command::Run(a) => &a.target,
+            _ => return Err(bad("a campaign runs demo or run".into())),
+        };
+        crate::target::load::parse_all(&target.loads).map_err(|e| bad(e.to_string()))?;
+        if let Some(s) = &target.load_schedule {
+            crate::target::load::parse_schedule(s).map_err(|e| bad(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The outputs the campaign gives each run, in its own folder (the raw
+/// file is renamed from [`runner::raw_part_name`] when the run is over).
+const RUN_OUTPUTS: [&str; 7] = ["-q", "-o", "run.json", "--raw", "run.raw", "--html", "run.html"];
 
 /// Every run of `plan`, in order: each combination, then its repeats.
 pub fn cells(plan: &Plan) -> Vec<Cell> {
@@ -288,23 +399,24 @@ fn grouped(dir: &Path, done: &[&Entry]) -> Result<Option<crate::compare::grouped
 /// Run `latprobe campaign`.
 pub fn run(args: CampaignArgs) -> Result<(), Error> {
     let plan = read_plan(&args.plan)?;
+    let cells = cells(&plan);
+    check_cells(&args.plan, &cells)?;
     let dir = args
         .out
         .clone()
         .unwrap_or_else(|| args.plan.parent().unwrap_or(Path::new(".")).join(&plan.campaign.name));
     std::fs::create_dir_all(&dir).map_err(|e| {
-        Error::Output(format!("--out {}: cannot make the campaign's folder: {e}", dir.display()))
+        Error::Output(match &args.out {
+            Some(_) => format!("--out {}: cannot make the campaign's folder: {e}", dir.display()),
+            None => format!(
+                "{}: cannot make the campaign's folder (the plan's name beside the plan): {e}: give --out DIR",
+                dir.display()
+            ),
+        })
     })?;
+    let lock = runner::lock(&dir)?;
     let manifest_path = dir.join("campaign.json");
-    let mut manifest: Manifest = match std::fs::read_to_string(&manifest_path) {
-        Ok(t) => serde_json::from_str(&t).map_err(|e| {
-            Error::Input(format!(
-                "{}: not a campaign manifest ({e}): give another --out",
-                manifest_path.display()
-            ))
-        })?,
-        Err(_) => Manifest::default(),
-    };
+    let mut manifest = read_manifest(&manifest_path)?;
     if manifest.plan.as_ref().is_some_and(|p| *p != plan) {
         return Err(Error::Input(format!(
             "{} holds a campaign of another plan: give another --out, or remove the folder to start again",
@@ -312,88 +424,153 @@ pub fn run(args: CampaignArgs) -> Result<(), Error> {
         )));
     }
     manifest.plan = Some(plan.clone());
-    let cells = cells(&plan);
-    let interrupts = crate::signals::install()?;
-    let exe = std::env::current_exe().map_err(|e| Error::io("cannot find this latprobe's executable", e))?;
-    for (i, cell) in cells.iter().enumerate() {
-        if manifest.runs.get(&cell.id).is_some_and(|e| e.done(&dir)) {
-            crate::stderr_line!(
-                "latprobe campaign: [{}/{}] {} done before, skipped",
-                i + 1,
-                cells.len(),
-                cell.id
-            );
-            continue;
-        }
-        if crate::signals::requested() {
-            break;
-        }
-        let run_dir = dir.join(&cell.id);
-        std::fs::create_dir_all(&run_dir)
-            .map_err(|e| Error::Output(format!("cannot make {}: {e}", run_dir.display())))?;
-        crate::stderr_line!(
-            "latprobe campaign: [{}/{}] {}: latprobe {}",
-            i + 1,
-            cells.len(),
-            cell.id,
-            cell.args.join(" ")
-        );
-        let status = Command::new(&exe)
-            .args(&cell.args)
-            .args(["-q", "-o", "run.json", "--raw", "run.raw", "--html", "run.html"])
-            .current_dir(&run_dir)
-            .status()
-            .map_err(|e| Error::io(format!("cannot start {}", exe.display()), e))?;
-        let report = run_dir.join("run.json");
-        let complete = std::fs::read_to_string(&report)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|r| r["complete"] == true);
-        let entry = Entry {
-            cell: cell.clone(),
-            exit_code: status.code(),
-            report: report.is_file().then(|| format!("{}/run.json", cell.id)),
-            complete,
-            ended_at: crate::timefmt::now(),
-        };
-        if !entry.done(&dir) {
-            crate::stderr_error!(
-                "latprobe campaign: {} {} (exit {}); its files are in {}",
-                cell.id,
-                if entry.report.is_some() && !complete { "did not complete" } else { "failed" },
-                status.code().map_or("by a signal".to_string(), |c| c.to_string()),
-                run_dir.display()
-            );
-        }
-        manifest.runs.insert(cell.id.clone(), entry);
-        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
-        crate::fsout::write(&manifest_path, text.as_bytes())
-            .map_err(|e| Error::io(format!("cannot write {}", manifest_path.display()), e))?;
-        // Ctrl-C reaches the run first (it stops and writes its files); the
-        // campaign stops after it.
-        if interrupts.load(std::sync::atomic::Ordering::SeqCst) > 0 || crate::signals::requested() {
-            break;
-        }
-    }
-    let done: Vec<&Entry> =
-        cells.iter().filter_map(|c| manifest.runs.get(&c.id)).filter(|e| e.done(&dir)).collect();
+    let resume = match &args.out {
+        Some(o) => format!("latprobe campaign {} --out {}", args.plan.display(), o.display()),
+        None => format!("latprobe campaign {}", args.plan.display()),
+    };
+    let tried = run_cells(&cells, &dir, &manifest_path, &mut manifest, &lock)?;
+    let done: Vec<&Entry> = cells
+        .iter()
+        .filter_map(|c| manifest.runs.get(&c.id))
+        .filter(|e| e.done(&dir) && e.damaged(&dir).is_none())
+        .collect();
     let left = cells.len() - done.len();
+    let refused = !tried.is_empty() && tried.iter().all(|c| *c == Some(2));
+    let next = if refused {
+        format!(
+            "every run tried failed at its start (exit 2, a usage or set-up error: see each run's error above): \
+             fix what it names, then run `{resume}` again"
+        )
+    } else {
+        format!("run `{resume}` again to resume")
+    };
     if done.is_empty() {
         return Err(Error::Report(format!(
-            "no run of the campaign in {} is done: nothing to compare yet; run `latprobe campaign {}` again to resume",
-            dir.display(),
-            args.plan.display()
+            "no run of the campaign in {} is done: nothing to compare yet; {next}",
+            dir.display()
         )));
     }
     summarize(&dir, &done)?;
     if left > 0 {
         return Err(Error::Report(format!(
-            "{left} of {} runs are not done (interrupted or failed): run `latprobe campaign {}` again to resume",
-            cells.len(),
-            args.plan.display()
+            "{left} of {} runs are not done (interrupted or failed): {next}",
+            cells.len()
         )));
     }
     Ok(())
+}
+
+/// `campaign.json`: none (a new campaign) only when it is not there; any
+/// other failure to read it is an error that names it and touches nothing.
+fn read_manifest(path: &Path) -> Result<Manifest, Error> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
+        Err(e) => {
+            return Err(Error::Input(format!(
+                "cannot read the campaign's manifest {}: {e}: it records which runs are done; \
+                 make it readable, or give another --out",
+                path.display()
+            )))
+        }
+    };
+    std::str::from_utf8(&text)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(t).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            Error::Input(format!(
+                "{}: not a campaign manifest ({e}): it records which runs are done; repair it, \
+                 or give another --out",
+                path.display()
+            ))
+        })
+}
+
+/// Run every cell not done yet, recording each in the manifest as it
+/// ends; stop at a stop signal (forwarded to the run under way). The exit
+/// codes of the runs tried.
+fn run_cells(
+    cells: &[Cell],
+    dir: &Path,
+    manifest_path: &Path,
+    manifest: &mut Manifest,
+    lock: &runner::FolderLock,
+) -> Result<Vec<Option<i32>>, Error> {
+    let interrupts = crate::signals::install()?;
+    let exe = std::env::current_exe().map_err(|e| Error::io("cannot find this latprobe's executable", e))?;
+    let mut tried = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        let at = format!("[{}/{}] {}", i + 1, cells.len(), cell.id);
+        if let Some(e) = manifest.runs.get(&cell.id).filter(|e| e.done(dir)) {
+            match e.damaged(dir) {
+                None => {
+                    crate::stderr_line!("latprobe campaign: {at} done before, skipped");
+                    continue;
+                }
+                Some(why) => {
+                    crate::stderr_line!("latprobe campaign: {at} was done, but {why}: running it again")
+                }
+            }
+        }
+        if crate::signals::requested() {
+            break;
+        }
+        let entry = run_cell(&exe, cell, dir, &at, &interrupts, lock)?;
+        tried.push(entry.exit_code);
+        manifest.runs.insert(cell.id.clone(), entry);
+        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";
+        crate::fsout::write(manifest_path, text.as_bytes())
+            .map_err(|e| Error::io(format!("cannot write {}", manifest_path.display()), e))?;
+        // A stop signal was forwarded to the run (it stops and writes its
+        // files); the campaign stops after it.
+        if interrupts.load(std::sync::atomic::Ordering::SeqCst) > 0 || crate::signals::requested() {
+            break;
+        }
+    }
+    Ok(tried)
+}
+
+/// Run one cell in its folder, its raw file put in place when it ends.
+fn run_cell(
+    exe: &Path,
+    cell: &Cell,
+    dir: &Path,
+    at: &str,
+    interrupts: &std::sync::atomic::AtomicUsize,
+    lock: &runner::FolderLock,
+) -> Result<Entry, Error> {
+    let run_dir = dir.join(&cell.id);
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| Error::Output(format!("cannot make {}: {e}", run_dir.display())))?;
+    runner::remove_leftovers(&run_dir);
+    crate::stderr_line!("latprobe campaign: {at}: latprobe {}", cell.args.join(" "));
+    let part = runner::raw_part_name();
+    let mut argv = cell.args.clone();
+    argv.extend(RUN_OUTPUTS.iter().map(|a| if *a == "run.raw" { part.clone() } else { (*a).to_string() }));
+    let status = runner::run_child(exe, &argv, &run_dir, interrupts, lock)?;
+    runner::settle_raw(&run_dir)?;
+    let report = run_dir.join("run.json");
+    let complete = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|r| r["complete"] == true);
+    let entry = Entry {
+        cell: cell.clone(),
+        exit_code: status.code(),
+        report: report.is_file().then(|| format!("{}/run.json", cell.id)),
+        complete,
+        ended_at: crate::timefmt::now(),
+    };
+    if !entry.done(dir) {
+        crate::stderr_error!(
+            "latprobe campaign: {} {} (exit {}); its files are in {}",
+            cell.id,
+            if entry.report.is_some() && !complete { "did not complete" } else { "failed" },
+            status.code().map_or("by a signal".to_string(), |c| c.to_string()),
+            run_dir.display()
+        );
+    }
+    Ok(entry)
 }
 
 /// `compare.txt`, `compare.md` and `index.html` of the runs done.
@@ -533,5 +710,48 @@ mod tests {
         );
         assert!(e("[campaign]\nname = \"c\"\ncommand = \"demo\"\n[matrix]\nkernel = [\"a\"]\n")
             .contains("kernel"));
+    }
+
+    #[test]
+    fn names_and_values_that_would_leave_the_folder_are_refused() {
+        let e = |t: &str| plan(t).unwrap_err().to_string();
+        for name in [".", "..", ".hidden"] {
+            let t = format!("[campaign]\nname = \"{name}\"\ncommand = \"demo\"\n");
+            assert!(e(&t).contains("starting with ."), "{name}: {}", e(&t));
+        }
+        for v in ["/../../x", "..", "a\\\\b", "x/y", ".x"] {
+            let t = format!("[campaign]\nname = \"c\"\ncommand = \"demo\"\n[matrix]\nmode = [\"{v}\"]\n");
+            assert!(e(&t).contains("part of each run's folder name"), "{v}: {}", e(&t));
+        }
+        let long = format!(
+            "[campaign]\nname = \"c\"\ncommand = \"demo\"\n[matrix]\nload = [\"{}\"]\n",
+            "x".repeat(65)
+        );
+        assert!(e(&long).contains("at most 64"));
+        // What is allowed stays one path component inside the folder.
+        let p = plan("[campaign]\nname = \"c.1\"\ncommand = \"demo\"\n[matrix]\nload = [\"hackbench:4\"]\n")
+            .unwrap();
+        assert!(cells(&p)
+            .iter()
+            .all(|c| Path::new(&c.id).components().count() == 1 && !c.id.starts_with('.')));
+    }
+
+    #[test]
+    fn a_plan_of_too_many_runs_is_refused_before_any_cell_is_built() {
+        let values = |n: usize| (0..n).map(|i| format!("\"v{i}\"")).collect::<Vec<_>>().join(",");
+        let text = |n: usize, repeats: u32| {
+            format!(
+                "[campaign]\nname = \"c\"\ncommand = \"demo\"\nrepeats = {repeats}\n\
+                 [matrix]\nload = [{}]\ninterval = [{}]\nmode = [{}]\n",
+                values(n),
+                values(n),
+                values(n)
+            )
+        };
+        let e = plan(&text(1000, 1000)).unwrap_err().to_string();
+        assert!(e.contains("1000000000000 runs") && e.contains("split it"), "{e}");
+        assert!(e.contains("1000 loads × 1000 intervals × 1000 modes × 1000 repeats"), "{e}");
+        assert!(plan(&text(10, 100)).is_err(), "10 001 and more are refused");
+        assert_eq!(cells(&plan(&text(10, 10)).unwrap()).len(), 10_000, "10 000 is the most");
     }
 }

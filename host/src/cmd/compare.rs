@@ -318,6 +318,7 @@ fn run_groups(args: &CompareArgs) -> Result<(), Error> {
     let example = "e.g. --group vanilla a1.json a2.json --group patched b1.json b2.json";
     let mut groups: Vec<Group> = Vec::new();
     let mut units = Vec::new();
+    let mut seen = Vec::new();
     for g in &args.group.0 {
         let (name, files) = g
             .split_first()
@@ -327,15 +328,25 @@ fn run_groups(args: &CompareArgs) -> Result<(), Error> {
                 "--group {name} has no files: give the group's runs after its name, {example}"
             )));
         }
+        if name.trim().is_empty() {
+            return Err(Error::Config(format!(
+                "--group \"{name}\" has no name: give each group a name before its files, {example}"
+            )));
+        }
         if groups.iter().any(|x| x.name == *name) {
             return Err(Error::Config(format!(
                 "--group {name} is given twice: give each group once, with all its files"
             )));
         }
         let mut runs = Vec::new();
+        let mut kinds = Vec::new();
         for f in files {
-            runs.extend(group_runs_of(Path::new(f), args.unit, &mut units)?);
+            once(&mut seen, name, f)?;
+            let of_file = group_runs_of(Path::new(f), args.unit, &mut units)?;
+            kinds.extend(of_file.iter().map(|r| (f.as_str(), RunKind::of(&r.column))));
+            runs.extend(of_file);
         }
+        check_alike(name, &kinds)?;
         groups.push(Group { name: name.clone(), runs });
     }
     if groups.len() < 2 {
@@ -356,6 +367,76 @@ fn run_groups(args: &CompareArgs) -> Result<(), Error> {
         };
     let c = compare::grouped::compare_groups(groups, args.seed, args.resolve as f64, args.resamples);
     crate::stdout!("{}", crate::out::clean_lines(&compare::grouped::render(&c, format)));
+    Ok(())
+}
+
+/// A file given once in all the groups: the same run twice (by any path
+/// to it) would count as two.
+fn once(seen: &mut Vec<(std::path::PathBuf, String, String)>, group: &str, file: &str) -> Result<(), Error> {
+    let key = std::fs::canonicalize(file).unwrap_or_else(|_| file.into());
+    if let Some((_, g, f)) = seen.iter().find(|s| s.0 == key) {
+        return Err(Error::Input(format!(
+            "{file} (in --group {group}) is {f} (in --group {g}) again: a run counts once; give each file once"
+        )));
+    }
+    seen.push((key, group.to_owned(), file.to_owned()));
+    Ok(())
+}
+
+/// What a run measured, as far as a group must agree: who measured (the
+/// external probe or an in-kernel tool) and what (latprobe's mode, or the
+/// tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RunKind {
+    in_kernel: bool,
+    what: Option<String>,
+}
+
+impl RunKind {
+    fn of(c: &Column) -> RunKind {
+        let in_kernel = c.source.starts_with("in-kernel");
+        // An imported tool's mode is "TOOL THREAD": its threads agree.
+        let what = c.mode.as_deref().map(|m| {
+            if in_kernel {
+                m.split_whitespace().next().unwrap_or(m).to_owned()
+            } else {
+                m.to_owned()
+            }
+        });
+        RunKind { in_kernel, what }
+    }
+
+    fn source(&self) -> &'static str {
+        if self.in_kernel {
+            "an in-kernel self-measurement"
+        } else {
+            "an external probe's measurement"
+        }
+    }
+}
+
+/// A group's runs measure the same thing the same way: no in-kernel and
+/// external sources, no two modes (or tools) averaged together.
+fn check_alike(group: &str, kinds: &[(&str, RunKind)]) -> Result<(), Error> {
+    let Some((first, k0)) = kinds.first() else { return Ok(()) };
+    for (f, k) in kinds {
+        if k.in_kernel != k0.in_kernel {
+            return Err(Error::Input(format!(
+                "--group {group} mixes sources: {first} is {}, {f} {}: their figures do not average; \
+                 give each its own group",
+                k0.source(),
+                k.source()
+            )));
+        }
+        if let (Some(a), Some(b)) = (&k0.what, &k.what) {
+            if a != b {
+                return Err(Error::Input(format!(
+                    "--group {group} mixes modes: {first} measured {a}, {f} {b}: their figures do not \
+                     average; give each its own group"
+                )));
+            }
+        }
+    }
     Ok(())
 }
 

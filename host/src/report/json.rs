@@ -103,6 +103,14 @@ pub fn read(path: &Path) -> Result<Report, Error> {
                 "its timeline's columns differ in length or its row_s is 0".to_string(),
             ));
         }
+        // A row spans a power of two seconds; 2^32 s is past any run (and
+        // a larger one would print as seconds no clock reaches).
+        if !t.row_s.is_power_of_two() || t.row_s > 1 << 32 {
+            return Err(not_a_report(format!(
+                "its timeline's row_s is {}, not the power of two seconds up to 2^32 latprobe writes",
+                t.row_s
+            )));
+        }
         if n > crate::analysis::timeline::MAX_ROWS {
             return Err(not_a_report(format!(
                 "its timeline has {n} rows, beyond the {} latprobe writes",
@@ -228,12 +236,13 @@ mod tests {
         let good = crate::report::tests::run_of(crate::report::tests::mixed);
         write(&good, &path).unwrap();
         assert_eq!(read(&path).unwrap(), good, "the timeline reads back");
-        for damage in ["short column", "row_s 0", "too many rows"] {
+        for damage in ["short column", "row_s 0", "row_s u64::MAX", "too many rows"] {
             let mut r = good.clone();
             let t = r.timeline.as_mut().unwrap();
             match damage {
                 "short column" => t.p99_ns.clear(),
                 "row_s 0" => t.row_s = 0,
+                "row_s u64::MAX" => t.row_s = u64::MAX,
                 _ => {
                     let n = crate::analysis::timeline::MAX_ROWS + 1;
                     (t.samples, t.timeouts, t.max_ns, t.p99_ns) =

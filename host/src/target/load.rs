@@ -213,7 +213,13 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Phase>, Error> {
             return Err(bad(format!("'{name}' is no phase (idle or load)")));
         }
         let ns = crate::units::parse_duration_ns(d.trim()).map_err(|e| bad(e.to_string()))?;
-        if ns == 0 || ns % 1_000_000_000 != 0 {
+        if ns == 0 {
+            return Err(bad(format!(
+                "'{}': a phase lasts at least 1s (leave out a phase it should skip)",
+                d.trim()
+            )));
+        }
+        if ns % 1_000_000_000 != 0 {
             return Err(bad(format!("'{}': a phase lasts whole seconds", d.trim())));
         }
         let end = at + ns / 1_000_000_000;
