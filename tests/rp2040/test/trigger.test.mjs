@@ -2,9 +2,13 @@
 // PIO block (PIO1), synchronised once by an edge PIO0 drives on a pin, then
 // runs the same program in step with PIO0 forever (both stepped once per
 // system clock, PIO0 first, the pin seen by PIO1 in the cycle it changes).
-// Here with the firmware's own stimulus program (board::pico::program
-// STIMULUS, the same text) in both blocks and its sync rule
-// (program::trigger_sync_x: the target word minus one).
+// Here with the firmware's stimulus program (board::pico::program STIMULUS,
+// the same text) in both blocks and a sync read in the cycle the pin
+// changes (the Emulator's default, no input synchroniser; the target word
+// minus one). The firmware itself now syncs through the synchroniser
+// (program::trigger_sync_x, W - 3, and a one-clock step), which the Rust
+// end-to-end trigger tests check with --input-sync-clocks 2; this test
+// proves the harness's lockstep property the trigger rests on.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
