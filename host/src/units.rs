@@ -35,6 +35,12 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
 /// A nanosecond count in the largest unit that keeps it readable, with up to
 /// three decimals, trailing zeros dropped: `1.5ms`, `250ns`, `2s`.
 pub fn format_ns(ns: u64) -> String {
+    readable(ns, decimal)
+}
+
+/// `ns` in the largest unit that keeps it readable, its digits made by
+/// `digits(value, unit's ns, 3)` ([`decimal`] or [`decimal_floor`]).
+fn readable(ns: u64, digits: fn(u64, u64, u32) -> String) -> String {
     let (div, unit) = if ns >= 1_000_000_000 {
         (1_000_000_000, "s")
     } else if ns >= 1_000_000 {
@@ -44,7 +50,7 @@ pub fn format_ns(ns: u64) -> String {
     } else {
         return format!("{ns}ns");
     };
-    format!("{}{unit}", decimal(ns, div, 3))
+    format!("{}{unit}", digits(ns, div, 3))
 }
 
 /// A [`Duration`] as [`format_ns`] does.
@@ -56,9 +62,13 @@ pub fn format_duration(d: Duration) -> String {
 /// dropped, in integer arithmetic.
 pub fn decimal(value: u64, div: u64, places: u32) -> String {
     let p = 10u128.pow(places);
-    let scaled = (u128::from(value) * p + u128::from(div) / 2) / u128::from(div);
-    let int = scaled / p;
-    let frac = scaled % p;
+    trimmed((u128::from(value) * p + u128::from(div) / 2) / u128::from(div), places)
+}
+
+/// `scaled / 10^places` as a decimal, trailing zeros dropped.
+fn trimmed(scaled: u128, places: u32) -> String {
+    let p = 10u128.pow(places);
+    let (int, frac) = (scaled / p, scaled % p);
     if frac == 0 {
         return format!("{int}");
     }
@@ -69,14 +79,7 @@ pub fn decimal(value: u64, div: u64, places: u32) -> String {
 /// `value / div` with at most `places` decimals, rounded *down*, trailing
 /// zeros dropped: the digits of a bound a figure is known to exceed.
 pub fn decimal_floor(value: u64, div: u64, places: u32) -> String {
-    let p = 10u128.pow(places);
-    let scaled = u128::from(value) * p / u128::from(div);
-    let (int, frac) = (scaled / p, scaled % p);
-    if frac == 0 {
-        return format!("{int}");
-    }
-    let s = format!("{frac:0width$}", width = places as usize);
-    format!("{int}.{}", s.trim_end_matches('0'))
+    trimmed(u128::from(value) * 10u128.pow(places) / u128::from(div), places)
 }
 
 /// `ns` in µs with `places` fixed decimals, rounded *down*.
@@ -116,16 +119,7 @@ impl Above {
 
 /// [`format_ns`], rounded down.
 pub fn format_ns_floor(ns: u64) -> String {
-    let (div, unit) = if ns >= 1_000_000_000 {
-        (1_000_000_000, "s")
-    } else if ns >= 1_000_000 {
-        (1_000_000, "ms")
-    } else if ns >= 1_000 {
-        (1_000, "us")
-    } else {
-        return format!("{ns}ns");
-    };
-    format!("{}{unit}", decimal_floor(ns, div, 3))
+    readable(ns, decimal_floor)
 }
 
 /// Microseconds with a fixed number of decimals, for aligned tables.
