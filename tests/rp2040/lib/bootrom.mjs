@@ -7,8 +7,9 @@
 // flash model, lib/flash.mjs); a lookup of any other code refuses the run,
 // and so does a jump into the ROM anywhere but its code.
 //
-// Layout (2.8.2): 0x10 the magic 'M' 'u' 0x01 and at 0x13 the version; 0x14
-// a halfword pointer to the public function table, 0x16 to the public data
+// Layout (2.8.3 "Bootrom Contents", 2.8.2 in the edition rp2040-hal
+// cites): 0x10 the magic 'M' 'u' 0x01 and at 0x13 the version; 0x14 a
+// halfword pointer to the public function table, 0x16 to the public data
 // table, 0x18 to rom_table_lookup (Thumb bit set). A table is pairs of
 // halfwords (two-character code, first character in the low byte; pointer)
 // ended by a zero code. rp2040-hal 0.12 (src/rom_data.rs) reads the
@@ -16,8 +17,8 @@
 // table's, and calls rom_table_lookup(table, u16::from_le_bytes(code)).
 //
 // Timing: each function takes the BKPT and BX LR's cycles only (on silicon
-// flash_exit_xip alone takes tens of µs); the firmware calls them in init,
-// before any state machine runs.
+// flash_exit_xip alone takes tens of µs); the firmware calls them once, in
+// init.
 
 export const ROM_MAGIC = [0x4d, 0x75, 0x01]; // 'M', 'u', 1
 /** Version 3: the B2 stepping's ROM (the Pico's). */

@@ -27,8 +27,10 @@ pub fn serial_number(buf: &'static mut [u8; SERIAL_LEN]) -> &'static str {
     // from flash) while XIP is off.
     cortex_m::interrupt::free(|_| {
         // SAFETY: interrupts are off and core 1 is parked in the boot ROM
-        // (never launched), so nothing runs from flash or touches the SSI
-        // and IO_QSPI meanwhile; the code and data used are in SRAM (above).
+        // (never launched; §2.8.2, "Launching Code On Processor Core 1"),
+        // so nothing runs from flash or touches the SSI and IO_QSPI
+        // meanwhile; the code and data used are in SRAM (above), as
+        // §2.8.3.1.3 requires while XIP is off.
         unsafe { flash_do_cmd(&tx, &mut rx) }
     });
     uid::hex_upper(&uid::id_from_response(&rx), buf)
@@ -67,9 +69,10 @@ unsafe fn flash_do_cmd(tx: &[u8], rx: &mut [u8]) {
 /// 2 drive low, 3 drive high) holds the chip select for the whole command,
 /// which the SSI alone would release whenever its TX FIFO runs empty.
 fn cs_force(high: bool) {
-    // SAFETY: IO_QSPI's block at its fixed address; in `flash_do_cmd`, with
-    // interrupts off, so this read-modify-write of SS_CTRL is the only
-    // access; OUTOVER's values are the field's enumerated ones.
+    // SAFETY: IO_QSPI's block at its fixed address (§2.19.6.2); in
+    // `flash_do_cmd`, with interrupts off, so this read-modify-write of
+    // SS_CTRL is the only access; OUTOVER's values are the field's
+    // enumerated ones.
     let io = unsafe { &*pac::IO_QSPI::ptr() };
     io.gpio_qspiss().gpio_ctrl().modify(|_, w| if high { w.outover().high() } else { w.outover().low() });
 }
@@ -79,9 +82,9 @@ struct Ssi;
 
 impl Ssi {
     fn regs() -> &'static pac::xip_ssi::RegisterBlock {
-        // SAFETY: XIP_SSI's block at its fixed address, used only inside
-        // `flash_do_cmd` with interrupts off, after `flash_exit_xip` put it
-        // in serial mode.
+        // SAFETY: XIP_SSI's block at its fixed address (§4.10.13), used only
+        // inside `flash_do_cmd` with interrupts off, after `flash_exit_xip`
+        // put it in serial mode.
         unsafe { &*pac::XIP_SSI::ptr() }
     }
 }
@@ -94,8 +97,8 @@ impl SsiFifo for Ssi {
         Self::regs().sr().read().rfne().bit_is_set()
     }
     fn write(&mut self, byte: u8) {
-        // SAFETY: DR0 takes any 32-bit value; with 8-bit frames (DFS_32 7)
-        // the low byte is sent.
+        // SAFETY: DR0 takes any 32-bit value (§4.10.13); with 8-bit frames
+        // (CTRLR0.DFS_32 7) the low byte is sent.
         Self::regs().dr0().write(|w| unsafe { w.bits(u32::from(byte)) });
     }
     fn read(&mut self) -> u8 {
