@@ -11,6 +11,7 @@
 //        [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose]
 //        [--xip-miss-ns N] [--forbid-xip-fetch] [--input-sync-clocks N] [--usb-no-dtr]
 //        [--usb-stop-reading-after N] [--usb-close-after N] [--pad-report FILE]
+//        [--flash-unique-id HEX16]
 //
 // It serves one client on PATH (and, with --uart0-socket, one on the UART0
 // host link's socket) and runs until a client closes its socket, then
@@ -42,6 +43,16 @@
 // --usb-stop-reading-after N, or drops DTR and stops reading after N bytes
 // with --usb-close-after N; --pad-report FILE writes PADS_BANK0 and IO_BANK0
 // GPIO0..29 as JSON at exit. A watchdog that runs out refuses the run.
+//
+// The boot ROM and the flash (lib/bootrom.mjs, lib/flash.mjs): the ROM's
+// tables and rom_table_lookup, with connect_internal_flash,
+// flash_exit_xip, flash_flush_cache and flash_enter_cmd_xip; any other ROM
+// function refuses the run. The flash answers Read Unique ID (0x4B) with
+// --flash-unique-id HEX16 (default E6614C311B2A3D21); a fetch or read of
+// XIP flash while XIP is off refuses the run. The USB host reads the
+// device's iSerialNumber string once the port is open and logs
+// `usb serial number: …`; --pad-report's JSON has it as
+// "usb_serial_number" (null if never read).
 // Exit status: 0 done, 1 error, 2 usage, 3 refused (an emulator gap the
 // harness will not paper over), 4 --max-seconds (wall clock) reached.
 
@@ -49,6 +60,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadInto } from './lib/elf.mjs';
 import { Emulator, Refusal } from './lib/emulator.mjs';
+import { DEFAULT_UNIQUE_ID } from './lib/flash.mjs';
 import { GpioEcho, Latencies, Loopback, Periodic, PIN, RETURN_DELAY_NS, UartEcho, watchOutput } from './lib/target.mjs';
 import { UsbBridge } from './lib/usb-bridge.mjs';
 import { Uart0Bridge } from './lib/uart0-bridge.mjs';
@@ -60,7 +72,7 @@ function usage(message) {
     '[--latencies FILE] [--edge rising|falling|toggle] [--return-ns N] [--ppm N] [--period NS] [--line gpio|uart] ' +
     '[--baud N] [--max-seconds S] [--profile FILE] [--uart0-socket PATH] [--pin-log FILE] [--verbose] ' +
     '[--xip-miss-ns N] [--forbid-xip-fetch] [--input-sync-clocks N] [--usb-no-dtr] [--usb-stop-reading-after N] ' +
-    '[--usb-close-after N] [--pad-report FILE]');
+    '[--usb-close-after N] [--pad-report FILE] [--flash-unique-id HEX16]');
   process.exit(2);
 }
 
@@ -97,6 +109,7 @@ try {
       'usb-stop-reading-after': { type: 'string' },
       'usb-close-after': { type: 'string' },
       'pad-report': { type: 'string' },
+      'flash-unique-id': { type: 'string' },
     },
     strict: true,
   }).values;
@@ -117,6 +130,8 @@ const xipMissNs = number(args['xip-miss-ns'], 'xip-miss-ns', { integer: true, mi
 const inputSyncClocks = number(args['input-sync-clocks'], 'input-sync-clocks', { integer: true, min: 0 }) ?? 2;
 if (inputSyncClocks > 64) usage(`--input-sync-clocks ${inputSyncClocks}: at most 64`);
 const usbStopReadingAfter = number(args['usb-stop-reading-after'], 'usb-stop-reading-after', { integer: true, min: 0 }) ?? null;
+const flashUniqueId = args['flash-unique-id'] ?? DEFAULT_UNIQUE_ID;
+if (!/^[0-9a-fA-F]{16}$/.test(flashUniqueId)) usage(`--flash-unique-id ${flashUniqueId}: 16 hex digits`);
 const usbCloseAfter = number(args['usb-close-after'], 'usb-close-after', { integer: true, min: 0 }) ?? null;
 
 let latencies = null;
@@ -142,6 +157,7 @@ const emulator = new Emulator({
   xipMissNs,
   forbidXipFetch: args['forbid-xip-fetch'],
   inputSyncClocks,
+  flashUniqueId,
 });
 if (args.profile) emulator.profile = new Map();
 let pinLog = null;
@@ -226,7 +242,8 @@ function report() {
   }
   if (args['pad-report']) {
     try {
-      fs.writeFileSync(args['pad-report'], JSON.stringify(emulator.padReport(), null, 1) + '\n');
+      const padReport = { ...emulator.padReport(), usb_serial_number: bridge.serialNumber };
+      fs.writeFileSync(args['pad-report'], JSON.stringify(padReport, null, 1) + '\n');
     } catch (e) {
       log(`--pad-report ${args['pad-report']}: ${e.message}`);
     }

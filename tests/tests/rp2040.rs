@@ -587,3 +587,21 @@ fn every_pad_the_probe_uses_is_set_for_its_line() {
     // The response input: pulled down, Schmitt, input on.
     assert_eq!(pad(3), (4, false, false, true, true, true), "GP3");
 }
+
+/// The USB serial number is the flash's unique ID (Read Unique ID, 0x4B,
+/// as pico-sdk's `flash_get_unique_id` reads it from RAM) in pico-sdk's
+/// 16 upper-case hex digits, so two Picos get two `/dev/serial/by-id`
+/// paths; every Pico used to report "rp2040-pico". The harness's flash
+/// answers `--flash-unique-id`, and its USB host reads the device
+/// descriptor's iSerialNumber string into the pad report.
+#[test]
+fn the_usb_serial_number_is_the_flash_unique_id() {
+    let Some(a) = artifacts() else { return };
+    let (r, _, pads) = Pico::start(a, "loopback", None, &["--flash-unique-id", "0123456789abcdef"])
+        .measure_with_pads(
+            a,
+            &["--mode", "loopback", "--line", "gpio", "--count", "5", "--interval", "100us"],
+        );
+    assert_complete(&r, 5);
+    assert_eq!(pads["usb_serial_number"], "0123456789ABCDEF");
+}

@@ -11,6 +11,8 @@
 // cycles takes effect before the first of its n PIO steps.
 
 import { GPIOPin, RP2040, StateMachine } from 'rp2040js';
+import { BootRom } from './bootrom.mjs';
+import { DEFAULT_UNIQUE_ID, QspiFlash } from './flash.mjs';
 import { describe } from './pio-asm.mjs';
 import { routeDataReads, XipCache } from './xip-cache.mjs';
 
@@ -242,6 +244,7 @@ export class Emulator {
    * @param {boolean} [options.forbidXipFetch] --forbid-xip-fetch
    * @param {number} [options.inputSyncClocks] --input-sync-clocks: PIO and SIO see a pad this many clocks late
    *   (0: in the cycle it changes, rp2040js's behaviour; run.mjs's default is 2, silicon's)
+   * @param {string} [options.flashUniqueId] --flash-unique-id: the 16 hex digits the flash answers to 0x4B
    */
   constructor({
     log = (line) => process.stderr.write(line + '\n'),
@@ -249,6 +252,7 @@ export class Emulator {
     xipMissNs = 0,
     forbidXipFetch = false,
     inputSyncClocks = 0,
+    flashUniqueId = DEFAULT_UNIQUE_ID,
   } = {}) {
     this.log = log;
     this.trace = process.env.RP2040_HARNESS_TRACE ? log : null;
@@ -275,6 +279,9 @@ export class Emulator {
         : null;
     if (xipMissNs > 0) routeDataReads(this.core, this.xip);
     this.xipStallCycles = 0;
+    // The flash outside XIP (XIP_SSI, IO_QSPI, the chip) and the boot ROM's functions on it.
+    this.flash = new QspiFlash(this, { uniqueId: flashUniqueId });
+    this.bootrom = new BootRom(this, this.flash);
     this.patchPads();
     this.patchGpioInputs();
     this.patchInputSync(inputSyncClocks);
@@ -391,12 +398,17 @@ export class Emulator {
           this.stallCycles = 0;
         } else {
           const pc = core.PC;
-          if (pc < 0x10000000) {
-            this.refuse(`the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): there is no boot ROM image`);
-          }
+          if (pc < XIP_BASE) {
+            if (!this.bootrom.holds(pc)) {
+              this.refuse(
+                `the core jumped to 0x${pc.toString(16)} (boot ROM or unmapped): the boot ROM shim ` +
+                  '(lib/bootrom.mjs) has rom_table_lookup and its function stubs only',
+              );
+            }
+          } else if (pc < SRAM_BASE && !this.flash.xipReady) this.flash.refuseXip(pc, 'an instruction fetch');
           const xip = this.xip;
-          // From SRAM once the run has started: nothing to check.
-          const missed = xip === null || (pc >= SRAM_BASE && xip.started !== null) ? 0 : xip.fetch(pc);
+          // From SRAM once the run has started, or from the boot ROM: nothing to check.
+          const missed = xip === null || pc < XIP_BASE || (pc >= SRAM_BASE && xip.started !== null) ? 0 : xip.fetch(pc);
           if (missed !== 0) {
             // The fetch waits for the flash before the instruction runs; it is then a hit.
             n = missed * this.xipMissCycles();

@@ -18,9 +18,15 @@
 // is full. --usb-close-after N: after N bytes the host also drops DTR and
 // RTS, as closing the port does (HUPCL). The bytes counted are those of the
 // IN packets the host took: it stops after the packet that reaches N.
+//
+// The serial number: once the port is open (after the SET_CONTROL_LINE_STATE's
+// status stage, or at once with --usb-no-dtr) the host reads the device
+// descriptor and its iSerialNumber string (USB 2.0 9.6.1, 9.6.7; language
+// 0x0409), as Linux does for /dev/serial/by-id, and logs it as
+// `usb serial number: …` (`serialNumber`; null until read, '' if none).
 
 import { OneClientSocket } from './socket-server.mjs';
-import { DescriptorType, USBCDC } from 'rp2040js';
+import { createSetupPacket, DataDirection, DescriptorType, SetupRecipient, SetupType, USBCDC } from 'rp2040js';
 
 const CDC_SET_CONTROL_LINE_STATE = 0x22;
 const CDC_DTR = 1 << 0;
@@ -32,6 +38,10 @@ const EP0_IN_BUFFER_CONTROL = 0x80;
 const EP15_OUT_BUFFER_CONTROL = 0xfc;
 const BUF_AVAILABLE = 1 << 10;
 const BUF_LEN_MASK = 0x3ff;
+const GET_DESCRIPTOR = 6;
+const DEVICE_DESCRIPTOR = 1;
+const STRING_DESCRIPTOR = 3;
+const LANGID_EN_US = 0x0409;
 
 /** SET_CONTROL_LINE_STATE (CDC PSTN 6.3.12): class request to the communication interface. */
 export function controlLineStatePacket(lines, interfaceNumber) {
@@ -75,6 +85,14 @@ export class UsbBridge {
     this.heldIn = 0;
     this.lineStates = [];
     this.cdc.cdcSetControlLineState = () => this.portOpened();
+    /** The device's iSerialNumber string once read; `serialStep` handles EP0's IN data meanwhile. */
+    this.serialNumber = null;
+    this.serialStep = null;
+    const helperWrite = usb.onEndpointWrite;
+    usb.onEndpointWrite = (endpoint, buffer) => {
+      if (endpoint === 0 && this.serialStep !== null) this.serialStep(buffer);
+      else helperWrite(endpoint, buffer);
+    };
     this.watchInArms();
     this.toDevice = [];
     this.toDeviceBytes = 0;
@@ -122,7 +140,49 @@ export class UsbBridge {
   /** The port opened on the host after enumeration: DTR and RTS up, unless --usb-no-dtr. */
   portOpened() {
     this.cdc.initialized = true;
-    if (this.dtr) this.setControlLines(CDC_DTR | CDC_RTS);
+    if (this.dtr) {
+      this.setControlLines(CDC_DTR | CDC_RTS);
+      // The request's status stage (a zero-length IN on EP0), then the serial number.
+      this.serialStep = (buffer) => {
+        if (buffer.length === 0) this.askDescriptor(DEVICE_DESCRIPTOR, 0, 0, 18);
+      };
+    } else {
+      this.askDescriptor(DEVICE_DESCRIPTOR, 0, 0, 18);
+    }
+  }
+
+  /** GET_DESCRIPTOR (USB 2.0 9.4.3); its IN data goes to `gotDescriptor`. */
+  askDescriptor(type, index, langId, length) {
+    this.serialStep = (buffer) => this.gotDescriptor(type, buffer);
+    this.usb.sendSetupPacket(
+      createSetupPacket({
+        dataDirection: DataDirection.DeviceToHost,
+        type: SetupType.Standard,
+        recipient: SetupRecipient.Device,
+        bRequest: GET_DESCRIPTOR,
+        wValue: (type << 8) | index,
+        wIndex: langId,
+        wLength: length,
+      }),
+    );
+  }
+
+  gotDescriptor(type, buffer) {
+    if (buffer.length < 2 || buffer[1] !== type) return;
+    if (type === DEVICE_DESCRIPTOR) {
+      const iSerial = buffer.length >= 17 ? buffer[16] : 0;
+      if (iSerial !== 0) {
+        this.askDescriptor(STRING_DESCRIPTOR, iSerial, LANGID_EN_US, 255);
+        return;
+      }
+      this.serialNumber = '';
+    } else {
+      const units = [];
+      for (let i = 2; i + 1 < Math.min(buffer[0], buffer.length); i += 2) units.push(buffer[i] | (buffer[i + 1] << 8));
+      this.serialNumber = String.fromCharCode(...units);
+    }
+    this.serialStep = null;
+    this.log(`usb serial number: ${this.serialNumber === '' ? '(none: iSerialNumber 0)' : this.serialNumber}`);
   }
 
   setControlLines(lines) {

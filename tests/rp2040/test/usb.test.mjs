@@ -34,6 +34,10 @@ const CONFIGURATION = [
   [7, 5, 0x02, 2, 64, 0, 0],
   [9, 4, 1, 0, 0, 2, 2, 1, 0],
 ].flat();
+/** The device descriptor: iSerialNumber (byte 16) is string 3. */
+const DEVICE = [18, 1, 0x00, 0x02, 2, 0, 0, 64, 0xc0, 0x16, 0xdd, 0x27, 0, 1, 1, 2, 3, 1];
+const SERIAL = 'E6614C311B2A3D21';
+const SERIAL_STRING = [2 + 2 * SERIAL.length, 3, ...[...SERIAL].flatMap((c) => [c.charCodeAt(0), 0])];
 
 class FakeCdcDevice {
   constructor(em) {
@@ -65,7 +69,10 @@ class FakeCdcDevice {
         this.setups.push(setup);
         const length = setup[6] | (setup[7] << 8);
         if (setup[0] === 0x80 && setup[1] === 6 && setup[3] === 2) this.ep0In(CONFIGURATION.slice(0, length));
-        else this.ep0In([]);
+        else if (setup[0] === 0x80 && setup[1] === 6 && setup[3] === 1) this.ep0In(DEVICE.slice(0, length));
+        else if (setup[0] === 0x80 && setup[1] === 6 && setup[3] === 3 && setup[2] === 3) {
+          this.ep0In(SERIAL_STRING.slice(0, length));
+        } else this.ep0In([]);
       }
     }
   }
@@ -126,4 +133,18 @@ test('--usb-close-after N: after N bytes the host drops DTR and RTS and stops re
     [0x21, 0x22, 0, 0, 1, 0, 0, 0],
   ]);
   assert.equal(bridge.bytesOut, 64);
+});
+
+test("the host reads the device descriptor's iSerialNumber string once the port is open, with or without DTR", (t) => {
+  for (const dtr of [true, false]) {
+    const { device, bridge } = connect(t, { dtr });
+    assert.equal(bridge.serialNumber, SERIAL, `dtr ${dtr}`);
+    // GET_DESCRIPTOR (device), then GET_DESCRIPTOR (string 3, language 0x0409), after the line state.
+    const asked = device.setups.filter((s) => s[1] === 6 && s[3] !== 2).map((s) => s.slice(2, 6));
+    assert.deepEqual(asked, [
+      [0, 1, 0, 0],
+      [3, 3, 0x09, 0x04],
+    ]);
+    assert.ok(device.sendIn(), 'the port still reads');
+  }
 });

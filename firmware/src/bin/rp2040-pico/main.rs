@@ -56,6 +56,7 @@ use panic_probe as _;
 mod common;
 mod ram;
 mod regs;
+mod uid;
 
 /// The second-stage boot loader, first in flash (memory/rp2040-pico.x), run
 /// by the boot ROM (§2.8.1): W25Q080, the Pico's own (pico-sdk's default
@@ -100,7 +101,7 @@ pub static LATPROBE_BUILD: [u8; latprobe_firmware::buildinfo::LEN] = latprobe_fi
 
 #[rtic::app(device = rp2040_hal::pac, peripherals = true)]
 mod app {
-    use latprobe_firmware::board::pico::{pads::PADS, PioTimer};
+    use latprobe_firmware::board::pico::{pads::PADS, uid::SERIAL_LEN, PioTimer};
     use latprobe_firmware::boards::rp2040_pico::{
         ARM_LEAD_TICKS, HOST_BAUD, LOOP, SYS_HZ, TARGET_BAUD, TIMER_HZ,
     };
@@ -176,7 +177,10 @@ mod app {
         restarts_told: u32,
     }
 
-    #[init(local = [usb_bus: Option<UsbBusAllocator<UsbBus>> = None])]
+    #[init(local = [
+        usb_bus: Option<UsbBusAllocator<UsbBus>> = None,
+        serial_number: [u8; SERIAL_LEN] = [0; SERIAL_LEN],
+    ])]
     fn init(cx: init::Context) -> (Shared, Local) {
         // RTT first, so that a panic during the set-up is logged.
         let rtt = rtt_target::rtt_init! {
@@ -268,7 +272,7 @@ mod app {
             true,
             &mut dp.RESETS,
         )));
-        let (usb_dev, serial) = usb_device(usb_bus);
+        let (usb_dev, serial) = usb_device(usb_bus, super::uid::serial_number(cx.local.serial_number));
         let mut engine = new_engine(trigger);
         if by_watchdog {
             defmt::warn!("boot: {=str}", WATCHDOG_NOTE);
@@ -350,14 +354,16 @@ mod app {
     }
 
     /// The CDC ACM port: the host link most users plug in.
+    /// `serial_number`: the flash's unique ID (uid.rs), so each Pico has its own `/dev/serial/by-id` path.
     fn usb_device(
         usb_bus: &'static UsbBusAllocator<UsbBus>,
+        serial_number: &'static str,
     ) -> (UsbDevice<'static, UsbBus>, SerialPort<'static, UsbBus>) {
         let serial = SerialPort::new(usb_bus);
         let strings = StringDescriptors::default()
             .manufacturer("latprobe")
             .product("latprobe probe (rp2040-pico)")
-            .serial_number("rp2040-pico");
+            .serial_number(serial_number);
         let Ok(builder) = UsbDeviceBuilder::new(usb_bus, UsbVidPid(0x16c0, 0x27dd)).strings(&[strings])
         else {
             defmt::panic!("USB: string descriptors");

@@ -25,6 +25,7 @@ pub mod pads;
 pub mod program;
 pub mod timer;
 pub mod trigger;
+pub mod uid;
 
 pub use timer::PioTimer;
 
