@@ -260,6 +260,32 @@ fn an_unreachable_target_is_exit_2_naming_it() {
     assert_eq!(e.lines().filter(|l| l.starts_with("Error:")).count(), 1, "{e}");
 }
 
+/// issue 43 (6): `--target ssh://-oProxyCommand=…` reached ssh as an
+/// option (only OpenSSH's own host name check stopped it) and the error
+/// then suggested running it by hand. Refused before ssh runs, naming why.
+#[test]
+fn a_host_that_looks_like_an_option_is_refused_before_ssh_runs() {
+    let _one = lock();
+    let sshd = Sshd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    for url in [
+        format!("ssh://-oProxyCommand=touch$IFS{}", marker.display()),
+        format!("ssh://-oProxyCommand=touch$IFS{}@127.0.0.1:{}", marker.display(), sshd.port),
+    ] {
+        let o = latprobe()
+            .args(["demo", "--duration", "1s", "--target", &url, "--ssh-config"])
+            .arg(sshd.config())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("cannot begin with '-'"), "{e}");
+        assert!(!e.contains("by hand"), "no command to copy: {e}");
+        assert!(!marker.exists(), "the injected command ran");
+    }
+}
+
 #[test]
 fn a_refused_key_is_exit_2_saying_how_to_log_in() {
     let _one = lock();

@@ -431,6 +431,51 @@ fn without_tracefs_one_warning_and_the_run_goes_on_untraced() {
     assert_eq!(m["trace"]["triggers"], 1);
 }
 
+/// issue 43 (5): `--trace-events ../../x/evil` was joined under `events/`
+/// and the responder wrote `1` into `x/evil/enable`. A spec that is not an
+/// event name is a usage error before tracefs is touched (here a fake one,
+/// so the test needs no root).
+#[test]
+fn a_trace_event_that_is_a_path_is_refused_before_tracefs_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tracing");
+    std::fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+    for (f, v) in [("tracing_on", "1"), ("trace_clock", "[local] mono"), ("buffer_size_kb", "7"), ("trace", "")] {
+        std::fs::write(root.join(f), v).unwrap();
+    }
+    std::fs::write(root.join("events/sched/sched_switch/enable"), "0").unwrap();
+    let evil = dir.path().join("x/evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("enable"), "0").unwrap();
+    let (_m, slave) = common::open_pty();
+    for spec in ["../../x/evil", "sched/../../../x/evil", "sched:../../../x/evil", "sched_switch,../../x/evil"] {
+        let mut child = Command::new(BIN)
+            .args(["uart", "--device", slave.to_str().unwrap(), "--trace", "--tracefs"])
+            .arg(&root)
+            .args(["--trace-events", spec])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A responder that took the spec runs until stopped: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Read while it may still run: a SIGTERM'd responder puts it back.
+        let evil_enable = std::fs::read_to_string(evil.join("enable")).unwrap();
+        // SAFETY: the child's pid, not reaped yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(evil_enable, "0", "{spec}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains("--trace-events") && err.contains("is not an event name"), "{spec}: {err}");
+        // Not touched at all: tracing_on is still what it was.
+        assert_eq!(std::fs::read_to_string(root.join("tracing_on")).unwrap(), "1", "{spec}");
+    }
+}
+
 #[test]
 fn a_trigger_flag_without_trace_or_a_missing_fifo_is_a_usage_error() {
     let out =

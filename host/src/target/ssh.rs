@@ -76,6 +76,14 @@ impl SshTarget {
         if host.is_empty() || host.contains(['/', ' ']) {
             return Err(bad("no host"));
         }
+        // ssh would take either as one of its own options (-oProxyCommand=…
+        // runs a command here): refused, as git refuses them.
+        if host.starts_with('-') {
+            return Err(bad("a host cannot begin with '-' (ssh would read it as an option)"));
+        }
+        if user.as_deref().is_some_and(|u| u.starts_with('-')) {
+            return Err(bad("a user cannot begin with '-' (ssh would read it as an option)"));
+        }
         let port = port
             .map(|p| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("the port is not 1-65535")))
             .transpose()?;
@@ -110,7 +118,9 @@ impl SshTarget {
         s
     }
 
-    /// `ssh … host -- <remote>`: `remote` is a shell command on the target.
+    /// `ssh … -- host <remote>`: `remote` is a shell command on the target.
+    /// The `--` ends ssh's options before the destination, so neither the
+    /// host nor the command is ever read as one.
     pub fn command(&self, remote: &str) -> Command {
         let mut c = Command::new("ssh");
         if let Some(f) = &self.config {
@@ -133,7 +143,7 @@ impl SshTarget {
         if let Some(u) = &self.user {
             c.arg("-l").arg(u);
         }
-        c.arg(&self.host).arg("--").arg(remote);
+        c.arg("--").arg(&self.host).arg(remote);
         c
     }
 
@@ -360,7 +370,17 @@ mod tests {
         assert_eq!(&args[..2], ["-F", "/dev/null"]);
         assert!(args.contains(&"BatchMode=yes".to_string()));
         assert!(args.iter().any(|a| a.starts_with("ConnectTimeout=")));
-        assert_eq!(args[args.len() - 7..], ["-p", "2", "-l", "u", "h", "--", "echo 'a b'"]);
+        assert_eq!(args[args.len() - 7..], ["-p", "2", "-l", "u", "--", "h", "echo 'a b'"]);
+    }
+
+    /// issue 43 (6): `ssh://-oProxyCommand=…` reached ssh as an option.
+    #[test]
+    fn a_host_or_user_that_looks_like_an_option_is_refused() {
+        for bad in ["ssh://-oProxyCommand=touch${IFS}x", "ssh://u@-oProxyCommand=x", "ssh://-l@h", "ssh://[-x]:22"] {
+            let e = SshTarget::parse(bad, None).unwrap_err().to_string();
+            assert!(e.contains("cannot begin with '-'") && e.contains("--target"), "{bad}: {e}");
+        }
+        assert!(SshTarget::parse("ssh://u-1@h-1", None).is_ok());
     }
 
     #[test]

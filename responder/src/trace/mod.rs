@@ -47,7 +47,7 @@ pub struct TraceArgs {
     /// Arm the kernel's ftrace for the run, mark every answer in it, and save the trace when a trigger arrives (--trigger-gpio or --trigger-fifo)
     #[arg(long)]
     pub trace: bool,
-    /// The events to record, comma-separated (sched_switch or sched/sched_switch) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
+    /// The events to record, comma-separated (sched_switch, sched/sched_switch, sched:sched_switch, or a whole group: sched) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "trace")]
     pub trace_events: Vec<String>,
     /// An ftrace tracer to run beside the events, e.g. function (where available_tracers lists it)
@@ -168,6 +168,11 @@ impl Trace {
                 return Err(crate::UsageError("--trigger-gpio and --trigger-fifo need --trace".into()));
             }
             return Ok(trace);
+        }
+        // Names only, before tracefs is touched: a path in a spec would be
+        // joined under events/ and could reach any `enable` file.
+        for spec in args.trace_events.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            tracefs::check_event_spec(spec).map_err(|e| crate::UsageError(format!("--trace-events: {e}")))?;
         }
         let source = trigger::Source::open(args)?;
         let mut report = TraceReport { keep: args.trace_keep, ..TraceReport::default() };

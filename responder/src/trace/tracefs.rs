@@ -86,19 +86,50 @@ impl Tracefs {
         Ok(bracketed(&text).unwrap_or(&text).to_string())
     }
 
-    /// An event's directory under `events/`, from `name` or `group/name`.
+    /// An event's directory under `events/`, from `name`, `group/name`,
+    /// `group:name` or a whole `group`; `None` for anything but a name
+    /// ([`check_event_spec`]) or one this kernel lacks.
     pub fn find_event(&self, spec: &str) -> Option<String> {
-        if spec.contains('/') {
-            return self.path("events").join(spec).join("enable").exists().then(|| spec.to_string());
+        check_event_spec(spec).ok()?;
+        let events = self.path("events");
+        if let Some((group, name)) = spec.split_once(['/', ':']) {
+            let ev = format!("{group}/{name}");
+            return events.join(&ev).join("enable").is_file().then_some(ev);
         }
-        let groups = fs::read_dir(self.path("events")).ok()?;
+        let groups = fs::read_dir(&events).ok()?;
         let mut found: Vec<String> = groups
             .flatten()
-            .filter(|g| g.path().join(spec).join("enable").exists())
+            .filter(|g| g.path().join(spec).join("enable").is_file())
             .map(|g| format!("{}/{spec}", g.file_name().to_string_lossy()))
             .collect();
         found.sort();
-        found.into_iter().next()
+        // No event of that name: a group's own `enable` turns on all of it.
+        found.into_iter().next().or_else(|| events.join(spec).join("enable").is_file().then(|| spec.to_string()))
+    }
+}
+
+/// An event spec is a name, never a path: `name`, `group/name`,
+/// `group:name` or `group`, each part letters, digits, `_`, `-` or `.`
+/// (as the kernel's event and group names are), not starting with `.` or
+/// `-`. The error says what was refused.
+pub fn check_event_spec(spec: &str) -> Result<(), String> {
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with(['.', '-'])
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    let ok = match spec.split_once(['/', ':']) {
+        Some((group, name)) => part_ok(group) && part_ok(name),
+        None => part_ok(spec),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{}' is not an event name: give NAME, GROUP/NAME, GROUP:NAME or GROUP (e.g. sched_switch, \
+             sched/sched_switch, sched), as listed under tracefs events/",
+            spec.escape_debug()
+        ))
     }
 }
 
@@ -226,7 +257,14 @@ mod tests {
         assert!(!fs_.mounted_here);
         assert_eq!(fs_.find_event("sched_switch").as_deref(), Some("sched/sched_switch"));
         assert_eq!(fs_.find_event("sched/sched_switch").as_deref(), Some("sched/sched_switch"));
+        assert_eq!(fs_.find_event("sched:sched_switch").as_deref(), Some("sched/sched_switch"));
+        fs::write(root.join("events/sched/enable"), "0\n").unwrap();
+        assert_eq!(fs_.find_event("sched").as_deref(), Some("sched"));
         assert_eq!(fs_.find_event("nosuch"), None);
+        for bad in ["../sched/sched_switch", "sched/../sched/sched_switch", "..", ".", "/x", "a/b/c", "-x", ""] {
+            assert!(check_event_spec(bad).is_err(), "{bad}");
+            assert_eq!(fs_.find_event(bad), None, "{bad}");
+        }
         {
             let mut g = Restore::new(fs_.clone());
             g.set("tracing_on", "0", as_is).unwrap();
