@@ -440,7 +440,9 @@ fn a_trace_event_that_is_a_path_is_refused_before_tracefs_is_touched() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("tracing");
     std::fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
-    for (f, v) in [("tracing_on", "1"), ("trace_clock", "[local] mono"), ("buffer_size_kb", "7"), ("trace", "")] {
+    for (f, v) in
+        [("tracing_on", "1"), ("trace_clock", "[local] mono"), ("buffer_size_kb", "7"), ("trace", "")]
+    {
         std::fs::write(root.join(f), v).unwrap();
     }
     std::fs::write(root.join("events/sched/sched_switch/enable"), "0").unwrap();
@@ -448,7 +450,9 @@ fn a_trace_event_that_is_a_path_is_refused_before_tracefs_is_touched() {
     std::fs::create_dir_all(&evil).unwrap();
     std::fs::write(evil.join("enable"), "0").unwrap();
     let (_m, slave) = common::open_pty();
-    for spec in ["../../x/evil", "sched/../../../x/evil", "sched:../../../x/evil", "sched_switch,../../x/evil"] {
+    for spec in
+        ["../../x/evil", "sched/../../../x/evil", "sched:../../../x/evil", "sched_switch,../../x/evil"]
+    {
         let mut child = Command::new(BIN)
             .args(["uart", "--device", slave.to_str().unwrap(), "--trace", "--tracefs"])
             .arg(&root)
@@ -474,6 +478,70 @@ fn a_trace_event_that_is_a_path_is_refused_before_tracefs_is_touched() {
         // Not touched at all: tracing_on is still what it was.
         assert_eq!(std::fs::read_to_string(root.join("tracing_on")).unwrap(), "1", "{spec}");
     }
+}
+
+/// issue 43: an unprivileged responder said tracefs "is not mounted" when
+/// it is, in a directory closed to it (0700, as the kernel mounts it). It
+/// now says the directory is closed to it. Run as `nobody` on a fake
+/// tracefs, so it needs root to switch user (skipped elsewhere).
+#[test]
+fn an_unprivileged_responder_is_told_tracefs_is_closed_to_it_not_missing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, cannot run the responder as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("tracing");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("tracing_on"), "1").unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let meta = dir.path().join("meta");
+    std::fs::create_dir(&meta).unwrap();
+    std::fs::set_permissions(&meta, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let meta = meta.join("m.json");
+    let (master, slave) = common::open_pty();
+    let c = std::ffi::CString::new(slave.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; the pty is ours to hand over.
+    unsafe { libc::chown(c.as_ptr(), 65534, 65534) };
+    let mut child = Command::new(BIN)
+        .args(["uart", "--device", slave.to_str().unwrap(), "--metadata", meta.to_str().unwrap(), "--trace"])
+        .arg("--tracefs")
+        .arg(&root)
+        .uid(65534)
+        .gid(65534)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains(": ready: ") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let ready = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+    write_fd(&master, &[7]);
+    let answered = read_byte(&master, Duration::from_secs(5));
+    // SAFETY: the child's pid, not reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(ready, "{err}");
+    assert_eq!(answered, Some(7), "{err}");
+    assert!(!err.contains("not mounted"), "{err}");
+    assert!(err.contains("cannot look into") && err.contains("root only"), "{err}");
 }
 
 #[test]

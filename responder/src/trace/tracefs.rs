@@ -29,8 +29,18 @@ impl Tracefs {
     /// The tracefs at `root`, mounting it there when it is not mounted yet
     /// (which needs root). The error says why tracing cannot be used.
     pub fn open(root: &Path) -> Result<Tracefs, String> {
-        if root.join("tracing_on").exists() {
-            return Tracefs::check(root, false);
+        match fs::metadata(root.join("tracing_on")) {
+            Ok(_) => return Tracefs::check(root, false),
+            // Mounted, but its directory (0700) is closed to this user:
+            // mounting again would fail and say the wrong thing.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(format!(
+                    "cannot look into {}: {} (tracefs there is for root only: run the responder as root)",
+                    root.display(),
+                    os_message(&e)
+                ))
+            }
+            Err(_) => {}
         }
         if !root.is_dir() {
             return Err(format!("{} does not exist (a kernel without tracefs?)", root.display()));
@@ -104,7 +114,10 @@ impl Tracefs {
             .collect();
         found.sort();
         // No event of that name: a group's own `enable` turns on all of it.
-        found.into_iter().next().or_else(|| events.join(spec).join("enable").is_file().then(|| spec.to_string()))
+        found
+            .into_iter()
+            .next()
+            .or_else(|| events.join(spec).join("enable").is_file().then(|| spec.to_string()))
     }
 }
 
@@ -261,7 +274,9 @@ mod tests {
         fs::write(root.join("events/sched/enable"), "0\n").unwrap();
         assert_eq!(fs_.find_event("sched").as_deref(), Some("sched"));
         assert_eq!(fs_.find_event("nosuch"), None);
-        for bad in ["../sched/sched_switch", "sched/../sched/sched_switch", "..", ".", "/x", "a/b/c", "-x", ""] {
+        for bad in
+            ["../sched/sched_switch", "sched/../sched/sched_switch", "..", ".", "/x", "a/b/c", "-x", ""]
+        {
             assert!(check_event_spec(bad).is_err(), "{bad}");
             assert_eq!(fs_.find_event(bad), None, "{bad}");
         }
