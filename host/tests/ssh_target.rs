@@ -33,6 +33,11 @@ struct Sshd {
 
 impl Sshd {
     fn start() -> Sshd {
+        Sshd::start_with("")
+    }
+
+    /// [`Sshd::start`] with `extra` lines in sshd's config.
+    fn start_with(extra: &str) -> Sshd {
         assert!(
             Path::new(SSHD).is_file(),
             "{SSHD} is missing: install it (sudo apt-get install openssh-server); scripts/test does"
@@ -52,8 +57,7 @@ impl Sshd {
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n\
-             AcceptEnv BASH_ENV\n",
+             KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n{extra}",
             d = d.display()
         );
         std::fs::write(d.join("sshd_config"), config).unwrap();
@@ -269,12 +273,13 @@ fn a_host_that_looks_like_an_option_is_refused_before_ssh_runs() {
     let _one = lock();
     let sshd = Sshd::start();
     let dir = tempfile::tempdir().unwrap();
+    // A host may hold no '/': the injected command makes `ran` where it runs.
     let marker = dir.path().join("ran");
-    for url in [
-        format!("ssh://-oProxyCommand=touch$IFS{}", marker.display()),
-        format!("ssh://-oProxyCommand=touch$IFS{}@127.0.0.1:{}", marker.display(), sshd.port),
-    ] {
+    for url in
+        ["ssh://-oProxyCommand=touch${IFS}ran".to_string(), format!("ssh://-lroot@127.0.0.1:{}", sshd.port)]
+    {
         let o = latprobe()
+            .current_dir(dir.path())
             .args(["demo", "--duration", "1s", "--target", &url, "--ssh-config"])
             .arg(sshd.config())
             .output()
@@ -290,17 +295,16 @@ fn a_host_that_looks_like_an_option_is_refused_before_ssh_runs() {
 /// issue 43: a login that prints a banner (a shell startup file's echo)
 /// made latprobe read the banner as the target's CPU and the CPU as the
 /// responder's version ("responder there is `x86_64`"). What is read back
-/// is framed; the banner is ignored. (Bash's BASH_ENV, passed by ssh's
-/// SetEnv, prints it before every remote command.)
+/// is framed; the banner is ignored. (sshd's ForceCommand prints it before
+/// every remote command.)
 #[test]
 fn a_login_banner_is_not_taken_for_the_targets_answers() {
     let _one = lock();
-    let sshd = Sshd::start();
-    let banner = sshd.dir.path().join("banner.sh");
-    std::fs::write(&banner, "echo 'Welcome to the board under test'\necho\n").unwrap();
-    let config = sshd.dir.path().join("banner_config");
-    let text = std::fs::read_to_string(sshd.config()).unwrap();
-    std::fs::write(&config, format!("{text}  SetEnv BASH_ENV={}\n", banner.display())).unwrap();
+    // What a login shell's startup file would print, before every command.
+    let sshd = Sshd::start_with(
+        "ForceCommand echo 'Welcome to the board under test'; echo; eval \"$SSH_ORIGINAL_COMMAND\"\n",
+    );
+    let config = sshd.config();
     // The banner does come out on a plain remote command.
     let o = Command::new("ssh")
         .arg("-F")
