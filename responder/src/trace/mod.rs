@@ -13,6 +13,7 @@
 //! cannot be had (no tracefs, no permission) is one warning: the run goes on
 //! untraced and the metadata's `trace` section says why.
 
+mod state;
 pub mod tracefs;
 mod trigger;
 
@@ -314,8 +315,16 @@ fn arm(args: &TraceArgs, report: &mut TraceReport) -> Result<tracefs::Restore, S
     use tracefs::{as_is, buffer_size_to_restore, choice};
     let fs = tracefs::Tracefs::open(&args.tracefs)?;
     report.tracefs = Some(args.tracefs.display().to_string());
+    // One traced run per tracefs: the lock (and the record of what was
+    // there before) is held by the guard for the run.
+    let state = state::State::lock(&state::path_for(&args.tracefs))?;
+    let (mut g, note, problems) = tracefs::Restore::with_state(fs, state)?;
+    for msg in note.into_iter().chain(problems) {
+        eprintln!("warning: --trace: {msg}");
+        report.warnings.push(msg);
+    }
+    let fs = g.fs().clone();
     report.mounted = fs.mounted_here;
-    let mut g = tracefs::Restore::new(fs.clone());
     let w = |e: io::Error| e.to_string();
     // Off first (and back last), then a clean buffer.
     g.set("tracing_on", "0", as_is).map_err(w)?;
@@ -362,6 +371,15 @@ fn arm(args: &TraceArgs, report: &mut TraceReport) -> Result<tracefs::Restore, S
     std::fs::create_dir_all(&args.trace_dir)
         .map_err(|e| format!("cannot create --trace-dir {}: {e}", args.trace_dir.display()))?;
     report.dir = Some(args.trace_dir.display().to_string());
+    if let Some(first) = fs.first_event() {
+        let msg = format!(
+            "the trace buffer held events from before this run (first: `{first}`); they are cleared now: to \
+             keep such a trace, save {}/trace before --trace",
+            args.tracefs.display()
+        );
+        eprintln!("warning: --trace: {msg}");
+        report.warnings.push(msg);
+    }
     fs.clear_buffer().map_err(w)?;
     g.set("tracing_on", "1", as_is).map_err(w)?;
     Ok(g)

@@ -5,8 +5,10 @@
 //! `trace_clock`, `buffer_size_kb` and the `enable` file of each event it
 //! turns on. [`Restore`] reads each one before the first write and writes it
 //! back when dropped, so a run that ends by Ctrl-C, by SIGTERM, by an error
-//! or by a panic leaves the kernel's tracing as it found it. (SIGKILL cannot
-//! be caught: then `tracing_on` and the events stay as the run left them.)
+//! or by a panic leaves the kernel's tracing as it found it, and unmounts
+//! tracefs if it mounted it. SIGKILL cannot be caught: then the values
+//! before are in the state file ([`super::state`]), and the next traced run
+//! puts them back first.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -76,6 +78,19 @@ impl Tracefs {
         f.write_all(value.as_bytes()).map_err(|e| {
             io::Error::new(e.kind(), format!("writing '{value}' to {}: {}", name, os_message(&e)))
         })
+    }
+
+    /// The first event line in the ring buffer (not a `#` header line), if
+    /// it holds any: read line by line, so a full buffer is not read whole.
+    pub fn first_event(&self) -> Option<String> {
+        use std::io::BufRead;
+        let f = File::open(self.path("trace")).ok()?;
+        io::BufReader::new(f)
+            .lines()
+            .map_while(Result::ok)
+            .take(10_000)
+            .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.trim().chars().take(120).collect())
     }
 
     /// Empty the ring buffer (as `echo > trace`).
@@ -162,6 +177,18 @@ pub fn buffer_size_to_restore(text: &str) -> String {
     }
 }
 
+/// Unmount what [`mount_tracefs`] mounted.
+fn unmount(root: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let target = CString::new(root.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: a valid NUL-terminated path that outlives the call.
+    if unsafe { libc::umount(target.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn mount_tracefs(root: &Path) -> io::Result<()> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -184,12 +211,47 @@ pub struct Restore {
     /// `(file, value before)`, in the order they were first changed.
     saved: Vec<(String, String)>,
     restored: bool,
+    /// The run's lock and the record of `saved` that outlives a SIGKILL.
+    state: Option<super::state::State>,
 }
 
 impl Restore {
-    /// Nothing saved yet.
+    /// Nothing saved yet, and no state file (tests).
+    #[cfg(test)]
     pub fn new(fs: Tracefs) -> Restore {
-        Restore { fs, saved: Vec::new(), restored: false }
+        Restore { fs, saved: Vec::new(), restored: false, state: None }
+    }
+
+    /// [`Restore::new`], holding `state` (locked) for the run: first put
+    /// back what a killed run left changed (its problems, if any, and the
+    /// killed run's pid and settings count for the warning), then record
+    /// every change in it before making it.
+    pub fn with_state(
+        mut fs: Tracefs,
+        mut state: super::state::State,
+    ) -> Result<(Restore, Option<String>, Vec<String>), String> {
+        let path = state.path().display().to_string();
+        let w = |e: io::Error| format!("trace state file {path}: {e}");
+        let left = state.left().map_err(w)?;
+        let mut problems = Vec::new();
+        let note = (!left.is_empty()).then(|| {
+            for (file, old) in left.saved.iter().rev() {
+                if let Err(e) = fs.write(file, old) {
+                    problems.push(format!("cannot restore {file} to '{old}' (left by a killed run): {e}"));
+                }
+            }
+            let who = left.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            format!(
+                "a traced run{who} was killed before it could restore tracefs: put back the {} settings it \
+                 had changed{}",
+                left.saved.len(),
+                if left.mounted { ", and tracefs is unmounted at the end, as it had mounted it" } else { "" }
+            )
+        });
+        // A killed run's mount is this run's to undo.
+        fs.mounted_here |= left.mounted;
+        state.record(fs.mounted_here, &[]).map_err(w)?;
+        Ok((Restore { fs, saved: Vec::new(), restored: false, state: Some(state) }, note, problems))
     }
 
     /// The mount this guard writes to.
@@ -203,6 +265,10 @@ impl Restore {
         if !self.saved.iter().any(|(f, _)| f == file) {
             let old = fs::read_to_string(self.fs.path(file))?;
             self.saved.push((file.to_string(), before(old.trim())));
+            // On disk before the change: a SIGKILL now still leaves the truth.
+            if let Some(s) = &mut self.state {
+                s.record(self.fs.mounted_here, &self.saved)?;
+            }
         }
         self.fs.write(file, value)
     }
@@ -217,6 +283,21 @@ impl Restore {
             // A cleared `current_tracer` reads `nop`, which is also what to write.
             if let Err(e) = self.fs.write(file, old) {
                 problems.push(format!("cannot restore {file} to '{old}': {e}"));
+            }
+        }
+        if self.fs.mounted_here {
+            if let Err(e) = unmount(&self.fs.root) {
+                problems.push(format!(
+                    "cannot unmount tracefs at {} (mounted for this run): {e}",
+                    self.fs.root.display()
+                ));
+            }
+        }
+        // All back: nothing for the next run to put back. (With a problem
+        // the record stays, and the next run tries again.)
+        if let Some(s) = self.state.as_mut().filter(|_| problems.is_empty()) {
+            if let Err(e) = s.clear() {
+                problems.push(format!("cannot empty the trace state file {}: {e}", s.path().display()));
             }
         }
         problems
