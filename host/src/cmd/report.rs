@@ -328,6 +328,15 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
         &gates,
         Some(&summary),
     );
+    first_of(samples, delivered)
+}
+
+/// The `--samples` export's error first (a file not written, exit 1), the
+/// other outputs' said after it; else theirs.
+fn first_of(
+    samples: Result<(), crate::Error>,
+    delivered: Result<(), crate::Error>,
+) -> Result<(), crate::Error> {
     match (samples, delivered) {
         (Err(e), Err(also)) => {
             crate::stderr_error!("latprobe: also: {also}");

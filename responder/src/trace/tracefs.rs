@@ -7,7 +7,7 @@
 //! back when dropped, so a run that ends by Ctrl-C, by SIGTERM, by an error
 //! or by a panic leaves the kernel's tracing as it found it, and unmounts
 //! tracefs if it mounted it. SIGKILL cannot be caught: then the values
-//! before are in the state file ([`super::state`]), and the next traced run
+//! before are in the state file (the `state` module), and the next traced run
 //! puts them back first.
 
 use std::fs::{self, File, OpenOptions};
