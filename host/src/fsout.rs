@@ -51,7 +51,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// An output being written as a stream (a per-sample export): to a
 /// temporary file beside its target that takes the target's name only at
 /// [`Staged::commit`], or, for a device, a pipe or a file latprobe cannot
-/// create beside, to the path itself. The same rules as [`write`].
+/// create beside, to the path itself. The same rules as [`write()`].
 #[derive(Debug)]
 pub struct Staged {
     /// The file the output becomes (links followed).

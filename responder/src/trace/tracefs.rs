@@ -222,7 +222,7 @@ impl Restore {
         Restore { fs, saved: Vec::new(), restored: false, state: None }
     }
 
-    /// [`Restore::new`], holding `state` (locked) for the run: first put
+    /// A guard holding `state` (locked) for the run: first put
     /// back what a killed run left changed (its problems, if any, and the
     /// killed run's pid and settings count for the warning), then record
     /// every change in it before making it.
