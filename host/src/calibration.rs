@@ -105,7 +105,7 @@ impl Calibration {
 
     /// Read a calibration file.
     pub fn read(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text_capped(path)
             .map_err(|e| Error::Input(format!("cannot read --calibration {}: {e}", path.display())))?;
         let c: Self = serde_json::from_str(&text).map_err(|e| {
             Error::Input(format!(

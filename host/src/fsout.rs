@@ -38,11 +38,41 @@ fn special(p: &Path) -> bool {
 
 /// Write `bytes` to `path` whole, or leave `path` as it was.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (staged, mut f) = create(path)?;
+    match f.write_all(bytes) {
+        Ok(()) => staged.commit().map(drop),
+        Err(e) => {
+            staged.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// An output being written as a stream (a per-sample export): to a
+/// temporary file beside its target that takes the target's name only at
+/// [`Staged::commit`], or, for a device, a pipe or a file latprobe cannot
+/// create beside, to the path itself. The same rules as [`write()`].
+#[derive(Debug)]
+pub struct Staged {
+    /// The file the output becomes (links followed).
+    dest: PathBuf,
+    /// The temporary file and a handle on it (to sync it before the
+    /// rename); `None` when written in place.
+    temp: Option<(PathBuf, std::fs::File)>,
+}
+
+/// Open the output `path` for writing: the handle to write to, and the
+/// [`Staged`] that names it when done.
+pub fn create(path: &Path) -> std::io::Result<(Staged, std::fs::File)> {
     let dest = target(path);
     let existing = std::fs::metadata(&dest);
+    let in_place = |dest: PathBuf| {
+        let f = std::fs::File::create(&dest)?;
+        Ok((Staged { dest, temp: None }, f))
+    };
     match &existing {
-        _ if special(&dest) => return std::fs::write(&dest, bytes),
-        Ok(m) if !m.is_file() && !m.is_dir() => return std::fs::write(&dest, bytes),
+        _ if special(&dest) => return in_place(dest),
+        Ok(m) if !m.is_file() && !m.is_dir() => return in_place(dest),
         _ => {}
     }
     let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -53,28 +83,49 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id(),
         SERIAL.fetch_add(1, Ordering::Relaxed)
     ));
-    let mut f = match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+    let f = match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && existing.is_ok() => {
-            return std::fs::write(&dest, bytes);
+            return in_place(dest);
         }
         Err(e) => return Err(e),
     };
-    let result = (|| {
+    let kept = (|| {
         if let Ok(m) = &existing {
             // Keep the replaced file's mode (a shared report stays shared).
             f.set_permissions(m.permissions())?;
         }
-        f.write_all(bytes)?;
-        // Data on disk before the name points at it: after a crash the
-        // path holds the old file or the new one, not an empty one.
-        f.sync_data()?;
-        std::fs::rename(&tmp, &dest)
+        f.try_clone()
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    match kept {
+        Ok(handle) => Ok((Staged { dest, temp: Some((tmp, handle)) }, f)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
+}
+
+impl Staged {
+    /// Everything was written: give the output its name (the file it was
+    /// written to, links followed). Data is on disk before the name points
+    /// at it: after a crash the path holds the old file or the new one.
+    pub fn commit(self) -> std::io::Result<PathBuf> {
+        let Some((tmp, f)) = self.temp else { return Ok(self.dest) };
+        let result = f.sync_data().and_then(|()| std::fs::rename(&tmp, &self.dest));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result.map(|()| self.dest)
+    }
+
+    /// The output could not be written whole: remove the temporary file
+    /// (what went to a device or a pipe is gone already).
+    pub fn abandon(self) {
+        if let Some((tmp, _)) = self.temp {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
 }
 
 #[cfg(test)]

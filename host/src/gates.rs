@@ -97,7 +97,7 @@ const KEYS: &str = "keys: max, max_timeouts, max_lost, max_late, [percentile], [
 
 /// Read a `--limits` file.
 pub fn read_limits_file(path: &Path) -> Result<Limits, Error> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text_capped(path)
         .map_err(|e| Error::Input(format!("cannot read --limits {}: {e}", path.display())))?;
     parse_limits_toml(&text).map_err(|e| Error::Input(format!("--limits {}: {e}", path.display())))
 }

@@ -326,3 +326,49 @@ fn demo_periodic_fits_this_machines_schedule_and_sets_the_targets_log_beside_it(
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--show-naive applies to --mode periodic"));
 }
+
+/// issue 43 (8): a `kill -9` of a demo left `latprobe-demo-PID.*` in the
+/// temporary directory for ever. The next demo removes what a demo that no
+/// longer runs left there, saying so.
+#[test]
+fn a_killed_demos_temporary_files_are_removed_by_the_next_demo() {
+    ensure_responder();
+    let dir = tempfile::tempdir().unwrap();
+    let tmpdir = dir.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let mut child = latprobe()
+        .args(["demo", "--duration", "60s", "--mode", "periodic", "--interval", "2ms"])
+        .env("TMPDIR", &tmpdir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mine = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("latprobe-demo-{pid}.")))
+            .collect();
+        v.sort();
+        v
+    };
+    // The responder writes its metadata (and the periodic log) there first.
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while mine(&tmpdir).is_empty() {
+        assert!(std::time::Instant::now() < until, "the demo made no temporary file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = mine(&tmpdir);
+    assert!(!left.is_empty());
+    // The responder it started ends with it (its stdin closes).
+    std::thread::sleep(Duration::from_millis(500));
+    let o = latprobe().args(["demo", "--duration", "1s"]).env("TMPDIR", &tmpdir).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(mine(&tmpdir), Vec::<String>::new(), "left: {left:?}\n{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("left by a demo (pid {pid})")), "{err}");
+}

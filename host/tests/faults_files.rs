@@ -351,13 +351,13 @@ fn a_replayed_failed_run_says_what_the_live_run_said() {
     assert_eq!(a, b);
 }
 
-// `report` reads input of bounded size: /dev/zero is refused, not
-// read until memory is gone.
+// `report` reads input of bounded size: /dev/zero is refused (a device is
+// no file: at once, without reading it), not read until memory is gone.
 #[test]
 fn report_of_an_endless_input_is_refused() {
     let o = run_within(&["report", "/dev/zero"], Duration::from_secs(30));
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(stderr(&o).contains("longer than 256 MiB"), "{}", show(&o));
+    assert!(stderr(&o).contains("/dev/zero") && stderr(&o).contains("character device"), "{}", show(&o));
 }
 
 // An OS error is said once, not twice.
@@ -909,5 +909,84 @@ fn report_stops_reading_on_a_signal_and_writes_what_it_read() {
         assert!(r["periodic"]["target_log"].is_object(), "{}", r["periodic"]);
         let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.is_empty(), "left in the temp dir: {left:?}");
+    }
+}
+
+/// `cmd`, run with its address space capped at 2 GiB, at most `limit` long:
+/// an input read without a cap (`/dev/zero`) ends in an allocation failure,
+/// not in the machine's memory running out.
+fn run_capped(args: &[&str], limit: Duration) -> std::process::Output {
+    let mut cmd = latprobe();
+    cmd.args(args);
+    // SAFETY: setrlimit is async-signal-safe; it touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_with_timeout(&mut child, limit)
+}
+
+/// issue 43 (10): `--limits`, `--calibration` and `--target-meta` read
+/// `/dev/zero` until memory ran out; `--limits`, `report FILE`, `import`
+/// and `--ssh-config` on a FIFO hung for ever (and `import FIFO` said "no
+/// such file"). A FIFO or a device where a file is expected is an error
+/// naming the file and what it is, at once.
+#[test]
+fn a_fifo_or_a_device_as_an_input_is_an_error_naming_it_at_once() {
+    let dir = tmp();
+    let (report, _, o) = recorded(dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let fifo = dir.path().join("in.fifo");
+    let c = std::ffi::CString::new(p(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = p(&fifo);
+    let r = p(&report);
+    let hist = dir.path().join("h.hist");
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (vec!["report", f], f, "FIFO"),
+        (vec!["import", f, "-o", p(&hist)], f, "FIFO"),
+        (vec!["report", r, "--limits", f], f, "FIFO"),
+        (vec!["report", r, "--limits", "/dev/zero"], "/dev/zero", "character device"),
+        (
+            vec!["run", "--port", "unix:/nonexistent", "--calibration", "/dev/zero"],
+            "/dev/zero",
+            "character device",
+        ),
+        (
+            vec!["run", "--port", "unix:/nonexistent", "--target-meta", "/dev/zero"],
+            "/dev/zero",
+            "character device",
+        ),
+        (vec!["demo", "--target", "ssh://127.0.0.1:9", "--ssh-config", f], f, "FIFO"),
+    ];
+    for (args, file, what) in cases {
+        let o = run_capped(&args, Duration::from_secs(20));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));
+        assert!(
+            err.contains(file) && err.contains(what) && err.contains("not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!hist.exists());
+    // A regular file past the cap (sparse: no disk taken) is refused by its size.
+    let big = dir.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len((256 << 20) + 1).unwrap();
+    for flag in ["--limits", "--target-meta"] {
+        let args = ["run", "--port", "unix:/nonexistent", flag, p(&big)];
+        let o = run_capped(&args, Duration::from_secs(20));
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", show(&o));
+        assert!(
+            stderr(&o).contains("longer than 256 MiB") && stderr(&o).contains(p(&big)),
+            "{flag}: {}",
+            show(&o)
+        );
     }
 }

@@ -197,3 +197,119 @@ fn without_the_parquet_feature_a_parquet_name_says_to_give_csv() {
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give a .csv file"), "{}", show(&o));
 }
+
+/// issue 43 (4): `--samples` renamed a temporary file over its path. A
+/// FIFO became a regular file (its reader got nothing), a symbolic link was
+/// replaced, a device node renamed over. Now it follows the output rules of
+/// every other output: a pipe or a device is written to, a link followed.
+#[test]
+fn samples_to_a_fifo_a_symlink_or_a_device_write_through_them() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = tmp();
+    let raw = recorded(dir.path());
+    let plain = dir.path().join("plain.csv");
+    let o = run(&["report", p(&raw), "--samples", p(&plain)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let want = std::fs::read_to_string(&plain).unwrap();
+    assert!(want.lines().count() > 1000, "{want:.200}");
+
+    // A FIFO: its reader gets every row, and it stays a FIFO.
+    let fifo = dir.path().join("pipe.csv");
+    let c = std::ffi::CString::new(p(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let f2 = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read_to_string(&f2).unwrap_or_default());
+    });
+    let o = run_within(&["report", p(&raw), "--samples", p(&fifo)], std::time::Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the FIFO's reader got nothing");
+    assert_eq!(got, want);
+
+    // A symbolic link (to a file not there yet): followed, and it stays.
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink("real.csv", &link).unwrap();
+    let o = run(&["report", p(&raw), "--samples", p(&link)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read_to_string(dir.path().join("real.csv")).unwrap(), want);
+
+    // A device node (a private /dev/null, never the system's): written
+    // through, not renamed over. Needs root for mknod.
+    let dev = dir.path().join("null.csv");
+    let c = std::ffi::CString::new(p(&dev)).unwrap();
+    // SAFETY: a valid NUL-terminated path; makedev of the null device.
+    if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } == 0 {
+        let o = run(&["report", p(&raw), "--samples", p(&dev)]);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        assert!(
+            std::fs::symlink_metadata(&dev).unwrap().file_type().is_char_device(),
+            "the device was replaced"
+        );
+    } else {
+        eprintln!("device case skipped: mknod needs root");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with('.')), "temporary files left: {left:?}");
+}
+
+/// issue 43 (4): on a full disk `--samples` stopped `report` before `-o`
+/// and `--histfile`, which would fit: they were neither written nor named.
+/// Now they are written, and the export that failed is named (exit 1).
+#[test]
+fn a_full_disk_for_samples_still_writes_the_other_outputs_and_names_it() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tmp();
+    // A run long enough that its export (about 28 bytes a row) outgrows its report.
+    let probe = FakeProbe::start(dir.path(), FakeOpts::default());
+    let raw = dir.path().join("long.raw");
+    let o = probe.run(&["--count", "10000", "--interval", "100us", "--raw", p(&raw)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let (json, hist, rows) = (dir.path().join("r.json"), dir.path().join("r.hist"), dir.path().join("s.csv"));
+    let o = run(&["report", p(&raw), "-o", p(&json), "--histfile", p(&hist), "--samples", p(&rows)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let size = |f: &Path| std::fs::metadata(f).unwrap().len();
+    let fits = size(&json).max(size(&hist)) + 1;
+    assert!(size(&rows) > fits, "the export must be the largest: {} vs {fits}", size(&rows));
+    let want_counts = common::json(&json)["counts"].clone();
+    for f in [&json, &hist, &rows] {
+        std::fs::remove_file(f).unwrap();
+    }
+    // A file-size limit between them: the export fails (EFBIG), the others fit.
+    let mut cmd = latprobe();
+    cmd.args(["report", p(&raw), "--samples", p(&rows), "-o", p(&json), "--histfile", p(&hist)]);
+    // SAFETY: setrlimit is async-signal-safe; it touches only the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit { rlim_cur: fits, rlim_max: fits };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--samples") && err.contains(p(&rows)), "the export is not named: {err}");
+    assert!(json.is_file(), "-o was not written: {err}");
+    assert_eq!(common::json(&json)["counts"], want_counts);
+    assert!(hist.is_file(), "--histfile was not written: {err}");
+    assert!(!rows.exists(), "a cut export was left at its path");
+}
+
+/// issue 43: `report missing.raw --samples x` said the file "is not one"
+/// (a raw file) when it is not there at all.
+#[test]
+fn a_missing_file_with_samples_is_said_to_be_missing() {
+    let dir = tmp();
+    let missing = dir.path().join("missing.raw");
+    let o = run(&["report", p(&missing), "--samples", p(&dir.path().join("x.csv"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("{}: no such file", p(&missing))), "{err}");
+    assert!(!err.contains("is not one"), "{err}");
+}

@@ -33,6 +33,11 @@ struct Sshd {
 
 impl Sshd {
     fn start() -> Sshd {
+        Sshd::start_with("")
+    }
+
+    /// [`Sshd::start`] with `extra` lines in sshd's config.
+    fn start_with(extra: &str) -> Sshd {
         assert!(
             Path::new(SSHD).is_file(),
             "{SSHD} is missing: install it (sudo apt-get install openssh-server); scripts/test does"
@@ -52,7 +57,7 @@ impl Sshd {
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
+             KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n{extra}",
             d = d.display()
         );
         std::fs::write(d.join("sshd_config"), config).unwrap();
@@ -260,6 +265,70 @@ fn an_unreachable_target_is_exit_2_naming_it() {
     assert_eq!(e.lines().filter(|l| l.starts_with("Error:")).count(), 1, "{e}");
 }
 
+/// issue 43 (6): `--target ssh://-oProxyCommand=…` reached ssh as an
+/// option (only OpenSSH's own host name check stopped it) and the error
+/// then suggested running it by hand. Refused before ssh runs, naming why.
+#[test]
+fn a_host_that_looks_like_an_option_is_refused_before_ssh_runs() {
+    let _one = lock();
+    let sshd = Sshd::start();
+    let dir = tempfile::tempdir().unwrap();
+    // A host may hold no '/': the injected command makes `ran` where it runs.
+    let marker = dir.path().join("ran");
+    for url in
+        ["ssh://-oProxyCommand=touch${IFS}ran".to_string(), format!("ssh://-lroot@127.0.0.1:{}", sshd.port)]
+    {
+        let o = latprobe()
+            .current_dir(dir.path())
+            .args(["demo", "--duration", "1s", "--target", &url, "--ssh-config"])
+            .arg(sshd.config())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("cannot begin with '-'"), "{e}");
+        assert!(!e.contains("by hand"), "no command to copy: {e}");
+        assert!(!marker.exists(), "the injected command ran");
+    }
+}
+
+/// issue 43: a login that prints a banner (a shell startup file's echo)
+/// made latprobe read the banner as the target's CPU and the CPU as the
+/// responder's version ("responder there is `x86_64`"). What is read back
+/// is framed; the banner is ignored. (sshd's ForceCommand prints it before
+/// every remote command.)
+#[test]
+fn a_login_banner_is_not_taken_for_the_targets_answers() {
+    let _one = lock();
+    // What a login shell's startup file would print, before every command.
+    let sshd = Sshd::start_with(
+        "ForceCommand echo 'Welcome to the board under test'; echo; eval \"$SSH_ORIGINAL_COMMAND\"\n",
+    );
+    let config = sshd.config();
+    // The banner does come out on a plain remote command.
+    let o = Command::new("ssh")
+        .arg("-F")
+        .arg(&config)
+        .args(["-p", &sshd.port.to_string(), "127.0.0.1", "true"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Welcome"), "{}", show(&o));
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("r.json");
+    let responder = ensure_responder();
+    let o = latprobe()
+        .args(["demo", "--duration", "1s", "--target", &sshd.url(), "--ssh-config"])
+        .arg(&config)
+        .arg("--target-responder")
+        .arg(&responder)
+        .args(["-o", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // The responder's metadata, fetched back, is its JSON (no banner before it).
+    assert_eq!(json(&report)["target"]["run"]["mode"], "uart");
+}
+
 #[test]
 fn a_refused_key_is_exit_2_saying_how_to_log_in() {
     let _one = lock();
@@ -379,6 +448,29 @@ fn a_dropped_connection_ends_the_run_and_the_responder_with_it() {
     wait_until("the remote responder ends", Duration::from_secs(5), || {
         !Path::new(&format!("/proc/{responder}")).exists()
     });
+}
+
+/// issue 43 (8): a `kill -9` of latprobe left the run's directory on the
+/// target (up to megabytes of trace snapshots). The next run on that target
+/// from this machine removes it, saying so; a live run's is never touched.
+#[test]
+fn a_killed_runs_directory_on_the_target_is_removed_by_the_next_run() {
+    let _one = lock();
+    let sshd = Sshd::start();
+    let before = temp_dirs();
+    let d = long_demo(&sshd);
+    let pid = d.child.id();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let (code, _) = d.end();
+    assert_eq!(code, None, "killed");
+    wait_until("the remote responder ends", Duration::from_secs(5), || remote_responders(&sshd).is_empty());
+    assert_eq!(temp_dirs(), before + 1, "the killed run's directory is left");
+    let o = demo(&sshd, &["--duration", "1s"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains(&format!("left by a latprobe run (pid {pid})")) && e.contains(&sshd.url()), "{e}");
+    assert_eq!(temp_dirs(), before, "{e}");
 }
 
 #[test]

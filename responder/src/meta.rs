@@ -191,19 +191,59 @@ pub fn write(meta: &Metadata, dest: &Path) -> Result<()> {
     json.push('\n');
     if dest == Path::new("-") {
         let mut out = io::stdout().lock();
-        out.write_all(json.as_bytes())
-            .and_then(|()| out.flush())
-            .context("cannot write metadata to stdout")?;
-        return Ok(());
+        return match out.write_all(json.as_bytes()).and_then(|()| out.flush()) {
+            // The reader is gone (`| head`): nobody is left to tell.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.context("cannot write metadata to stdout"),
+        };
     }
-    let mut tmp = dest.as_os_str().to_owned();
-    tmp.push(".tmp");
-    fs::write(&tmp, json.as_bytes())
-        .and_then(|()| fs::rename(&tmp, dest))
-        .inspect_err(|_| {
-            let _ = fs::remove_file(&tmp);
-        })
-        .with_context(|| format!("cannot write metadata to {}", dest.display()))
+    write_file(dest, json.as_bytes()).with_context(|| format!("cannot write metadata to {}", dest.display()))
+}
+
+/// Write `bytes` to `dest` by the host's output rules: a regular file (or
+/// none) is written to a temporary file beside it and renamed into place,
+/// so it is whole or as it was; a symbolic link is followed (the link
+/// stays); a device, a FIFO, and anything under `/dev` or `/proc`
+/// (`/dev/stdout`) is written to as it is, never renamed over.
+pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dest = follow_links(dest);
+    let special = dest.starts_with("/dev") || dest.starts_with("/proc");
+    let existing = fs::metadata(&dest);
+    if special || existing.as_ref().is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).open(&dest)?;
+        return f.write_all(bytes).and_then(|()| f.flush());
+    }
+    let name = dest.file_name().map_or_else(|| "metadata".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dest.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        fs::rename(&tmp, &dest)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `p` with every symbolic link in its last component followed, even to a
+/// file not there yet (at most 40, the kernel's own limit). A path under
+/// `/dev` or `/proc` is kept as it is: `/proc/self/fd/1` reads back as
+/// `pipe:[N]`, which is no path.
+fn follow_links(p: &Path) -> std::path::PathBuf {
+    let mut cur = p.to_path_buf();
+    for _ in 0..40 {
+        if cur.starts_with("/dev") || cur.starts_with("/proc") {
+            break;
+        }
+        let Ok(to) = fs::read_link(&cur) else { break };
+        cur = match cur.parent() {
+            Some(d) if to.is_relative() => d.join(to),
+            _ => to,
+        };
+    }
+    cur
 }
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {

@@ -474,6 +474,83 @@ fn metadata_carries_the_kernel_config_and_clocksource_as_the_system_reports_them
     assert!(options.keys().all(|k| k.starts_with("CONFIG_")));
 }
 
+/// issue 43 (15): `metadata -o /dev/full` wrote `/dev/full.tmp` and
+/// renamed it over the device, exit 0. The test never names the system's
+/// /dev/full: it makes its own full device (and FIFO and link) in a
+/// temporary directory, so a broken responder replaces only those.
+#[test]
+fn metadata_output_writes_through_a_device_a_fifo_or_a_link_and_a_full_one_fails() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = temp_dir("meta-special");
+    let full = dir.join("full");
+    let c = std::ffi::CString::new(full.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; makedev of the full device.
+    if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 7)) } == 0 {
+        let (status, _, stderr) = run(&["metadata", "-o", full.to_str().unwrap()]);
+        assert_ne!(status.code(), Some(0), "a full device took the metadata: {stderr}");
+        assert!(
+            stderr.contains("No space left on device") && stderr.contains(full.to_str().unwrap()),
+            "{stderr}"
+        );
+        assert!(
+            std::fs::symlink_metadata(&full).unwrap().file_type().is_char_device(),
+            "the device was replaced"
+        );
+    } else {
+        eprintln!("device case skipped: mknod needs root");
+    }
+    // A FIFO: its reader gets the JSON, and it stays a FIFO.
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = mpsc::channel();
+    let f2 = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read(&f2).unwrap_or_default());
+    });
+    let (status, _, stderr) = run(&["metadata", "-o", fifo.to_str().unwrap()]);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    let got = rx.recv_timeout(Duration::from_secs(10)).expect("the FIFO's reader got nothing");
+    assert_eq!(json(&got)["schema_version"], 1);
+    // A link to a file not there yet: followed, and it stays a link.
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).unwrap();
+    let (status, _, stderr) = run(&["metadata", "-o", link.to_str().unwrap()]);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(json(&std::fs::read(dir.join("real.json")).unwrap())["schema_version"], 1);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// issue 43 (15): stdout on a full device is an error; a reader that goes
+/// away (`| head -c 10`) ends the responder quietly.
+#[test]
+fn metadata_to_a_full_stdout_fails_and_to_a_closed_pipe_ends_quietly() {
+    // The system's /dev/full opened for writing only: nothing is renamed.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let out = command(&["metadata"]).stdin(Stdio::null()).stdout(full).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stdout") && stderr.contains("No space left on device"), "{stderr}");
+
+    // A pipe whose reader has gone already, as `| head` after it read its fill.
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both are ours, just made, and each is owned once.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd as _;
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(reader);
+    let out = command(&["metadata"]).stdin(Stdio::null()).stdout(Stdio::from(writer)).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "a closed pipe is not an error to print: {stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
 #[test]
 fn metadata_subcommand_prints_target_facts() {
     let (status, stdout, stderr) = run(&["metadata"]);

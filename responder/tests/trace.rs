@@ -431,6 +431,119 @@ fn without_tracefs_one_warning_and_the_run_goes_on_untraced() {
     assert_eq!(m["trace"]["triggers"], 1);
 }
 
+/// issue 43 (5): `--trace-events ../../x/evil` was joined under `events/`
+/// and the responder wrote `1` into `x/evil/enable`. A spec that is not an
+/// event name is a usage error before tracefs is touched (here a fake one,
+/// so the test needs no root).
+#[test]
+fn a_trace_event_that_is_a_path_is_refused_before_tracefs_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tracing");
+    std::fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+    for (f, v) in
+        [("tracing_on", "1"), ("trace_clock", "[local] mono"), ("buffer_size_kb", "7"), ("trace", "")]
+    {
+        std::fs::write(root.join(f), v).unwrap();
+    }
+    std::fs::write(root.join("events/sched/sched_switch/enable"), "0").unwrap();
+    let evil = dir.path().join("x/evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("enable"), "0").unwrap();
+    let (_m, slave) = common::open_pty();
+    for spec in
+        ["../../x/evil", "sched/../../../x/evil", "sched:../../../x/evil", "sched_switch,../../x/evil"]
+    {
+        let mut child = Command::new(BIN)
+            .args(["uart", "--device", slave.to_str().unwrap(), "--trace", "--tracefs"])
+            .arg(&root)
+            .args(["--trace-events", spec])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A responder that took the spec runs until stopped: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Read while it may still run: a SIGTERM'd responder puts it back.
+        let evil_enable = std::fs::read_to_string(evil.join("enable")).unwrap();
+        // SAFETY: the child's pid, not reaped yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(evil_enable, "0", "{spec}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains("--trace-events") && err.contains("is not an event name"), "{spec}: {err}");
+        // Not touched at all: tracing_on is still what it was.
+        assert_eq!(std::fs::read_to_string(root.join("tracing_on")).unwrap(), "1", "{spec}");
+    }
+}
+
+/// issue 43: an unprivileged responder said tracefs "is not mounted" when
+/// it is, in a directory closed to it (0700, as the kernel mounts it). It
+/// now says the directory is closed to it. Run as `nobody` on a fake
+/// tracefs, so it needs root to switch user (skipped elsewhere).
+#[test]
+fn an_unprivileged_responder_is_told_tracefs_is_closed_to_it_not_missing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, cannot run the responder as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("tracing");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("tracing_on"), "1").unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let meta = dir.path().join("meta");
+    std::fs::create_dir(&meta).unwrap();
+    std::fs::set_permissions(&meta, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let meta = meta.join("m.json");
+    let (master, slave) = common::open_pty();
+    let c = std::ffi::CString::new(slave.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; the pty is ours to hand over.
+    unsafe { libc::chown(c.as_ptr(), 65534, 65534) };
+    let mut child = Command::new(BIN)
+        .args(["uart", "--device", slave.to_str().unwrap(), "--metadata", meta.to_str().unwrap(), "--trace"])
+        .arg("--tracefs")
+        .arg(&root)
+        .uid(65534)
+        .gid(65534)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains(": ready: ") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let ready = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+    write_fd(&master, &[7]);
+    let answered = read_byte(&master, Duration::from_secs(5));
+    // SAFETY: the child's pid, not reaped yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(ready, "{err}");
+    assert_eq!(answered, Some(7), "{err}");
+    assert!(!err.contains("not mounted"), "{err}");
+    assert!(err.contains("cannot look into") && err.contains("root only"), "{err}");
+}
+
 #[test]
 fn a_trigger_flag_without_trace_or_a_missing_fifo_is_a_usage_error() {
     let out =
@@ -505,4 +618,168 @@ fn periodic_marks_every_cycle_and_a_trigger_saves_them() {
     assert!(text.contains("tracing_mark_write: latprobe seq=0\n"), "{text:.1500}");
     assert!(!text.contains(" id=0x"));
     assert_eq!(tracefs_state(), before);
+}
+
+/// A fake tracefs in `dir` (no root needed): tracing off, one event, an
+/// empty buffer unless `buffer` says otherwise.
+fn fake_tracefs(dir: &Path, buffer: &str) -> PathBuf {
+    let root = dir.join("tracing");
+    std::fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+    for (f, v) in [
+        ("tracing_on", "0"),
+        ("trace_clock", "[local] mono"),
+        ("buffer_size_kb", "7"),
+        ("trace", buffer),
+        ("trace_marker", ""),
+        ("events/sched/sched_switch/enable", "0"),
+    ] {
+        std::fs::write(root.join(f), v).unwrap();
+    }
+    root
+}
+
+fn read(root: &Path, f: &str) -> String {
+    std::fs::read_to_string(root.join(f)).unwrap().trim().to_string()
+}
+
+/// The responder's trace state file for `root` (`/run/latprobe-responder`,
+/// or the temporary directory), removed when the test ends.
+struct StateFile(Vec<PathBuf>);
+
+impl StateFile {
+    fn of(root: &Path) -> StateFile {
+        let name: String = root
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .collect();
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let name = format!("trace{name}.state");
+        StateFile(vec![
+            Path::new("/run/latprobe-responder").join(&name),
+            std::env::temp_dir().join(format!("latprobe-responder-{uid}")).join(&name),
+        ])
+    }
+}
+
+impl Drop for StateFile {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn traced(slave: &Path, root: &Path) -> Responder {
+    Responder::spawn(&[
+        "uart",
+        "--device",
+        slave.to_str().unwrap(),
+        "--trace",
+        "--tracefs",
+        root.to_str().unwrap(),
+        "--trace-events",
+        "sched_switch",
+    ])
+}
+
+/// issue 43 (7): after a SIGKILL'd responder every later run saved the
+/// armed state as "before" and put it back, so tracing stayed on. The state
+/// before is on disk before each change; the next run restores it first.
+#[test]
+fn after_a_killed_traced_run_the_next_one_restores_the_true_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fake_tracefs(dir.path(), "");
+    let _state = StateFile::of(&root);
+    let (_m, slave) = common::open_pty();
+    let mut a = traced(&slave, &root);
+    assert_eq!(
+        (read(&root, "tracing_on"), read(&root, "events/sched/sched_switch/enable")),
+        ("1".into(), "1".into())
+    );
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    // Reaped: its pid is no longer ours to signal on drop.
+    std::mem::forget(a);
+    assert_eq!(read(&root, "tracing_on"), "1", "a SIGKILL leaves it armed");
+    let (_m2, slave2) = common::open_pty();
+    let lines = traced(&slave2, &root).stop();
+    assert_eq!(read(&root, "tracing_on"), "0", "{lines:?}");
+    assert_eq!(read(&root, "events/sched/sched_switch/enable"), "0", "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("was killed before it could restore tracefs")), "{lines:?}");
+}
+
+/// issue 43 (7): two overlapping traced runs: the first one's restore
+/// disarmed the second mid-run. One traced run per tracefs: the second
+/// goes on untraced, saying who holds it.
+#[test]
+fn a_second_traced_run_at_once_goes_on_untraced_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fake_tracefs(dir.path(), "");
+    let _state = StateFile::of(&root);
+    let (_m, slave) = common::open_pty();
+    let a = traced(&slave, &root);
+    let (_m2, slave2) = common::open_pty();
+    let b = traced(&slave2, &root);
+    let b_lines = b.stop();
+    assert!(
+        b_lines
+            .iter()
+            .any(|l| l.contains("another traced run") && l.contains(&format!("pid {}", a.child.id()))),
+        "{b_lines:?}"
+    );
+    assert_eq!(read(&root, "tracing_on"), "1", "the first run is still armed");
+    let a_lines = a.stop();
+    assert_eq!(read(&root, "tracing_on"), "0", "{a_lines:?}");
+}
+
+/// issue 43 (7): `--trace` wiped a trace already in the buffer without a
+/// word. It says so first.
+#[test]
+fn a_trace_already_in_the_buffer_is_warned_of_before_it_is_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let root =
+        fake_tracefs(dir.path(), "# tracer: nop\n#\n  bash-12 [000] d..1 100.000: sched_switch: prev=bash\n");
+    let _state = StateFile::of(&root);
+    let (_m, slave) = common::open_pty();
+    let lines = traced(&slave, &root).stop();
+    assert!(
+        lines.iter().any(|l| l.contains("held events from before this run") && l.contains("bash-12")),
+        "{lines:?}"
+    );
+}
+
+/// issue 43 (7): the responder mounted tracefs and never unmounted it. A
+/// mount it made is undone at its end (here a second mount of tracefs, on a
+/// temporary directory, so the system's own stays as it is).
+#[test]
+fn tracefs_the_responder_mounted_is_unmounted_at_its_end() {
+    let _lock = TRACEFS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    need_tracefs!();
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("tracing");
+    std::fs::create_dir(&mnt).unwrap();
+    let _state = StateFile::of(&mnt);
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .contains(&format!(" {} tracefs ", mnt.display()))
+    };
+    let (_m, slave) = common::open_pty();
+    let lines = Responder::spawn(&[
+        "uart",
+        "--device",
+        slave.to_str().unwrap(),
+        "--trace",
+        "--tracefs",
+        mnt.to_str().unwrap(),
+    ])
+    .stop();
+    let still = mounted();
+    if still {
+        let _ = Command::new("umount").arg(&mnt).status();
+    }
+    assert!(lines.iter().any(|l| l.contains("ready")), "{lines:?}");
+    assert!(!still, "tracefs left mounted at {}: {lines:?}", mnt.display());
 }

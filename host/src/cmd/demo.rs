@@ -153,6 +153,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         Some(r) => PathBuf::from(&r.responder),
     };
 
+    crate::target::leftovers::remove_dead_demo_files(&std::env::temp_dir());
     let stem = std::env::temp_dir().join(format!("latprobe-demo-{}", std::process::id()));
     let host_stop = args.trace.trace && args.trace.trace_stop == Some(crate::options::TraceStop::Host);
     if host_stop && args.trigger.trigger_above.is_none() {

@@ -82,10 +82,11 @@ pub fn check_input(f: &Path) -> Result<(), Error> {
             f.display()
         )));
     }
-    if !f.is_file() {
+    if !f.exists() {
         return Err(Error::Input(format!("{}: no such file", f.display())));
     }
-    Ok(())
+    // A FIFO or a device exists but is no file to read.
+    crate::input::check_regular(f).map_err(|e| Error::Input(format!("{}: cannot read it: {e}", f.display())))
 }
 
 /// A label for `run`: `--label` (with the series when there are several),

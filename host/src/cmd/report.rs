@@ -73,9 +73,7 @@ pub fn load_state(
     histfile_max_us: Option<u32>,
     target_log: Option<&std::path::Path>,
 ) -> Result<(Report, Option<session::RunState>), crate::Error> {
-    if !file.exists() {
-        return Err(crate::Error::Input(format!("{}: no such file", file.display())));
-    }
+    check_input_file(file)?;
     if rawfile::is_raw(file) {
         replay_report(file, histfile_max_us, target_log, None).map(|(r, s)| (r, Some(s)))
     } else {
@@ -92,6 +90,19 @@ pub fn load_state(
         }
         report::json::read(file).map(|r| (r, None))
     }
+}
+
+/// `report FILE`'s file must be there and be a regular file: a FIFO would
+/// hang the read and a device never end. Checked before it is opened.
+fn check_input_file(file: &std::path::Path) -> Result<(), crate::Error> {
+    if !file.exists() {
+        return Err(crate::Error::Input(format!(
+            "{}: no such file: give a JSON report (--output) or a raw file (--raw) of a run",
+            file.display()
+        )));
+    }
+    crate::input::check_regular(file)
+        .map_err(|e| crate::Error::Input(format!("{}: cannot read it: {e}", file.display())))
 }
 
 /// The report of raw file `file`, replayed (rows into `rows`).
@@ -226,6 +237,8 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
         set.input("--target-log", log);
     }
     set.check()?;
+    // A missing file is said as such, before --samples asks what it is.
+    check_input_file(&args.file)?;
     if args.samples.is_some() && !rawfile::is_raw(&args.file) {
         return Err(crate::Error::Config(format!(
             "--samples needs the raw file of the run (`latprobe run --raw FILE`): {} is not one, and a \
@@ -294,9 +307,12 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
                 return Err(other_tool(&args.file).unwrap_or(e));
             }
         };
-    if let Some(x) = export {
-        finish_samples(x, state.as_mut(), &r, &args.file)?;
-    }
+    // A --samples that cannot be written (a full disk) costs no other
+    // output: -o and --histfile are still tried, then it is named.
+    let samples = match export {
+        Some(x) => finish_samples(x, state.as_mut(), &r, &args.file),
+        None => Ok(()),
+    };
     if crate::signals::requested() {
         crate::stderr_line!("latprobe: interrupted: the report holds what was read (complete: false)");
     }
@@ -304,13 +320,29 @@ pub fn run(args: ReportArgs) -> Result<(), crate::Error> {
     // `deliver` writes the files before printing the summary: a closed
     // stdout must not cost them.
     let summary = |r: &Report| report::text::summary_with(r, args.show_naive);
-    crate::measure::deliver(
+    let delivered = crate::measure::deliver(
         &mut r,
         exact,
         args.output.as_deref(),
         args.histfile.as_deref(),
         &gates,
         Some(&summary),
-    )?;
-    Ok(())
+    );
+    first_of(samples, delivered)
+}
+
+/// The `--samples` export's error first (a file not written, exit 1), the
+/// other outputs' said after it; else theirs.
+fn first_of(
+    samples: Result<(), crate::Error>,
+    delivered: Result<(), crate::Error>,
+) -> Result<(), crate::Error> {
+    match (samples, delivered) {
+        (Err(e), Err(also)) => {
+            crate::stderr_error!("latprobe: also: {also}");
+            Err(e)
+        }
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(())) => Ok(()),
+    }
 }

@@ -246,7 +246,18 @@ pub fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Erro
             parent.display()
         )));
     }
-    if p.exists() {
+    if std::fs::metadata(p).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())) {
+        // Opening a FIFO to try it would wait for a reader, then give that
+        // reader an early end of file: only the permission is checked.
+        use std::os::unix::ffi::OsStrExt as _;
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(std::io::Error::other)
+            .map_err(cannot)?;
+        // SAFETY: a valid NUL-terminated path; access(2) only looks.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+            return Err(cannot(std::io::Error::last_os_error()));
+        }
+    } else if p.exists() {
         std::fs::OpenOptions::new().append(true).open(p).map_err(cannot)?;
     } else {
         std::fs::OpenOptions::new().write(true).create_new(true).open(p).map_err(cannot)?;
@@ -256,7 +267,7 @@ pub fn check_output_file(flag: &str, p: &Path, example: &str) -> Result<(), Erro
 }
 
 fn read_target_meta(p: &Path) -> Result<serde_json::Value, Error> {
-    let text = std::fs::read_to_string(p)
+    let text = crate::input::read_text_capped(p)
         .map_err(|e| Error::Input(format!("cannot read --target-meta {}: {e}", p.display())))?;
     serde_json::from_str(&text)
         .map_err(|e| Error::Input(format!("--target-meta {} is not JSON: {e}", p.display())))

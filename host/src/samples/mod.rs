@@ -163,12 +163,14 @@ pub const fn parquet_rows_per_group() -> usize {
     1 << 17
 }
 
-/// An export being written to a temporary file beside `path`; it takes the
-/// name `path` only when finished whole ([`Export::commit`]).
+/// An export being written by the rules of every output
+/// ([`crate::fsout::create`]): a regular file to a temporary file beside it
+/// that takes its name only when finished whole ([`Export::commit`]); a
+/// pipe or a device written to as it is; a symbolic link followed.
 #[derive(Debug)]
 pub struct Export {
     path: PathBuf,
-    temp: PathBuf,
+    staged: crate::fsout::Staged,
 }
 
 impl Export {
@@ -181,8 +183,16 @@ impl Export {
                 path.join("samples.csv").display()
             )));
         }
-        let temp = temp_beside(path);
-        let file = std::fs::File::create(&temp).map_err(|e| {
+        #[cfg(not(feature = "parquet"))]
+        if Format::of(path) == Format::Parquet {
+            return Err(Error::Config(format!(
+                "--samples {name}: this latprobe was built without Parquet (the `parquet` feature): \
+                 give a .csv file, or build latprobe with its default features"
+            )));
+        }
+        // A pipe is opened here (waiting for its reader), a regular file
+        // as a temporary file beside it.
+        let (staged, file) = crate::fsout::create(path).map_err(|e| {
             Error::Output(format!("--samples {name}: cannot write there ({e}): give a writable path"))
         })?;
         let sink: Box<dyn Sink> = match Format::of(path) {
@@ -191,20 +201,14 @@ impl Export {
             Format::Parquet => match parquet::ParquetSink::new(file) {
                 Ok(s) => Box::new(s),
                 Err(cause) => {
-                    let _ = std::fs::remove_file(&temp);
+                    staged.abandon();
                     return Err(Error::Io { context: format!("--samples {name}"), cause });
                 }
             },
             #[cfg(not(feature = "parquet"))]
-            Format::Parquet => {
-                let _ = std::fs::remove_file(&temp);
-                return Err(Error::Config(format!(
-                    "--samples {name}: this latprobe was built without Parquet (the `parquet` feature): \
-                     give a .csv file, or build latprobe with its default features"
-                )));
-            }
+            Format::Parquet => unreachable!("refused above"),
         };
-        Ok((Self { path: path.to_path_buf(), temp }, sink))
+        Ok((Self { path: path.to_path_buf(), staged }, sink))
     }
 
     /// The file it writes.
@@ -212,21 +216,17 @@ impl Export {
         &self.path
     }
 
-    /// The file was written whole: give it its name.
+    /// The file was written whole: give it its name. The path as given
+    /// (`--samples`'s), for messages.
     pub fn commit(self) -> std::io::Result<PathBuf> {
-        std::fs::rename(&self.temp, &self.path)?;
+        self.staged.commit()?;
         Ok(self.path)
     }
 
     /// The file could not be written whole: remove the part.
     pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.temp);
+        self.staged.abandon();
     }
-}
-
-fn temp_beside(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.part", std::process::id()))
 }
 
 #[cfg(test)]

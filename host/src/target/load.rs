@@ -173,7 +173,11 @@ pub fn check_tools(specs: &[LoadSpec], host: &Host) -> Result<(), Error> {
         return Ok(());
     }
     let tools: Vec<&str> = specs.iter().flat_map(|s| s.preset().tools.iter().copied()).collect();
-    let check = tools.iter().map(|t| format!("command -v {t} >/dev/null || echo {t}")).collect::<Vec<_>>();
+    // Tagged lines: what a login prints (a banner) is never taken for a tool.
+    let check = tools
+        .iter()
+        .map(|t| format!("command -v {t} >/dev/null || echo latprobe-missing {t}"))
+        .collect::<Vec<_>>();
     let out = host
         .shell(&check.join("; "))
         .stdin(Stdio::null())
@@ -182,8 +186,11 @@ pub fn check_tools(specs: &[LoadSpec], host: &Host) -> Result<(), Error> {
     if let (Host::Ssh(s), Some(255)) = (host, out.status.code()) {
         return Err(s.failure(&String::from_utf8_lossy(&out.stderr)));
     }
-    let missing: Vec<String> =
-        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect();
+    let missing: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("latprobe-missing "))
+        .map(|t| t.trim().to_string())
+        .collect();
     if let Some(t) = missing.first() {
         let spec = specs.iter().find(|s| s.preset().tools.contains(&t.as_str())).expect("a spec's tool");
         return Err(Error::Config(format!(

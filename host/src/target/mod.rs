@@ -9,6 +9,7 @@
 //! and so does this process dying or the connection dropping (sshd closes
 //! the remote stdin), so the responder never outlives the run.
 
+pub mod leftovers;
 pub mod load;
 mod remote;
 pub mod ssh;

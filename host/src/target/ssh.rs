@@ -76,11 +76,19 @@ impl SshTarget {
         if host.is_empty() || host.contains(['/', ' ']) {
             return Err(bad("no host"));
         }
+        // ssh would take either as one of its own options (-oProxyCommand=…
+        // runs a command here): refused, as git refuses them.
+        if host.starts_with('-') {
+            return Err(bad("a host cannot begin with '-' (ssh would read it as an option)"));
+        }
+        if user.as_deref().is_some_and(|u| u.starts_with('-')) {
+            return Err(bad("a user cannot begin with '-' (ssh would read it as an option)"));
+        }
         let port = port
             .map(|p| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| bad("the port is not 1-65535")))
             .transpose()?;
-        if let Some(c) = config.filter(|c| !c.exists()) {
-            return Err(Error::Input(format!("--ssh-config {}: no such file", c.display())));
+        if let Some(c) = config {
+            check_config(c)?;
         }
         Ok(SshTarget { user, host: host.to_string(), port, config: config.map(Path::to_path_buf) })
     }
@@ -110,7 +118,9 @@ impl SshTarget {
         s
     }
 
-    /// `ssh … host -- <remote>`: `remote` is a shell command on the target.
+    /// `ssh … -- host <remote>`: `remote` is a shell command on the target.
+    /// The `--` ends ssh's options before the destination, so neither the
+    /// host nor the command is ever read as one.
     pub fn command(&self, remote: &str) -> Command {
         let mut c = Command::new("ssh");
         if let Some(f) = &self.config {
@@ -133,7 +143,7 @@ impl SshTarget {
         if let Some(u) = &self.user {
             c.arg("-l").arg(u);
         }
-        c.arg(&self.host).arg("--").arg(remote);
+        c.arg("--").arg(&self.host).arg(remote);
         c
     }
 
@@ -202,14 +212,31 @@ impl SshTarget {
     }
 
     /// Log in and look: the target's machine and `responder --version`.
+    /// Each answer is a tagged line, so what a login prints (a banner, a
+    /// shell startup file's echo) is never taken for one.
     pub fn probe(&self, responder: &str) -> Result<RemoteInfo, Error> {
         let q = quote(responder);
-        let out = self.run(&format!("uname -m; {q} --version 2>/dev/null || echo '?'"), None)?;
+        let out = self.run_framed(
+            &format!(
+                "printf 'latprobe-machine %s\\n' \"$(uname -m)\"; v=$({q} --version 2>/dev/null) && \
+                 printf 'latprobe-version %s\\n' \"$v\""
+            ),
+            None,
+        )?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let mut lines = text.lines().map(str::trim);
-        let machine = lines.next().unwrap_or_default().to_string();
-        let version = lines.next().filter(|l| *l != "?" && !l.is_empty()).map(str::to_string);
+        let tagged = |tag: &str| text.lines().find_map(|l| l.strip_prefix(tag)).map(|v| v.trim().to_string());
+        let machine = tagged("latprobe-machine ").unwrap_or_default();
+        let version = tagged("latprobe-version ").filter(|v| !v.is_empty());
         Ok(RemoteInfo { machine, responder_version: version })
+    }
+
+    /// [`SshTarget::run`], with the remote command's stdout only: whatever
+    /// the login printed before the command ran (a banner from a shell
+    /// startup file) is cut off at a marker line the command prints first.
+    pub fn run_framed(&self, remote: &str, input: Option<&[u8]>) -> Result<Output, Error> {
+        let mut out = self.run(&format!("printf '%s\\n' {FRAME}; {remote}"), input)?;
+        out.stdout = unframe(&out.stdout).to_vec();
+        Ok(out)
     }
 
     /// Check that `responder` on the target is this latprobe's own version.
@@ -256,32 +283,141 @@ impl SshTarget {
         Ok(dest)
     }
 
-    /// A fresh directory on the target for this run's files.
+    /// A fresh directory on the target for this run's files, marked with
+    /// this latprobe process ([`owner_mark`]). Directories that runs of
+    /// this machine left there (killed before they could remove them) are
+    /// removed first, saying so.
     pub fn temp_dir(&self) -> Result<String, Error> {
-        let out = self.run("mktemp -d \"${TMPDIR:-/tmp}/latprobe.XXXXXX\"", None)?;
-        let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !out.status.success() || dir.is_empty() || !dir.starts_with('/') {
+        let script = format!(
+            "t=\"${{TMPDIR:-/tmp}}\"; for o in \"$t\"/latprobe.*/owner; do [ -f \"$o\" ] && [ -O \"$o\" ] && \
+             printf 'latprobe-left\\t%s\\t%s\\n' \"${{o%/owner}}\" \"$(head -c 200 \"$o\" | tr -d '\\n\\t')\"; done; \
+             d=$(mktemp -d \"$t/latprobe.XXXXXX\") || exit 1; printf '%s\\n' {} > \"$d/owner\" || exit 1; \
+             printf 'latprobe-dir\\t%s\\n' \"$d\"",
+            quote(&owner_mark())
+        );
+        let out = self.run_framed(&script, None)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let dir = text.lines().find_map(|l| l.strip_prefix("latprobe-dir\t")).unwrap_or_default().to_string();
+        if !out.status.success() || !dir.starts_with('/') {
             return Err(Error::Target(format!(
                 "--target {}: cannot make a temporary directory there ({})",
                 self.url(),
-                String::from_utf8_lossy(&out.stderr).trim()
+                crate::out::clean(String::from_utf8_lossy(&out.stderr).trim())
             )));
+        }
+        let left: Vec<(&str, u32)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("latprobe-left\t")?.split_once('\t'))
+            .filter(|(d, _)| *d != dir && leftover_dir(d))
+            .filter_map(|(d, mark)| Some((d, dead_owner(mark)?)))
+            .collect();
+        if !left.is_empty() {
+            let words: Vec<String> = left.iter().map(|(d, _)| quote(d)).collect();
+            let removed = self.run(&format!("rm -rf -- {}", words.join(" ")), None);
+            if removed.is_ok_and(|o| o.status.success()) {
+                for (d, pid) in left {
+                    crate::stderr_line!(
+                        "latprobe: removed {} on {}: left by a latprobe run (pid {pid}) that ended without \
+                         cleaning up",
+                        crate::out::clean(d),
+                        self.url()
+                    );
+                }
+            }
         }
         Ok(dir)
     }
 
     /// The bytes of `path` on the target, `None` when it is not there.
     pub fn fetch(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
-        let out = self.run(&format!("cat {}", quote(path)), None)?;
+        let out = self.run_framed(&format!("cat {}", quote(path)), None)?;
         Ok(out.status.success().then_some(out.stdout))
     }
 
     /// Remove `dir` (one of [`SshTarget::temp_dir`]'s) on the target; best effort.
     pub fn remove_dir(&self, dir: &str) {
-        if dir.starts_with('/') && dir.contains("latprobe.") {
+        if leftover_dir(dir) {
             let _ = self.run(&format!("rm -rf {}", quote(dir)), None);
         }
     }
+}
+
+/// `--ssh-config FILE` must be a regular file (ssh reads it; a FIFO would
+/// hang it, a device never end) of at most the input cap, or `/dev/null`
+/// (ssh's own way to say "no config").
+fn check_config(c: &Path) -> Result<(), Error> {
+    let fail = |why: String| Error::Input(format!("--ssh-config {}: {why}", c.display()));
+    if c == Path::new("/dev/null") {
+        return Ok(());
+    }
+    if !c.exists() {
+        return Err(fail("no such file".into()));
+    }
+    crate::input::check_regular(c).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    if std::fs::metadata(c).is_ok_and(|m| m.len() > crate::input::MAX_INPUT_BYTES) {
+        return Err(fail(format!("longer than {}: not an ssh config file", crate::input::cap_text())));
+    }
+    Ok(())
+}
+
+/// The line a framed remote command prints before its own output
+/// ([`SshTarget::run_framed`]).
+const FRAME: &str = "latprobe-output-begins-8d1f";
+
+/// What follows the first [`FRAME`] line; nothing if it never came (the
+/// command did not run).
+fn unframe(stdout: &[u8]) -> &[u8] {
+    let marker = format!("{FRAME}\n");
+    stdout
+        .windows(marker.len())
+        .position(|w| w == marker.as_bytes())
+        .map_or(&[], |i| &stdout[i + marker.len()..])
+}
+
+/// A run directory of [`SshTarget::temp_dir`]'s making: absolute, named
+/// `latprobe.XXXXXX`.
+fn leftover_dir(dir: &str) -> bool {
+    dir.starts_with('/')
+        && !dir.contains("/../")
+        && Path::new(dir).file_name().is_some_and(|n| n.to_string_lossy().starts_with("latprobe."))
+}
+
+/// This machine and process, as a run directory's `owner` file records
+/// them: `host=ID pid=N start=T` (the machine's id, or its name; the
+/// process's start time in clock ticks after boot, so that a reused pid is
+/// not taken for it).
+pub fn owner_mark() -> String {
+    let pid = std::process::id();
+    format!("host={} pid={pid} start={}", machine_id(), start_time(pid).unwrap_or(0))
+}
+
+/// `/etc/machine-id`, else the host name: letters and digits only.
+fn machine_id() -> String {
+    let read =
+        |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let id = read("/etc/machine-id").or_else(|| read("/proc/sys/kernel/hostname")).unwrap_or_default();
+    id.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')).collect()
+}
+
+/// A process's start time (field 22 of `/proc/PID/stat`), `None` when it
+/// is not running.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The pid of the latprobe process of this machine that made a directory
+/// whose `owner` file says `mark`, if it has ended; `None` for another
+/// machine's, a running one's, or a mark not understood.
+fn dead_owner(mark: &str) -> Option<u32> {
+    let field = |k: &str| mark.split_whitespace().find_map(|w| w.strip_prefix(k));
+    if field("host=")? != machine_id() {
+        return None;
+    }
+    let pid: u32 = field("pid=")?.parse().ok()?;
+    let start: u64 = field("start=")?.parse().ok()?;
+    (start_time(pid) != Some(start)).then_some(pid)
 }
 
 /// `word` as one POSIX shell word. A word starting `"$HOME"/` keeps that
@@ -360,7 +496,39 @@ mod tests {
         assert_eq!(&args[..2], ["-F", "/dev/null"]);
         assert!(args.contains(&"BatchMode=yes".to_string()));
         assert!(args.iter().any(|a| a.starts_with("ConnectTimeout=")));
-        assert_eq!(args[args.len() - 7..], ["-p", "2", "-l", "u", "h", "--", "echo 'a b'"]);
+        assert_eq!(args[args.len() - 7..], ["-p", "2", "-l", "u", "--", "h", "echo 'a b'"]);
+    }
+
+    /// issue 43 (6): `ssh://-oProxyCommand=…` reached ssh as an option.
+    #[test]
+    fn a_host_or_user_that_looks_like_an_option_is_refused() {
+        for bad in
+            ["ssh://-oProxyCommand=touch${IFS}x", "ssh://u@-oProxyCommand=x", "ssh://-l@h", "ssh://[-x]:22"]
+        {
+            let e = SshTarget::parse(bad, None).unwrap_err().to_string();
+            assert!(e.contains("cannot begin with '-'") && e.contains("--target"), "{bad}: {e}");
+        }
+        assert!(SshTarget::parse("ssh://u-1@h-1", None).is_ok());
+    }
+
+    #[test]
+    fn a_directory_is_left_over_when_its_owner_on_this_machine_has_ended() {
+        let me = owner_mark();
+        assert_eq!(dead_owner(&me), None, "this process is running: {me}");
+        let host = machine_id();
+        // A pid that does not run (beyond the kernel's pid_max).
+        assert_eq!(dead_owner(&format!("host={host} pid=4194305 start=1")), Some(4194305));
+        // This pid, started at another time: a reused pid, the owner is gone.
+        let pid = std::process::id();
+        assert_eq!(dead_owner(&format!("host={host} pid={pid} start=1")), Some(pid));
+        assert_eq!(dead_owner("host=another-machine pid=4194305 start=1"), None);
+        assert_eq!(dead_owner("garbage"), None);
+        assert!(leftover_dir("/tmp/latprobe.a1B2c3"));
+        for bad in ["/", "/tmp", "tmp/latprobe.x", "/tmp/latprobe.x/../..", "/tmp/other"] {
+            assert!(!leftover_dir(bad), "{bad}");
+        }
+        assert_eq!(unframe(format!("Welcome!\n{FRAME}\nx86_64\n").as_bytes()), b"x86_64\n");
+        assert_eq!(unframe(b"no marker"), b"");
     }
 
     #[test]

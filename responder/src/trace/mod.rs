@@ -13,6 +13,7 @@
 //! cannot be had (no tracefs, no permission) is one warning: the run goes on
 //! untraced and the metadata's `trace` section says why.
 
+mod state;
 pub mod tracefs;
 mod trigger;
 
@@ -47,7 +48,7 @@ pub struct TraceArgs {
     /// Arm the kernel's ftrace for the run, mark every answer in it, and save the trace when a trigger arrives (--trigger-gpio or --trigger-fifo)
     #[arg(long)]
     pub trace: bool,
-    /// The events to record, comma-separated (sched_switch or sched/sched_switch) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
+    /// The events to record, comma-separated (sched_switch, sched/sched_switch, sched:sched_switch, or a whole group: sched) [default: sched_switch, sched_wakeup, irq_handler_entry/exit, softirq_entry/exit, hrtimer_expire_entry/exit]
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "trace")]
     pub trace_events: Vec<String>,
     /// An ftrace tracer to run beside the events, e.g. function (where available_tracers lists it)
@@ -168,6 +169,11 @@ impl Trace {
                 return Err(crate::UsageError("--trigger-gpio and --trigger-fifo need --trace".into()));
             }
             return Ok(trace);
+        }
+        // Names only, before tracefs is touched: a path in a spec would be
+        // joined under events/ and could reach any `enable` file.
+        for spec in args.trace_events.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            tracefs::check_event_spec(spec).map_err(|e| crate::UsageError(format!("--trace-events: {e}")))?;
         }
         let source = trigger::Source::open(args)?;
         let mut report = TraceReport { keep: args.trace_keep, ..TraceReport::default() };
@@ -309,8 +315,16 @@ fn arm(args: &TraceArgs, report: &mut TraceReport) -> Result<tracefs::Restore, S
     use tracefs::{as_is, buffer_size_to_restore, choice};
     let fs = tracefs::Tracefs::open(&args.tracefs)?;
     report.tracefs = Some(args.tracefs.display().to_string());
+    // One traced run per tracefs: the lock (and the record of what was
+    // there before) is held by the guard for the run.
+    let state = state::State::lock(&state::path_for(&args.tracefs))?;
+    let (mut g, note, problems) = tracefs::Restore::with_state(fs, state)?;
+    for msg in note.into_iter().chain(problems) {
+        eprintln!("warning: --trace: {msg}");
+        report.warnings.push(msg);
+    }
+    let fs = g.fs().clone();
     report.mounted = fs.mounted_here;
-    let mut g = tracefs::Restore::new(fs.clone());
     let w = |e: io::Error| e.to_string();
     // Off first (and back last), then a clean buffer.
     g.set("tracing_on", "0", as_is).map_err(w)?;
@@ -357,6 +371,15 @@ fn arm(args: &TraceArgs, report: &mut TraceReport) -> Result<tracefs::Restore, S
     std::fs::create_dir_all(&args.trace_dir)
         .map_err(|e| format!("cannot create --trace-dir {}: {e}", args.trace_dir.display()))?;
     report.dir = Some(args.trace_dir.display().to_string());
+    if let Some(first) = fs.first_event() {
+        let msg = format!(
+            "the trace buffer held events from before this run (first: `{first}`); they are cleared now: to \
+             keep such a trace, save {}/trace before --trace",
+            args.tracefs.display()
+        );
+        eprintln!("warning: --trace: {msg}");
+        report.warnings.push(msg);
+    }
     fs.clear_buffer().map_err(w)?;
     g.set("tracing_on", "1", as_is).map_err(w)?;
     Ok(g)

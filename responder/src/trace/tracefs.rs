@@ -5,8 +5,10 @@
 //! `trace_clock`, `buffer_size_kb` and the `enable` file of each event it
 //! turns on. [`Restore`] reads each one before the first write and writes it
 //! back when dropped, so a run that ends by Ctrl-C, by SIGTERM, by an error
-//! or by a panic leaves the kernel's tracing as it found it. (SIGKILL cannot
-//! be caught: then `tracing_on` and the events stay as the run left them.)
+//! or by a panic leaves the kernel's tracing as it found it, and unmounts
+//! tracefs if it mounted it. SIGKILL cannot be caught: then the values
+//! before are in the state file (the `state` module), and the next traced run
+//! puts them back first.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -29,8 +31,18 @@ impl Tracefs {
     /// The tracefs at `root`, mounting it there when it is not mounted yet
     /// (which needs root). The error says why tracing cannot be used.
     pub fn open(root: &Path) -> Result<Tracefs, String> {
-        if root.join("tracing_on").exists() {
-            return Tracefs::check(root, false);
+        match fs::metadata(root.join("tracing_on")) {
+            Ok(_) => return Tracefs::check(root, false),
+            // Mounted, but its directory (0700) is closed to this user:
+            // mounting again would fail and say the wrong thing.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(format!(
+                    "cannot look into {}: {} (tracefs there is for root only: run the responder as root)",
+                    root.display(),
+                    os_message(&e)
+                ))
+            }
+            Err(_) => {}
         }
         if !root.is_dir() {
             return Err(format!("{} does not exist (a kernel without tracefs?)", root.display()));
@@ -68,6 +80,19 @@ impl Tracefs {
         })
     }
 
+    /// The first event line in the ring buffer (not a `#` header line), if
+    /// it holds any: read line by line, so a full buffer is not read whole.
+    pub fn first_event(&self) -> Option<String> {
+        use std::io::BufRead;
+        let f = File::open(self.path("trace")).ok()?;
+        io::BufReader::new(f)
+            .lines()
+            .map_while(Result::ok)
+            .take(10_000)
+            .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.trim().chars().take(120).collect())
+    }
+
     /// Empty the ring buffer (as `echo > trace`).
     pub fn clear_buffer(&self) -> io::Result<()> {
         OpenOptions::new().write(true).truncate(true).open(self.path("trace")).map(drop)
@@ -86,19 +111,53 @@ impl Tracefs {
         Ok(bracketed(&text).unwrap_or(&text).to_string())
     }
 
-    /// An event's directory under `events/`, from `name` or `group/name`.
+    /// An event's directory under `events/`, from `name`, `group/name`,
+    /// `group:name` or a whole `group`; `None` for anything but a name
+    /// ([`check_event_spec`]) or one this kernel lacks.
     pub fn find_event(&self, spec: &str) -> Option<String> {
-        if spec.contains('/') {
-            return self.path("events").join(spec).join("enable").exists().then(|| spec.to_string());
+        check_event_spec(spec).ok()?;
+        let events = self.path("events");
+        if let Some((group, name)) = spec.split_once(['/', ':']) {
+            let ev = format!("{group}/{name}");
+            return events.join(&ev).join("enable").is_file().then_some(ev);
         }
-        let groups = fs::read_dir(self.path("events")).ok()?;
+        let groups = fs::read_dir(&events).ok()?;
         let mut found: Vec<String> = groups
             .flatten()
-            .filter(|g| g.path().join(spec).join("enable").exists())
+            .filter(|g| g.path().join(spec).join("enable").is_file())
             .map(|g| format!("{}/{spec}", g.file_name().to_string_lossy()))
             .collect();
         found.sort();
-        found.into_iter().next()
+        // No event of that name: a group's own `enable` turns on all of it.
+        found
+            .into_iter()
+            .next()
+            .or_else(|| events.join(spec).join("enable").is_file().then(|| spec.to_string()))
+    }
+}
+
+/// An event spec is a name, never a path: `name`, `group/name`,
+/// `group:name` or `group`, each part letters, digits, `_`, `-` or `.`
+/// (as the kernel's event and group names are), not starting with `.` or
+/// `-`. The error says what was refused.
+pub fn check_event_spec(spec: &str) -> Result<(), String> {
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with(['.', '-'])
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    let ok = match spec.split_once(['/', ':']) {
+        Some((group, name)) => part_ok(group) && part_ok(name),
+        None => part_ok(spec),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{}' is not an event name: give NAME, GROUP/NAME, GROUP:NAME or GROUP (e.g. sched_switch, \
+             sched/sched_switch, sched), as listed under tracefs events/",
+            spec.escape_debug()
+        ))
     }
 }
 
@@ -116,6 +175,18 @@ pub fn buffer_size_to_restore(text: &str) -> String {
         Some((_, rest)) => rest.trim_end_matches(')').trim().to_string(),
         None => text.trim().to_string(),
     }
+}
+
+/// Unmount what [`mount_tracefs`] mounted.
+fn unmount(root: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let target = CString::new(root.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: a valid NUL-terminated path that outlives the call.
+    if unsafe { libc::umount(target.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn mount_tracefs(root: &Path) -> io::Result<()> {
@@ -140,12 +211,47 @@ pub struct Restore {
     /// `(file, value before)`, in the order they were first changed.
     saved: Vec<(String, String)>,
     restored: bool,
+    /// The run's lock and the record of `saved` that outlives a SIGKILL.
+    state: Option<super::state::State>,
 }
 
 impl Restore {
-    /// Nothing saved yet.
+    /// Nothing saved yet, and no state file (tests).
+    #[cfg(test)]
     pub fn new(fs: Tracefs) -> Restore {
-        Restore { fs, saved: Vec::new(), restored: false }
+        Restore { fs, saved: Vec::new(), restored: false, state: None }
+    }
+
+    /// A guard holding `state` (locked) for the run: first put
+    /// back what a killed run left changed (its problems, if any, and the
+    /// killed run's pid and settings count for the warning), then record
+    /// every change in it before making it.
+    pub fn with_state(
+        mut fs: Tracefs,
+        mut state: super::state::State,
+    ) -> Result<(Restore, Option<String>, Vec<String>), String> {
+        let path = state.path().display().to_string();
+        let w = |e: io::Error| format!("trace state file {path}: {e}");
+        let left = state.left().map_err(w)?;
+        let mut problems = Vec::new();
+        let note = (!left.is_empty()).then(|| {
+            for (file, old) in left.saved.iter().rev() {
+                if let Err(e) = fs.write(file, old) {
+                    problems.push(format!("cannot restore {file} to '{old}' (left by a killed run): {e}"));
+                }
+            }
+            let who = left.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            format!(
+                "a traced run{who} was killed before it could restore tracefs: put back the {} settings it \
+                 had changed{}",
+                left.saved.len(),
+                if left.mounted { ", and tracefs is unmounted at the end, as it had mounted it" } else { "" }
+            )
+        });
+        // A killed run's mount is this run's to undo.
+        fs.mounted_here |= left.mounted;
+        state.record(fs.mounted_here, &[]).map_err(w)?;
+        Ok((Restore { fs, saved: Vec::new(), restored: false, state: Some(state) }, note, problems))
     }
 
     /// The mount this guard writes to.
@@ -159,6 +265,10 @@ impl Restore {
         if !self.saved.iter().any(|(f, _)| f == file) {
             let old = fs::read_to_string(self.fs.path(file))?;
             self.saved.push((file.to_string(), before(old.trim())));
+            // On disk before the change: a SIGKILL now still leaves the truth.
+            if let Some(s) = &mut self.state {
+                s.record(self.fs.mounted_here, &self.saved)?;
+            }
         }
         self.fs.write(file, value)
     }
@@ -173,6 +283,21 @@ impl Restore {
             // A cleared `current_tracer` reads `nop`, which is also what to write.
             if let Err(e) = self.fs.write(file, old) {
                 problems.push(format!("cannot restore {file} to '{old}': {e}"));
+            }
+        }
+        if self.fs.mounted_here {
+            if let Err(e) = unmount(&self.fs.root) {
+                problems.push(format!(
+                    "cannot unmount tracefs at {} (mounted for this run): {e}",
+                    self.fs.root.display()
+                ));
+            }
+        }
+        // All back: nothing for the next run to put back. (With a problem
+        // the record stays, and the next run tries again.)
+        if let Some(s) = self.state.as_mut().filter(|_| problems.is_empty()) {
+            if let Err(e) = s.clear() {
+                problems.push(format!("cannot empty the trace state file {}: {e}", s.path().display()));
             }
         }
         problems
@@ -226,7 +351,16 @@ mod tests {
         assert!(!fs_.mounted_here);
         assert_eq!(fs_.find_event("sched_switch").as_deref(), Some("sched/sched_switch"));
         assert_eq!(fs_.find_event("sched/sched_switch").as_deref(), Some("sched/sched_switch"));
+        assert_eq!(fs_.find_event("sched:sched_switch").as_deref(), Some("sched/sched_switch"));
+        fs::write(root.join("events/sched/enable"), "0\n").unwrap();
+        assert_eq!(fs_.find_event("sched").as_deref(), Some("sched"));
         assert_eq!(fs_.find_event("nosuch"), None);
+        for bad in
+            ["../sched/sched_switch", "sched/../sched/sched_switch", "..", ".", "/x", "a/b/c", "-x", ""]
+        {
+            assert!(check_event_spec(bad).is_err(), "{bad}");
+            assert_eq!(fs_.find_event(bad), None, "{bad}");
+        }
         {
             let mut g = Restore::new(fs_.clone());
             g.set("tracing_on", "0", as_is).unwrap();
