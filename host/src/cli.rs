@@ -148,6 +148,17 @@ fn split_unit(stray: &str, args: &[String]) -> Option<String> {
     })
 }
 
+/// A campaign run's command line as this latprobe reads it
+/// ([`cmd::campaign::ReadArgs`]).
+fn campaign_run_target(argv: &[String]) -> Result<Option<crate::options::TargetArgs>, String> {
+    let cli = <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| usage_error_text(&e, &argv[1..]))?;
+    Ok(match cli.command {
+        Command::Demo(a) => Some(a.target),
+        Command::Run(a) => Some(a.target),
+        _ => None,
+    })
+}
+
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<(), crate::Error> {
     crate::signals::ignore_file_size_limit();
@@ -155,7 +166,7 @@ pub fn dispatch(cli: Cli) -> Result<(), crate::Error> {
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Demo(args) => cmd::demo::run(args),
-        Command::Campaign(args) => cmd::campaign::run(args),
+        Command::Campaign(args) => cmd::campaign::run(args, campaign_run_target),
         Command::Import(args) => cmd::import::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Calibrate(args) => cmd::calibrate::run(args),

@@ -272,7 +272,7 @@ fn check_count(plan: &Plan) -> Result<(), String> {
 /// Check every run's command line as latprobe will read it (its flags,
 /// their values, its loads and load schedule) before the first run
 /// starts: a typo in a plan fails in a second, not hours in.
-pub fn check_cells(path: &Path, cells: &[Cell]) -> Result<(), Error> {
+pub fn check_cells(path: &Path, cells: &[Cell], read: ReadArgs) -> Result<(), Error> {
     for cell in cells.iter().filter(|c| c.repeat == 1) {
         let mut argv = vec!["latprobe".to_string()];
         argv.extend(cell.args.iter().cloned());
@@ -285,12 +285,8 @@ pub fn check_cells(path: &Path, cells: &[Cell]) -> Result<(), Error> {
                 cell.args.join(" ")
             ))
         };
-        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
-            .map_err(|e| bad(crate::cli::usage_error_text(&e, &argv[1..])))?;
-        let target = match &cli.command {
-            crate::cli::Command::Demo(a) => &a.target,
-            crate::cli::Command::Run(a) => &a.target,
-            _ => return Err(bad("a campaign runs demo or run".into())),
+        let Some(target) = read(&argv).map_err(bad)? else {
+            return Err(bad("a campaign runs demo or run".into()));
         };
         crate::target::load::parse_all(&target.loads).map_err(|e| bad(e.to_string()))?;
         if let Some(s) = &target.load_schedule {
@@ -299,6 +295,12 @@ pub fn check_cells(path: &Path, cells: &[Cell]) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// A run's command line (`latprobe ARGS…`) read as latprobe reads it: the
+/// target's options of a `demo` or `run`, `None` for another command, or
+/// the usage error in words. The command line's parser lives above the
+/// subcommands (`cli`), which hands this reader down.
+pub type ReadArgs = fn(&[String]) -> Result<Option<crate::options::TargetArgs>, String>;
 
 /// The outputs the campaign gives each run, in its own folder (the raw
 /// file is renamed from [`runner::raw_part_name`] when the run is over).
@@ -397,10 +399,10 @@ fn grouped(dir: &Path, done: &[&Entry]) -> Result<Option<crate::compare::grouped
 }
 
 /// Run `latprobe campaign`.
-pub fn run(args: CampaignArgs) -> Result<(), Error> {
+pub fn run(args: CampaignArgs, read: ReadArgs) -> Result<(), Error> {
     let plan = read_plan(&args.plan)?;
     let cells = cells(&plan);
-    check_cells(&args.plan, &cells)?;
+    check_cells(&args.plan, &cells, read)?;
     let dir = args
         .out
         .clone()
