@@ -217,22 +217,7 @@ mod app {
         set_pads();
 
         let mut watchdog = hal::Watchdog::new(dp.WATCHDOG);
-        // §2.15/§2.18: XOSC, PLL_SYS to 125 MHz, PLL_USB to 48 MHz.
-        let Ok(clocks) = hal::clocks::init_clocks_and_plls(
-            XOSC_HZ,
-            dp.XOSC,
-            dp.CLOCKS,
-            dp.PLL_SYS,
-            dp.PLL_USB,
-            &mut dp.RESETS,
-            &mut watchdog,
-        ) else {
-            defmt::panic!("clocks: the 12 MHz crystal or a PLL did not start");
-        };
-        let sys = clocks.system_clock.freq().to_Hz();
-        if sys != SYS_HZ {
-            defmt::panic!("clocks: clk_sys {=u32} Hz, not {=u32}", sys, SYS_HZ);
-        }
+        let clocks = start_clocks(dp.XOSC, dp.CLOCKS, dp.PLL_SYS, dp.PLL_USB, &mut dp.RESETS, &mut watchdog);
         let peri = clocks.peripheral_clock.freq();
         let Ok(uart) = UartPeripheral::new(dp.UART1, (tx, rx), &mut dp.RESETS)
             .enable(UartConfig::new(TARGET_BAUD.Hz(), DataBits::Eight, None, StopBits::One), peri)
@@ -283,11 +268,7 @@ mod app {
             FIRMWARE_VERSION,
             TIMER_HZ
         );
-        core.SYST.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
-        core.SYST.set_reload(RTT_POLL_RELOAD);
-        core.SYST.clear_current();
-        core.SYST.enable_interrupt();
-        core.SYST.enable_counter();
+        start_systick(&mut core.SYST);
         start_watchdog(&mut watchdog);
         rtic::pend(Interrupt::SW0_IRQ);
         (
@@ -313,6 +294,38 @@ mod app {
                 restarts_told: 0,
             },
         )
+    }
+
+    /// §2.15/§2.18: XOSC, PLL_SYS to 125 MHz, PLL_USB to 48 MHz; a panic
+    /// that names what did not start.
+    fn start_clocks(
+        xosc: hal::pac::XOSC,
+        clocks: hal::pac::CLOCKS,
+        pll_sys: hal::pac::PLL_SYS,
+        pll_usb: hal::pac::PLL_USB,
+        resets: &mut hal::pac::RESETS,
+        watchdog: &mut hal::Watchdog,
+    ) -> hal::clocks::ClocksManager {
+        let Ok(clocks) =
+            hal::clocks::init_clocks_and_plls(XOSC_HZ, xosc, clocks, pll_sys, pll_usb, resets, watchdog)
+        else {
+            defmt::panic!("clocks: the 12 MHz crystal or a PLL did not start");
+        };
+        let sys = clocks.system_clock.freq().to_Hz();
+        if sys != SYS_HZ {
+            defmt::panic!("clocks: clk_sys {=u32} Hz, not {=u32}", sys, SYS_HZ);
+        }
+        clocks
+    }
+
+    /// SysTick at 100 Hz from the core clock: the RTT down channel's poll
+    /// and the keep-alive engine pass.
+    fn start_systick(syst: &mut cortex_m::peripheral::SYST) {
+        syst.set_clock_source(cortex_m::peripheral::syst::SystClkSource::Core);
+        syst.set_reload(RTT_POLL_RELOAD);
+        syst.clear_current();
+        syst.enable_interrupt();
+        syst.enable_counter();
     }
 
     /// Keep LATPROBE_BUILD in the image: nothing else reads it.
