@@ -143,6 +143,24 @@ fn limit_line(s: &mut String, l: &LimitTail) {
     }
 }
 
+/// What each "once per" figure counts: clusters of exceedances, and the
+/// samples above the level that come with one.
+pub fn counted(t: &TailReport) -> String {
+    let per = t.samples_per_cluster.unwrap_or(1.0);
+    format!(
+        "  (\"once per\" counts clusters of exceedances, not samples: a cluster holds {} samples on average \
+         (1 / extremal index), so about {} samples an hour exceed the once-per-hour level)",
+        trim2(per),
+        trim2(per)
+    )
+}
+
+/// Two decimals, trailing zeros dropped.
+fn trim2(v: f64) -> String {
+    let t = format!("{v:.2}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// The tail section of the summary.
 pub fn text(t: &TailReport) -> String {
     let mut s = String::new();
@@ -185,6 +203,7 @@ pub fn text(t: &TailReport) -> String {
             None => writeln!(s, "  exceeded {label}: below the threshold (the run itself shows it)"),
         };
     }
+    let _ = writeln!(s, "{}", counted(t));
     if let Some(h) = &t.horizon {
         if let Some(i) = &h.likely_max_ns {
             let _ = writeln!(

@@ -156,6 +156,12 @@ pub struct TailReport {
     pub run_length: Option<u64>,
     /// The extremal index (Ferro-Segers intervals estimator).
     pub extremal_index: Option<f64>,
+    /// Samples above a level per cluster above it, on average: 1 / the
+    /// extremal index. Every "once per" figure counts clusters, so an hour
+    /// at the once-per-hour level holds about this many samples above it.
+    /// Absent in reports of older versions.
+    #[serde(default)]
+    pub samples_per_cluster: Option<f64>,
     /// The GPD shape ξ.
     pub shape: Option<Interval>,
     /// The GPD scale σ, ns.
@@ -214,6 +220,11 @@ pub struct TailInput<'a> {
 
 const NS_PER_H: f64 = 3.6e12;
 
+/// Samples a cluster holds on average: 1 / θ.
+fn per_cluster(theta: f64) -> Option<f64> {
+    (theta > 0.0 && theta.is_finite()).then(|| 1.0 / theta.min(1.0))
+}
+
 /// The tail model of a run: the fit and its answers, or the refusal.
 pub fn analyse(i: &TailInput<'_>) -> TailReport {
     let mut r = TailReport {
@@ -225,6 +236,7 @@ pub fn analyse(i: &TailInput<'_>) -> TailReport {
         clusters: 0,
         run_length: None,
         extremal_index: None,
+        samples_per_cluster: None,
         shape: None,
         scale_ns: None,
         per_hour: None,
@@ -318,6 +330,7 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
         r.clusters = c.clusters.maxima.len() as u64;
         r.run_length = Some(c.clusters.run_length);
         r.extremal_index = Some(c.clusters.theta);
+        r.samples_per_cluster = per_cluster(c.clusters.theta);
         r.checks.goodness_of_fit_p = p;
         let m = c.mle.expect("fitted");
         return Err(match p {
@@ -345,6 +358,7 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
     r.clusters = c.clusters.maxima.len() as u64;
     r.run_length = Some(c.clusters.run_length);
     r.extremal_index = Some(c.clusters.theta);
+    r.samples_per_cluster = per_cluster(c.clusters.theta);
     r.shape = c.xi.map(Interval::of);
     r.scale_ns = Some(Interval::of(sigma_interval(&c.excesses, &m)));
     let model = Model { u: c.u, e: &c.excesses, m, clusters: r.clusters, hours };

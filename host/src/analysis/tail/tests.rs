@@ -384,6 +384,15 @@ fn clustered_runs_count_clusters_per_hour_not_exceedances() {
     let t = analyse_run(&r, s.timeout, &[("max".into(), limit)], n);
     assert_eq!(t.refused, None, "{t:#?}");
     assert!(t.extremal_index.expect("theta") < 0.9, "{:?}", t.extremal_index);
+    // What the per-hour words count: clusters, each about 1/θ samples.
+    let per = t.samples_per_cluster.expect("samples per cluster");
+    assert!((per - 1.0 / t.extremal_index.unwrap()).abs() < 1e-12 && per > 1.1, "{per}");
+    let text = crate::report::tail::text(&t);
+    assert!(text.contains("counts clusters of exceedances, not samples"), "{text}");
+    assert!(
+        text.contains(&format!("about {:.2}", per).trim_end_matches('0').trim_end_matches('.').to_string()),
+        "{text}"
+    );
     assert!(t.clusters * 10 < t.exceedances * 9, "{} clusters of {}", t.clusters, t.exceedances);
     let rate = t.limits[0].clusters_per_hour.expect("rate");
     let truth = true_rate(&s, limit as f64);
