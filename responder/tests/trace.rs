@@ -507,7 +507,12 @@ fn an_unprivileged_responder_is_told_tracefs_is_closed_to_it_not_missing() {
     let c = std::ffi::CString::new(slave.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path; the pty is ours to hand over.
     unsafe { libc::chown(c.as_ptr(), 65534, 65534) };
-    let mut child = Command::new(BIN)
+    // A copy nobody may run: the build's own target dir can sit in a
+    // folder only root enters (a CI clone in a 0700 mktemp folder).
+    let bin = dir.path().join("latprobe-responder");
+    std::fs::copy(BIN, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = Command::new(&bin)
         .args(["uart", "--device", slave.to_str().unwrap(), "--metadata", meta.to_str().unwrap(), "--trace"])
         .arg("--tracefs")
         .arg(&root)
