@@ -142,10 +142,10 @@ pub fn estimates(g: &Group, seed: u64, stream: u64, replicates: usize) -> Vec<Re
                 Figure::Value(v) => values.push(v as f64),
                 Figure::Above(b) => {
                     refusal.get_or_insert(format!(
-                        "{}'s {} is above {} (censored)",
+                        "{}'s {} is above {} µs (censored)",
                         r.column.label,
                         name,
-                        us(b as f64)
+                        crate::units::us_floor(b, 2)
                     ));
                 }
                 Figure::None => {
@@ -160,10 +160,17 @@ pub fn estimates(g: &Group, seed: u64, stream: u64, replicates: usize) -> Vec<Re
         let k = values.len() as f64;
         let mean = values.iter().sum::<f64>() / k;
         let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
+        // A figure stated in whole bins (1 µs for cyclictest's histogram)
+        // is known only to its bin: runs that all print 16 µs did not all
+        // measure 16.000. Their rounding, uniform over a bin, has an SD of
+        // bin/√12 a run: the floor of the spread, so three runs at 16 µs
+        // against three at 19 µs are three bins apart, not "no spread".
+        let bin = g.runs.iter().map(|r| r.column.resolution_ns).max().unwrap_or(1) as f64;
+        let sd_floor = if bin > 1.0 { bin / 12f64.sqrt() } else { 0.0 };
         out.push(Ok(Estimate {
             value: mean,
             spread: Some(sd),
-            se: sd / k.sqrt(),
+            se: sd.max(sd_floor) / k.sqrt(),
             df: k - 1.0,
             units: k as u64,
             runs: true,
@@ -373,6 +380,56 @@ mod tests {
 
     fn est(value: f64, se: f64, df: f64, units: u64, runs: bool) -> Result<Estimate, Refusal> {
         Ok(Estimate { value, spread: None, se, df, units, runs })
+    }
+
+    /// A run as an imported histogram states it: every figure `us` whole
+    /// µs, at a 1 µs resolution.
+    fn binned(label: &str, us: u64) -> Run {
+        let v = Figure::Value(us * 1000);
+        Run {
+            column: Column {
+                label: label.into(),
+                source: "in-kernel self-measurement (cyclictest 2.40)".into(),
+                mode: None,
+                interval_ns: None,
+                samples: 100_000,
+                min: v,
+                avg: v,
+                avg_over: None,
+                p50: v,
+                p90: v,
+                p99: v,
+                p99_9: v,
+                p99_99: v,
+                max: v,
+                timeouts_or_overflows: 0,
+                lost: None,
+                resolution_ns: 1000,
+                timeout_ns: None,
+                meta: Vec::new(),
+                loads: None,
+                kernel_config: None,
+            },
+            resample: None,
+        }
+    }
+
+    /// Issue 42 §5: three imported runs at 16 µs against three at 19 µs
+    /// were "not compared: no spread to judge by". Three bins apart with
+    /// the bin as the floor of the uncertainty is a difference.
+    #[test]
+    fn identical_binned_runs_three_bins_apart_differ() {
+        let group = |name: &str, us: u64| Group {
+            name: name.into(),
+            runs: (0..3).map(|i| binned(&format!("{name}{i}"), us)).collect(),
+        };
+        let (a, b) = (estimates(&group("a", 16), 1, 0, 0), estimates(&group("b", 19), 1, 1, 0));
+        let p = compare_pair(0, 1, &a, &b, 100.0);
+        assert!(matches!(p.verdicts[1], Verdict::Shown { higher: true, .. }), "p50: {:?}", p.verdicts[1]);
+        // One bin apart is within the rounding of three runs a side.
+        let c = estimates(&group("c", 17), 1, 2, 0);
+        let p = compare_pair(0, 1, &a, &c, 100.0);
+        assert!(matches!(p.verdicts[1], Verdict::NoDifference { .. }), "p50: {:?}", p.verdicts[1]);
     }
 
     #[test]
