@@ -13,13 +13,16 @@
 //!   Statist. 14, 1986; S. N. Lahiri, *Resampling Methods for Dependent
 //!   Data*, 2003, ch. 2): whole blocks of consecutive samples are drawn with
 //!   replacement, so spikes that cluster (a stall holding up the answers
-//!   queued behind it) stay together. **Block length**: `⌈n^(1/3)⌉`, the
-//!   order that minimises the error of a block-bootstrap variance (P. Hall,
-//!   J. L. Horowitz & B.-Y. Jing, "On blocking rules for the bootstrap with
-//!   dependent data", Biometrika 82, 1995), at least [`MIN_BLOCK`] samples
-//!   (longer than the probe's 9 stimuli in flight), and long enough that
-//!   there are at most [`MAX_BLOCKS`] blocks; the length is the first of
-//!   32·2ᵏ samples that meets all three. The last rule bounds memory and
+//!   queued behind it) stay together. **Block length**: chosen from the
+//!   run's own autocorrelation by Politis and White's rule (2004, with the
+//!   2009 correction; [`super::blocklen`]), which grows with the serial
+//!   dependence as `n^(1/3)` (the order that minimises the error of a
+//!   block-bootstrap variance: P. Hall, J. L. Horowitz & B.-Y. Jing, "On
+//!   blocking rules for the bootstrap with dependent data", Biometrika 82,
+//!   1995); at least [`MIN_BLOCK`] samples (longer than the probe's 9
+//!   stimuli in flight), and long enough that there are at most
+//!   [`MAX_BLOCKS`] blocks; the length is the first multiple of the
+//!   builder's 32·2ᵏ that meets all three. The last rule bounds memory and
 //!   time: a 24 h run at 1 kHz (86.4 million samples) becomes 660 blocks
 //!   of 131 072 samples, each kept as a sparse histogram on a logarithmic
 //!   grid of 64 bins per octave (under 1.6 % wide), never as samples: at
@@ -167,17 +170,26 @@ pub struct BlockBuilder {
     /// Samples per block now.
     len: u64,
     samples: u64,
+    /// The sequence's autocovariance, for the block length.
+    acf: super::blocklen::Autocov,
 }
 
 impl Default for BlockBuilder {
     fn default() -> Self {
-        Self { done: Vec::new(), current: Block::default(), len: MIN_BLOCK, samples: 0 }
+        Self {
+            done: Vec::new(),
+            current: Block::default(),
+            len: MIN_BLOCK,
+            samples: 0,
+            acf: super::blocklen::Autocov::default(),
+        }
     }
 }
 
 impl BlockBuilder {
     /// Add one sample: its latency in ns, or `None` for a censored one.
     pub fn push(&mut self, latency_ns: Option<u64>) {
+        self.acf.push(latency_ns);
         let b = &mut self.current;
         match latency_ns {
             Some(v) => {
@@ -202,15 +214,20 @@ impl BlockBuilder {
 
     /// Merge neighbouring blocks in pairs: half as many, twice as long.
     fn halve(&mut self) {
+        self.regroup(2);
+    }
+
+    /// Merge each `r` neighbouring blocks into one: `r` times as long.
+    fn regroup(&mut self, r: u64) {
         let old = std::mem::take(&mut self.done);
         let mut it = old.into_iter();
         while let Some(mut a) = it.next() {
-            if let Some(b) = it.next() {
+            for b in it.by_ref().take(r as usize - 1) {
                 a.merge(b);
             }
             self.done.push(a);
         }
-        self.len *= 2;
+        self.len *= r;
     }
 
     /// The blocks, at the length the rule in the module docs gives.
@@ -219,11 +236,21 @@ impl BlockBuilder {
             self.done.push(std::mem::take(&mut self.current));
         }
         let n = self.samples;
-        let want = ((n as f64).cbrt().ceil() as u64).max(MIN_BLOCK);
-        while self.len < want || self.done.len() > MAX_BLOCKS {
+        let want = self.acf.block_length().max(MIN_BLOCK);
+        while self.done.len() > MAX_BLOCKS {
             self.halve();
         }
+        let r = want.div_ceil(self.len);
+        if r > 1 {
+            self.regroup(r);
+        }
         Blocks { blocks: self.done, block_len: self.len, samples: n }
+    }
+
+    /// The block length the run's autocorrelation asks for (before the
+    /// floor, the cap on blocks and the builder's granularity).
+    pub fn wanted_block_len(&self) -> u64 {
+        self.acf.block_length()
     }
 }
 
@@ -466,22 +493,51 @@ mod tests {
     fn blocks_follow_the_length_rule_and_stay_bounded() {
         for n in [10u64, 1000, 100_000, 3_000_000] {
             let mut b = BlockBuilder::default();
+            let mut rng = Rng::new(n, 1);
             for i in 0..n {
-                b.push(if i % 997 == 0 { None } else { Some(10_000 + i % 300) });
+                b.push(if i % 997 == 0 { None } else { Some(10_000 + (rng.uniform() * 300.0) as u64) });
             }
+            let want = b.wanted_block_len().max(MIN_BLOCK);
             let blocks = b.finish();
             assert_eq!(blocks.samples, n);
             assert_eq!(blocks.blocks.iter().map(Block::len).sum::<u64>(), n, "no sample lost");
-            assert!(blocks.block_len >= ((n as f64).cbrt().ceil() as u64).max(MIN_BLOCK), "{n}");
+            assert!(blocks.block_len >= want, "{n}: {} against {want}", blocks.block_len);
             assert!(blocks.blocks.len() <= MAX_BLOCKS, "{n}: {} blocks", blocks.blocks.len());
             // The first length that meets the rules, not a longer one.
-            let need = ((n as f64).cbrt().ceil() as u64).max(n.div_ceil(MAX_BLOCKS as u64));
+            let need = want.max(n.div_ceil(MAX_BLOCKS as u64));
             assert!(
-                blocks.block_len == MIN_BLOCK || blocks.block_len / 2 < need,
+                blocks.block_len == MIN_BLOCK || blocks.block_len < 2 * need,
                 "{n}: {}",
                 blocks.block_len
             );
         }
+    }
+
+    /// A sequence whose neighbours are alike over tens of samples (an
+    /// AR(1) with φ = 0.95) gets blocks several times the floor; the same
+    /// values shuffled get the floor.
+    #[test]
+    fn serial_dependence_lengthens_the_blocks() {
+        let mut rng = Rng::new(4, 0);
+        let mut z = 0.0;
+        let values: Vec<u64> = (0..20_000)
+            .map(|_| {
+                z = 0.95 * z + (1.0f64 - 0.95 * 0.95).sqrt() * rng.normal();
+                (20_000.0 + 10_000.0 * (0.4 * z).exp()) as u64
+            })
+            .collect();
+        let mut b = BlockBuilder::default();
+        values.iter().for_each(|&v| b.push(Some(v)));
+        let dependent = b.finish().block_len;
+        let mut shuffled = values.clone();
+        for i in (1..shuffled.len()).rev() {
+            shuffled.swap(i, rng.below(i + 1));
+        }
+        let mut b = BlockBuilder::default();
+        shuffled.iter().for_each(|&v| b.push(Some(v)));
+        let independent = b.finish().block_len;
+        assert_eq!(independent, MIN_BLOCK);
+        assert!(dependent >= 4 * MIN_BLOCK, "φ 0.95: blocks of {dependent}");
     }
 
     /// Samples in clusters (each value repeated 20 times): the block

@@ -69,7 +69,7 @@ pub fn method(g: &Group, replicates: usize) -> String {
     }
     match &g.runs[0].resample {
         Some(Resample::Blocks(b)) => format!(
-            "one run: block bootstrap of its raw samples ({} blocks of {} samples, {replicates} resamples)",
+            "one run: block bootstrap of its raw samples ({} blocks of {} samples, the length from its serial correlation, {replicates} resamples)",
             b.count(),
             b.block_len
         ),

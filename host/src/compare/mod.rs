@@ -19,6 +19,7 @@
 //! differences and Holm verdicts), resampling a group of one run with
 //! [`bootstrap`], and come out of [`grouped`].
 
+pub mod blocklen;
 pub mod bootstrap;
 pub mod grouped;
 pub mod groups;
