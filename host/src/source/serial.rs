@@ -28,11 +28,10 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
     // serialport's own message for a missing device is a bare "No such file
     // or directory"; say which port and what to do.
     if !Path::new(name).exists() {
+        let ports = crate::cmd::list::serial_ports(Path::new("/sys"), Path::new("/dev"));
         return Err(Error::Link(LinkError::PortOpen {
             port: name.to_string(),
-            reason: "no such device: give the probe's serial device (e.g. /dev/ttyACM0, see \
-                     latprobe list), or tcp:HOST:PORT, or unix:PATH"
-                .to_string(),
+            reason: missing_port(&ports),
         }));
     }
     // B0 is no rate: on a real line it means "hang up".
@@ -68,11 +67,97 @@ fn open_failure(name: &str, e: &serialport::Error) -> String {
         serialport::ErrorKind::NoDevice => {
             format!("{e}: the device is gone or busy; check the cable and that no other program holds it")
         }
-        _ if e.to_string().contains("ermission denied") => format!(
-            "{e}: add yourself to the group that owns it (often dialout) or install the README's udev rule"
-        ),
+        _ if e.to_string().contains("ermission denied") => format!("{e}: {}", permission_hint(name)),
         _ => e.to_string(),
     }
+}
+
+/// Why `name` is no port, with the serial ports this machine has (never
+/// the missing one as an example).
+fn missing_port(ports: &[crate::cmd::list::SerialPort]) -> String {
+    let others = "or tcp:HOST:PORT, or unix:PATH";
+    if ports.is_empty() {
+        return format!(
+            "no such device, and this machine has no serial port: plug the probe in (its USB port, \
+             not only power) and see `latprobe list`; {others}"
+        );
+    }
+    let list: Vec<String> = ports
+        .iter()
+        .map(|p| match (&p.latprobe, &p.product) {
+            (Some(k), _) => format!("{} ({k})", p.path),
+            (None, Some(product)) => format!("{} ({product})", p.path),
+            (None, None) => p.path.clone(),
+        })
+        .collect();
+    format!("no such device; the serial ports here are {}: give one of them, {others}", list.join(", "))
+}
+
+/// What to do about a port `name` that may not be opened: the group that
+/// owns it, and whether this user is in it.
+fn permission_hint(name: &str) -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(meta) = std::fs::metadata(name) else {
+        return "add yourself to the group that owns it or install the udev rule (see the book's \
+                first bench)"
+            .to_string();
+    };
+    let gid = meta.gid();
+    let group = group_name(gid).unwrap_or_else(|| format!("gid {gid}"));
+    let mode = meta.mode() & 0o777;
+    if !group_allows(mode) {
+        return format!(
+            "it is mode {mode:03o}, owned by uid {} and group {group}, and the group may not read and \
+             write it: install the udev rule (see the book's first bench) or run as its owner",
+            meta.uid()
+        );
+    }
+    if in_group(gid) {
+        format!(
+            "it belongs to group {group} (mode {mode:03o}) and you are in it, but this login is \
+             older than that: log out and in again (or run `newgrp {group}`)"
+        )
+    } else {
+        format!(
+            "it belongs to group {group} (mode {mode:03o}): add yourself with `sudo usermod -aG \
+             {group} $USER`, then log out and in again"
+        )
+    }
+}
+
+/// Whether a file mode lets its group read and write.
+fn group_allows(mode: u32) -> bool {
+    mode & 0o060 == 0o060
+}
+
+/// The name of group `gid`, from the system's group database.
+fn group_name(gid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: `grp` and `buf` outlive the call; getgrgid_r writes at most
+    // `buf.len()` bytes into `buf` and points `result` at `grp` or null.
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    let rc = unsafe { libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if rc != 0 || result.is_null() || grp.gr_name.is_null() {
+        return None;
+    }
+    // SAFETY: on success gr_name points at a NUL-terminated string in `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// Whether this process has `gid` among its groups (effective or
+/// supplementary): what the kernel checks when the port is opened.
+fn in_group(gid: u32) -> bool {
+    // SAFETY: getegid has no preconditions.
+    if unsafe { libc::getegid() } == gid {
+        return true;
+    }
+    let mut groups = vec![0 as libc::gid_t; 256];
+    // SAFETY: `groups` holds `groups.len()` entries; getgroups writes at
+    // most that many and returns how many it wrote (or -1).
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    n > 0 && groups[..n as usize].contains(&gid)
 }
 
 /// Whether `name` opens as a terminal (opened without becoming the
@@ -109,5 +194,67 @@ impl ByteSource for Serial {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::list::SerialPort;
+
+    fn port(path: &str, latprobe: Option<&str>) -> SerialPort {
+        SerialPort {
+            path: path.into(),
+            vid: None,
+            pid: None,
+            serial: None,
+            manufacturer: None,
+            product: None,
+            interface: None,
+            by_id: None,
+            latprobe: latprobe.map(Into::into),
+        }
+    }
+
+    /// A missing port is answered with the ports that exist, never with
+    /// the missing one as the example.
+    #[test]
+    fn a_missing_port_lists_the_ports_that_exist() {
+        let r =
+            missing_port(&[port("/dev/ttyACM1", Some("latprobe rp2040-pico")), port("/dev/ttyUSB0", None)]);
+        assert!(r.contains("/dev/ttyACM1 (latprobe rp2040-pico), /dev/ttyUSB0"), "{r}");
+        assert!(!r.contains("ttyACM0"), "{r}");
+        let r = missing_port(&[]);
+        assert!(r.contains("no serial port") && r.contains("latprobe list") && !r.contains("ttyACM0"), "{r}");
+    }
+
+    /// A port that may not be opened names the group that owns it and the
+    /// command that adds the user to it; a mode that shuts the group out
+    /// says so instead.
+    #[test]
+    fn a_refused_port_names_its_group() {
+        let dir = std::env::temp_dir().join(format!("latprobe-perm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("ttyFAKE");
+        std::fs::write(&f, b"").unwrap();
+        // gid 65534 is Debian's `nogroup`; a caller not allowed to give the
+        // file away (not root) cannot build this case.
+        if std::os::unix::fs::chown(&f, None, Some(65534)).is_err() {
+            eprintln!("skipped: chown to gid 65534 needs root");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o660)).unwrap();
+        let want = group_name(65534).unwrap_or_else(|| "gid 65534".into());
+        let h = permission_hint(f.to_str().unwrap());
+        if in_group(65534) {
+            assert!(h.contains(&format!("group {want}")) && h.contains("log out and in"), "{h}");
+        } else {
+            assert!(h.contains(&format!("sudo usermod -aG {want} $USER")) && h.contains("mode 660"), "{h}");
+        }
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let h = permission_hint(f.to_str().unwrap());
+        assert!(h.contains("may not read and write") && h.contains("udev rule"), "{h}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
