@@ -19,9 +19,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
         return Err(format!("needs a value, found the flag '{t}': give a duration, e.g. 5s, 500us, 1.5ms"));
     }
     if t.starts_with('-') {
-        return Err(format!(
-            "'{t}' is negative: give a duration of 0 or more with a unit, e.g. 5s, 500us, 1.5ms, 2min"
-        ));
+        return Err(format!("'{t}' is negative: a duration counts forward, e.g. 5s, 500us, 1.5ms, 2min"));
     }
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -70,6 +68,10 @@ mod tests {
     #[test]
     fn parses_units_exactly() {
         assert_eq!(parse_duration_ns("500us"), Ok(500_000));
+        // A negative one is refused without promising that 0 is taken
+        // (most flags need more than 0 and say so themselves).
+        let e = parse_duration_ns("-1s").unwrap_err();
+        assert!(e.contains("negative") && !e.contains("0 or more"), "{e}");
         assert_eq!(parse_duration_ns("1ms"), Ok(1_000_000));
         assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
         assert_eq!(parse_duration_ns("250ns"), Ok(250));

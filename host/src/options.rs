@@ -118,9 +118,9 @@ pub struct OutputArgs {
     /// Write a cyclictest --histfile style histogram (1 us bins) to FILE
     #[arg(long, value_name = "FILE")]
     pub histfile: Option<PathBuf>,
-    /// Range of the 1 us histogram, like cyclictest's -h; longer latencies count as overflows
-    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub histfile_max_us: u32,
+    /// Range of the 1 us histogram, like cyclictest's -h; longer latencies count as overflows [default: the timeout in whole us, at least 1000]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub histfile_max_us: Option<u32>,
     /// Record every byte the probe sends to FILE, for `latprobe report FILE` later
     #[arg(long, value_name = "FILE")]
     pub raw: Option<PathBuf>,
@@ -233,4 +233,17 @@ pub struct TargetArgs {
     /// Run the loads in phases, the OSADL way: idle=60s,load=60s,… from the run's start, the last phase until its end [default: the loads run throughout]
     #[arg(long, value_name = "PHASES", requires = "loads")]
     pub load_schedule: Option<String>,
+}
+
+impl OutputArgs {
+    /// The histogram's range, µs: `--histfile-max-us`, or by default one
+    /// that holds every latency short of the timeout (`timeout_ns` rounded
+    /// up to whole µs, at least cyclictest's usual 1000), so that only
+    /// timeouts are overflows and an imported histfile of a default run is
+    /// not censored below its timeout.
+    pub fn histfile_max_us_for(&self, timeout_ns: u64) -> u32 {
+        self.histfile_max_us.unwrap_or_else(|| {
+            u32::try_from(timeout_ns.div_ceil(1000)).unwrap_or(1_000_000).clamp(1000, 1_000_000)
+        })
+    }
 }

@@ -247,3 +247,55 @@ fn the_overlay_draws_an_imported_histfiles_timeouts_at_its_timeout() {
     assert!(legend.contains("&gt;500 µs: 30 timeouts"), "{legend}");
     assert!(!legend.contains("1000 µs"), "{legend}");
 }
+
+/// One sample in a hundred at 3 ms, none past the 5 ms timeout.
+fn three_ms_tail(seq: u64) -> latprobe_protocol::Outcome {
+    if seq % 100 == 0 {
+        latprobe_protocol::Outcome::Response(300_000)
+    } else {
+        latprobe_protocol::Outcome::Response(2_000)
+    }
+}
+
+/// The histfile's default range holds the timeout: a run whose answers
+/// reach 3 ms under a 5 ms timeout writes them into bins, not overflows,
+/// so importing it is not censored at 1000 µs (cyclictest's usual -h); a
+/// range given with --histfile-max-us is kept.
+#[test]
+fn the_default_histfile_range_holds_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = FakeProbe::start(dir.path(), FakeOpts { outcomes: three_ms_tail, ..FakeOpts::default() });
+    let port = probe.port();
+    let hist = dir.path().join("run.hist");
+    let h = hist.to_str().unwrap();
+    let o = run(&["run", "--port", &port, "--count", "1000", "--timeout", "5ms", "--histfile", h]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = std::fs::read_to_string(&hist).unwrap();
+    assert!(text.contains("# Histogram Overflows: 00000"), "{text:.2000}");
+    assert!(
+        text.lines().any(|l| l.starts_with("003000")),
+        "the 3 ms bin: {:.300}",
+        &text[text.len().saturating_sub(300)..]
+    );
+    drop(probe);
+    let second = dir.path().join("second");
+    std::fs::create_dir(&second).unwrap();
+    let probe = FakeProbe::start(&second, FakeOpts { outcomes: three_ms_tail, ..FakeOpts::default() });
+    let port = probe.port();
+    let o = run(&[
+        "run",
+        "--port",
+        &port,
+        "--count",
+        "1000",
+        "--timeout",
+        "5ms",
+        "--histfile",
+        h,
+        "--histfile-max-us",
+        "1000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = std::fs::read_to_string(&hist).unwrap();
+    assert!(text.contains("# Histogram Overflows: 00010"), "{text:.2000}");
+}

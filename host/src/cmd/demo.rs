@@ -247,7 +247,7 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         started_at: timefmt::now(),
         started_unix_ns: Some(timefmt::now_unix_ns()),
         request: req.clone(),
-        histfile_max_us: args.out.histfile_max_us,
+        histfile_max_us: args.out.histfile_max_us_for(req.timeout_ns()),
         target,
         notes: vec![
             VIRTUAL_NOTE.to_string(),
