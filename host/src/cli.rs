@@ -34,7 +34,7 @@ pub fn version_line() -> &'static str {
 #[derive(Debug, Parser)]
 #[command(name = "latprobe", version = version_line(), after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Print nothing but errors (the files are written as asked; `-o -` still writes the JSON to stdout)
+    /// Print nothing but errors (the files asked for are still written)
     #[arg(long, short, global = true)]
     pub quiet: bool,
     /// What to do.

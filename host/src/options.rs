@@ -112,7 +112,7 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
 /// Output files, shared by `run` and `demo`.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
-    /// Write the JSON report (schema_version 2) to FILE
+    /// Write the JSON report (schema_version 2) to FILE (`-`: stdout, kept with -q)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write a cyclictest --histfile style histogram (1 us bins) to FILE

@@ -74,3 +74,20 @@ fn help_lists_the_exit_codes() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Exit codes") && out.contains("3  a limit was violated"), "{out}");
 }
+
+/// `-q`'s help speaks of `-o -` only on the commands that have `-o`: a
+/// command without it (list, flash, import's -o is a document) does not
+/// tell the user about a flag it refuses.
+#[test]
+fn quiet_help_names_only_flags_the_command_has() {
+    for cmd in ["list", "flash", "compare", "import", "calibrate"] {
+        let o = run(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&o.stdout);
+        let quiet = help.lines().find(|l| l.contains("--quiet")).unwrap_or_default().to_string();
+        assert!(!quiet.contains("-o -"), "{cmd}: {quiet}");
+    }
+    let o = run(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.lines().any(|l| l.contains("--output") || l.contains("`-`: stdout")), "{help}");
+    assert!(help.contains("`-`: stdout, kept with -q"), "{help}");
+}

@@ -14,7 +14,7 @@ pub struct ReportArgs {
     /// A JSON report (--output) or a raw file (--raw) of an earlier run
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Write the JSON report to FILE
+    /// Write the JSON report to FILE (`-`: stdout, kept with -q)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write a cyclictest --histfile style histogram to FILE
