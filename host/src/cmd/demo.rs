@@ -215,6 +215,9 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         // The responder's own facts about its machine, when it wrote them.
         target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
     }
+    for refusal in super::responder_refusals(target.as_ref()) {
+        crate::stderr_line!("latprobe demo: {refusal}");
+    }
     // The loads, on the responder's machine, for the whole measurement.
     let load_dir = stem.with_extension("loads");
     let mut loads = match &remote {

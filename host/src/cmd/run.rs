@@ -303,6 +303,9 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         if target.is_none() {
             target = started.meta.and_then(|t| serde_json::from_slice(&t).ok());
         }
+        for refusal in super::responder_refusals(target.as_ref()) {
+            crate::stderr_line!("latprobe: {refusal}");
+        }
         link_notes.push(format!("the responder ran on {} over SSH", r.ssh.url()));
         responder = Some(started.responder);
     }
