@@ -171,6 +171,11 @@ pub struct TargetLogReport {
     pub difference_histogram: Vec<[i64; 2]>,
     /// The cycles whose difference is farthest from its median, worst first.
     pub disagreements: Vec<Disagreement>,
+    /// The first target cycle the log does not hold when it reached its
+    /// cap on the target (`--log-max`); later cycles are the probe's only.
+    /// Absent when it did not (and in reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_at_cycle: Option<u64>,
 }
 
 /// How many disagreements are listed.
@@ -437,6 +442,7 @@ pub fn compare(
         difference,
         difference_histogram: bins.into_iter().map(|(b, c)| [b, c as i64]).collect(),
         disagreements: worst,
+        capped_at_cycle: header.capped_at,
     })
 }
 
