@@ -793,7 +793,7 @@ fn a_loads_dropped_ssh_session_fails_the_run() {
         .filter(|pid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            comm.trim() == "ssh" && String::from_utf8_lossy(&cmd).contains("latprobe-load-ended")
+            comm.trim() == "ssh" && String::from_utf8_lossy(&cmd).contains("setsid sh -c")
         })
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
