@@ -384,6 +384,14 @@ fn target_log_section(s: &mut String, t: &crate::analysis::targetlog::TargetLogR
         "  log cycles {}  probe only {}  missed but logged {}  log outside the run {}",
         t.log_cycles, t.probe_only, t.missed_but_logged, t.log_outside
     );
+    if let (n @ 1.., Some(above)) = (t.censored, t.censored_above_ns) {
+        let _ = writeln!(
+            s,
+            "  {n} cycles in both came later than the timeout (>{} µs): timeouts in the figures above, so \
+             censored here too, not compared",
+            us_fixed(above, 2)
+        );
+    }
     if let Some(c) = t.capped_at_cycle {
         let _ = writeln!(
             s,
