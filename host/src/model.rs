@@ -251,7 +251,7 @@ pub struct Phase {
 }
 
 /// A load run on the target during a run (`--load NAME[:ARG]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadRecord {
     /// `hackbench`, `stress-ng:vm`, …
     pub name: String,
@@ -259,6 +259,28 @@ pub struct LoadRecord {
     pub command: String,
     /// Where: `this machine` or `ssh://…`.
     pub on: String,
+    /// When it actually ran, as latprobe watched it: one span per start
+    /// (a schedule starts it at each load phase). Absent in reports of
+    /// older versions and in replays of a raw file (not watched then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<Vec<LoadSpan>>,
+    /// The live record of its spans while the run goes on (not written).
+    #[serde(skip)]
+    pub watch: Option<crate::target::load::Watch>,
+}
+
+/// One stretch a load ran, ms from the loads' start (the schedule's clock).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadSpan {
+    /// Its start.
+    pub start_ms: u64,
+    /// Its end; `None` while it runs.
+    pub end_ms: Option<u64>,
+    /// Why it ended on its own, before latprobe stopped it (`exit status
+    /// 1; it said: …`); `None` when latprobe stopped it (a phase's or the
+    /// run's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
 }
 
 /// How the run ended, as the caller knows it.

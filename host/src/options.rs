@@ -233,6 +233,12 @@ pub struct TargetArgs {
     /// Run the loads in phases, the OSADL way: idle=60s,load=60s,… from the run's start, the last phase until its end [default: the loads run throughout]
     #[arg(long, value_name = "PHASES", requires = "loads")]
     pub load_schedule: Option<String>,
+    /// A load that ends before the run does (or never starts) is a note in the report, not a failed run
+    #[arg(long, requires = "loads")]
+    pub load_may_end: bool,
+    /// Where the loads write their files on the target (dd's 256 MiB, a compile's objects) [default: a directory of their own in the target's TMPDIR, apart from the run's]
+    #[arg(long, value_name = "DIR", requires = "loads")]
+    pub load_dir: Option<String>,
 }
 
 impl OutputArgs {

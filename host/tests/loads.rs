@@ -225,6 +225,11 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     );
     assert_eq!((p[1]["name"].as_str(), p[1]["start_s"].as_u64()), (Some("load"), Some(3)));
     assert!(p[1]["end_s"].is_null());
+    // What actually ran in each phase, as watched: nothing, then the load
+    // for the whole phase.
+    assert_eq!(p[0]["loads"], serde_json::json!([]), "{p:?}");
+    assert_eq!(p[1]["loads"][0]["name"], "hackbench:2", "{p:?}");
+    assert_eq!(p[1]["loads"][0]["throughout"], true, "{p:?}");
     let total: u64 = p.iter().map(|x| x["samples"].as_u64().unwrap()).sum();
     assert_eq!(total, r["counts"]["samples"].as_u64().unwrap(), "the phases hold every sample: {p:?}");
     let timeouts: u64 = p.iter().map(|x| x["timeouts"].as_u64().unwrap()).sum();
@@ -246,4 +251,5 @@ fn a_load_schedule_runs_the_load_in_its_phase_only_and_reports_each_phase() {
     let table = &table[..table.find("</table>").unwrap()];
     assert_eq!(table.matches("<tr><td>").count(), 2, "{table}");
     assert!(table.contains("<td>idle</td><td>0 s</td><td>3 s</td>"), "{table}");
+    assert!(table.contains("<td>none</td></tr>") && table.contains("<td>hackbench:2</td></tr>"), "{table}");
 }

@@ -232,6 +232,7 @@ fn the_timeline_marks_the_load_schedule_phases() {
         timeouts: 0,
         max_measured_ns: None,
         latency_ns: None,
+        loads: None,
     };
     r.phases = vec![phase("idle", 0, Some(30)), phase("load", 30, Some(60)), phase("idle", 60, None)];
     let svg = plot::timeline_svg(&r).unwrap().unwrap();

@@ -765,3 +765,56 @@ fn run_trace_without_what_it_needs_names_the_flag() {
         assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{extra:?}: {}", show(&o));
     }
 }
+
+/// issue 43 (13): the SSH session carrying a load drops mid-run. Today the
+/// run went on without it, exit 0, its report saying the load ran. Now the
+/// run fails, saying the load's session dropped, and the load's processes
+/// on the target end (sshd closes their stdin).
+#[test]
+fn a_loads_dropped_ssh_session_fails_the_run() {
+    let _one = lock();
+    let sshd = Sshd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("l.json");
+    let mut child =
+        demo(&sshd, &["--duration", "30s", "--load", "hackbench:2", "-o", report.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    wait_until("hackbench runs over SSH", Duration::from_secs(20), || {
+        !below_sshd(&sshd, "hackbench").is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(2_500));
+    // The ssh client carrying the load (its command is the load's shell).
+    let carrier: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            comm.trim() == "ssh" && String::from_utf8_lossy(&cmd).contains("setsid sh -c")
+        })
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid =
+                stat.rfind(')').and_then(|r| stat[r + 2..].split_whitespace().nth(1)?.parse::<u32>().ok());
+            ppid == Some(child.id())
+        })
+        .collect();
+    assert_eq!(carrier.len(), 1, "one ssh carrying the load: {carrier:?}");
+    // SAFETY: kill(2) on the ssh client our child started.
+    unsafe { libc::kill(carrier[0] as libc::pid_t, libc::SIGKILL) };
+    let o = common::wait_with_timeout(&mut child, Duration::from_secs(20));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!("the load hackbench:2 on {} stopped", sshd.url()))
+            && e.contains("the SSH session carrying it dropped"),
+        "{e}"
+    );
+    assert!(json(&report)["loads"][0]["ran"][0]["ended"].as_str().unwrap().contains("dropped"));
+    wait_until("the load ends on the target", Duration::from_secs(10), || {
+        below_sshd(&sshd, "hackbench").is_empty()
+    });
+}

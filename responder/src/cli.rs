@@ -61,6 +61,9 @@ pub enum Cmd {
         /// Log every cycle's own wake-up latency (what cyclictest would report) to FILE, one `cycle latency_ns` line each
         #[arg(long, value_name = "FILE")]
         log: Option<PathBuf>,
+        /// Stop the log at BYTES (a last `# capped` line says from which cycle on); the marks go on
+        #[arg(long, value_name = "BYTES", default_value_t = crate::cycles::DEFAULT_LOG_MAX, requires = "log")]
+        log_max: u64,
         #[command(flatten)]
         rt: RtArgs,
         #[command(flatten)]

@@ -32,7 +32,11 @@
 //!
 //! Text, one line per cycle, written through a 64 KiB buffer and flushed at
 //! the end (and every second), so a reader can follow it while it grows; a
-//! last line may be cut short. `cycle0_realtime_ns` is cycle 0's deadline
+//! last line may be cut short. The log is bounded (`--log-max`, 1 GiB by
+//! default; a `# max_bytes` header line says the cap): at the cap a last
+//! `# capped: …` line says from which cycle on nothing is logged, and a
+//! write that fails (a full disk) ends the log where it is. Either way the
+//! loop goes on marking: the run is not lost for its log. `cycle0_realtime_ns` is cycle 0's deadline
 //! on the wall clock, which `latprobe` uses to find which of its own cycles
 //! is which.
 
@@ -83,42 +87,97 @@ pub struct Stats {
     pub max_latency_ns: u64,
 }
 
-/// The per-cycle log.
+/// The largest log by default (`--log-max`): about 27 hours of cycles at 1 kHz.
+pub const DEFAULT_LOG_MAX: u64 = 1 << 30;
+
+/// The per-cycle log, bounded: at its cap it ends with a `# capped` line
+/// and logs no more; a write that fails (a full disk) ends it too. Either
+/// way the loop goes on marking, and what was logged stays.
 #[derive(Debug)]
 pub struct CycleLog<W: Write> {
     out: W,
     last_flush: u64,
+    /// Bytes written so far, the header's included.
+    written: u64,
+    /// The cap, bytes.
+    max: u64,
+    /// Why logging stopped, when it did.
+    stopped: Option<String>,
 }
+
+/// Room kept under the cap for the `# capped` line.
+const NOTE_ROOM: u64 = 160;
 
 impl<W: Write> CycleLog<W> {
     /// Start a log: the header, for a schedule whose cycle 0 is due at
     /// `cycle0` (monotonic ns) = `cycle0_realtime` (wall clock ns).
-    pub fn start(mut out: W, interval_ns: u64, cycle0: u64, cycle0_realtime: u64) -> io::Result<Self> {
-        writeln!(out, "{LOG_MAGIC}")?;
-        writeln!(out, "# interval_ns {interval_ns}")?;
-        writeln!(out, "# cycle0_monotonic_ns {cycle0}")?;
-        writeln!(out, "# cycle0_realtime_ns {cycle0_realtime}")?;
-        writeln!(out, "# columns: cycle latency_ns")?;
-        Ok(Self { out, last_flush: cycle0 })
+    #[cfg(test)]
+    pub fn start(out: W, interval_ns: u64, cycle0: u64, cycle0_realtime: u64) -> io::Result<Self> {
+        Self::start_capped(out, interval_ns, cycle0, cycle0_realtime, DEFAULT_LOG_MAX)
     }
 
-    fn cycle(&mut self, cycle: u64, latency_ns: u64, now: u64) -> io::Result<()> {
-        writeln!(self.out, "{cycle} {latency_ns}")?;
-        if now.saturating_sub(self.last_flush) >= 1_000_000_000 {
-            self.last_flush = now;
-            self.out.flush()?;
+    /// [`CycleLog::start`] with a cap of `max` bytes.
+    pub fn start_capped(
+        mut out: W,
+        interval_ns: u64,
+        cycle0: u64,
+        cycle0_realtime: u64,
+        max: u64,
+    ) -> io::Result<Self> {
+        let header = format!(
+            "{LOG_MAGIC}\n# interval_ns {interval_ns}\n# cycle0_monotonic_ns {cycle0}\n\
+             # cycle0_realtime_ns {cycle0_realtime}\n# max_bytes {max}\n# columns: cycle latency_ns\n"
+        );
+        out.write_all(header.as_bytes())?;
+        Ok(Self { out, last_flush: cycle0, written: header.len() as u64, max, stopped: None })
+    }
+
+    /// Why logging stopped before the end (its cap, a write that failed).
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// Write `line` unless logging has stopped; a failed write stops it.
+    fn put(&mut self, line: &str, cycle: u64) {
+        if self.stopped.is_some() {
+            return;
         }
-        Ok(())
+        if self.written + line.len() as u64 + NOTE_ROOM > self.max {
+            let note = format!(
+                "# capped: the log reached its --log-max of {} bytes; cycle {cycle} and later are not logged\n",
+                self.max
+            );
+            let wrote = self.out.write_all(note.as_bytes()).and_then(|()| self.out.flush());
+            self.stopped = Some(match wrote {
+                Ok(()) => format!("it reached its --log-max of {} bytes at cycle {cycle}", self.max),
+                Err(e) => format!("it reached its --log-max of {} bytes at cycle {cycle} ({e})", self.max),
+            });
+            return;
+        }
+        match self.out.write_all(line.as_bytes()) {
+            Ok(()) => self.written += line.len() as u64,
+            Err(e) => self.stopped = Some(format!("cannot write it at cycle {cycle}: {e}")),
+        }
     }
 
-    fn skipped(&mut self, from: u64, count: u64) -> io::Result<()> {
-        writeln!(
-            self.out,
-            "# skipped {count} cycles from {from} (a stall longer than {MAX_CATCH_UP} periods)"
-        )
+    fn cycle(&mut self, cycle: u64, latency_ns: u64, now: u64) {
+        self.put(&format!("{cycle} {latency_ns}\n"), cycle);
+        if self.stopped.is_none() && now.saturating_sub(self.last_flush) >= 1_000_000_000 {
+            self.last_flush = now;
+            if let Err(e) = self.out.flush() {
+                self.stopped = Some(format!("cannot write it at cycle {cycle}: {e}"));
+            }
+        }
     }
 
-    /// Flush what is buffered.
+    fn skipped(&mut self, from: u64, count: u64) {
+        let line =
+            format!("# skipped {count} cycles from {from} (a stall longer than {MAX_CATCH_UP} periods)\n");
+        self.put(&line, from);
+    }
+
+    /// Flush what is buffered (tried even after a failed write: what is
+    /// buffered is whole lines, in order).
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
@@ -163,7 +222,7 @@ pub fn run<C: Clock, M: Marker + ?Sized, W: Write>(
             stats.caught_up += 1;
         }
         if let Some(l) = log.as_deref_mut() {
-            l.cycle(cycle, latency, woke)?;
+            l.cycle(cycle, latency, woke);
         }
         cycle += 1;
         next = next.saturating_add(period_ns);
@@ -171,7 +230,7 @@ pub fn run<C: Clock, M: Marker + ?Sized, W: Write>(
         if behind > MAX_CATCH_UP {
             // A stall too long to serve in a burst: skip to the present.
             if let Some(l) = log.as_deref_mut() {
-                l.skipped(cycle, behind)?;
+                l.skipped(cycle, behind);
             }
             stats.skipped += behind;
             cycle += behind;
@@ -311,6 +370,57 @@ mod tests {
         let text = String::from_utf8(buf).unwrap();
         assert!(text.contains(&format!("# skipped {} cycles from 2", MAX_CATCH_UP + 4)), "{text}");
         assert!(text.lines().any(|l| l.starts_with(&format!("{} ", MAX_CATCH_UP + 6))), "{text}");
+    }
+
+    #[test]
+    fn a_capped_log_ends_with_a_note_and_the_loop_goes_on() {
+        let mut clock = FakeClock { t: 0, delays: vec![], i: 0 };
+        let mut marks = Marks(0);
+        let mut buf = Vec::new();
+        let mut log = CycleLog::start_capped(&mut buf, 1_000, 1_000, 0, 1_000).unwrap();
+        let (_, stats) =
+            run(&mut clock, &mut marks, 1_000, Some(&mut log), &|| false, &|_| false, Some(500), 1_000)
+                .unwrap();
+        log.flush().unwrap();
+        assert_eq!(stats.marked, 500, "the cap stops the log, not the marks");
+        let why = log.stopped().unwrap().to_string();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.len() <= 1_000, "{} bytes past the 1000-byte cap", text.len());
+        let last = text.lines().last().unwrap();
+        let logged = text.lines().filter(|l| !l.starts_with('#')).count();
+        assert!(
+            last == format!(
+                "# capped: the log reached its --log-max of 1000 bytes; cycle {logged} and later are not logged"
+            ),
+            "{last}"
+        );
+        assert!(why.contains(&format!("at cycle {logged}")) && logged > 50, "{why}: {logged} cycles");
+        assert!(text.contains("# max_bytes 1000\n"));
+    }
+
+    #[test]
+    fn a_log_write_that_fails_ends_the_log_not_the_loop() {
+        /// A disk that takes `room` bytes, then is full.
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                }
+                let n = b.len().min(self.0);
+                self.0 -= n;
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut clock = FakeClock { t: 0, delays: vec![], i: 0 };
+        let mut marks = Marks(0);
+        let mut log = CycleLog::start(Full(300), 1_000, 1_000, 0).unwrap();
+        let r = run(&mut clock, &mut marks, 1_000, Some(&mut log), &|| false, &|_| false, Some(100), 1_000);
+        assert_eq!(r.unwrap().1.marked, 100, "a full disk does not end the run");
+        assert!(log.stopped().unwrap().contains("cannot write it at cycle"), "{:?}", log.stopped());
     }
 
     #[test]

@@ -120,8 +120,8 @@ fn run(cli: Cli) -> Result<()> {
             session.finish(ended, &format!("echoed {echoed} bytes{}", guard.summary()));
             Ok(())
         }
-        Cmd::Periodic { device, baud, gpio, interval, byte, log, rt, trace } => {
-            periodic_cmd(device, baud, gpio, interval, byte, log, &rt, &trace)
+        Cmd::Periodic { device, baud, gpio, interval, byte, log, log_max, rt, trace } => {
+            periodic_cmd(device, baud, gpio, interval, byte, (log, log_max), &rt, &trace)
         }
         Cmd::GpioEcho { chip, input, output, edge, log, rt, trace } => {
             gpio_echo_cmd(&chip, input, output, edge, log, &rt, &trace)
@@ -156,7 +156,7 @@ fn periodic_cmd(
     gpio: Option<gpio::LineSpec>,
     interval: Duration,
     byte: u8,
-    log: Option<PathBuf>,
+    (log, log_max): (Option<PathBuf>, u64),
     rt: &RtArgs,
     trace: &TraceArgs,
 ) -> Result<()> {
@@ -207,7 +207,10 @@ fn periodic_cmd(
     let mut cycle_log = match log_out.take() {
         Some(out) => {
             let real = cycles::realtime_of(&mut clock, first)?;
-            Some(cycles::CycleLog::start(out, period_ns, first, real).context("cannot write --log")?)
+            Some(
+                cycles::CycleLog::start_capped(out, period_ns, first, real, log_max)
+                    .context("cannot write --log")?,
+            )
         }
         None => None,
     };
@@ -228,7 +231,14 @@ fn periodic_cmd(
     let flushed = cycle_log.as_mut().map_or(Ok(()), cycles::CycleLog::flush);
     drop(marker);
     let (end, stats) = result.context("the periodic loop failed")?;
-    flushed.context("cannot write --log")?;
+    // A log that stopped early (its cap, a full disk) is said, and what it
+    // holds is kept: the run itself went on.
+    if let Some(why) = cycle_log.as_ref().and_then(cycles::CycleLog::stopped) {
+        eprintln!("warning: --log stopped early: {why}; the cycles before it are logged");
+    }
+    if let Err(e) = flushed {
+        eprintln!("warning: cannot write the end of --log: {e}");
+    }
     let mut summary = if device.is_some() {
         format!("wrote {} bytes", stats.marked)
     } else {

@@ -175,8 +175,17 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
     let temp_log = stem.with_extension("target.log");
     let log_path =
         (mode == ModeArg::Periodic).then(|| args.out.target_log.clone().unwrap_or(temp_log.clone()));
+    // The loads' files apart from the run's (--load-dir), and room for
+    // both checked before anything starts: the log's cap comes from it.
+    let loads_base = args.target.load_dir.as_ref().map_or_else(std::env::temp_dir, PathBuf::from);
+    let load_dir = loads_base.join(format!("latprobe-demo-{}.loads", std::process::id()));
+    let cycles = req.duration_ns.map(|d| d / req.interval_ns.max(1)).or(req.count);
+    let log_max = match &remote {
+        Some(r) => r.check_room(log_path.is_some(), &load_specs, cycles)?,
+        None => crate::target::space::check_local(log_path.as_deref(), &loads_base, &load_specs, cycles)?,
+    };
     let role = match &log_path {
-        Some(log) => Role::Periodic { interval_ns: req.interval_ns, log: log.clone().into() },
+        Some(log) => Role::Periodic { interval_ns: req.interval_ns, log: log.clone().into(), log_max },
         None => Role::Uart,
     };
     // A fresh process may have run a demo before (the tests' library
@@ -219,10 +228,21 @@ pub fn run(args: DemoArgs) -> Result<(), crate::Error> {
         crate::stderr_line!("latprobe demo: {refusal}");
     }
     // The loads, on the responder's machine, for the whole measurement.
-    let load_dir = stem.with_extension("loads");
     let mut loads = match &remote {
-        Some(r) => Scheduled::start(&load_specs, LoadHost::Ssh(r.ssh.clone()), &r.dir, &phases)?,
-        None => Scheduled::start(&load_specs, LoadHost::Local, &load_dir.to_string_lossy(), &phases)?,
+        Some(r) => Scheduled::start(
+            &load_specs,
+            LoadHost::Ssh(r.ssh.clone()),
+            r.load_dir.as_deref().unwrap_or(&r.dir),
+            &phases,
+            args.target.load_may_end,
+        )?,
+        None => Scheduled::start(
+            &load_specs,
+            LoadHost::Local,
+            &load_dir.to_string_lossy(),
+            &phases,
+            args.target.load_may_end,
+        )?,
     };
     for l in &loads.records {
         crate::stderr_line!("latprobe demo: load {} on {}: {}", l.name, l.on, l.command);

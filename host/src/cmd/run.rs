@@ -290,11 +290,16 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
     out.trace = trace.as_ref().map(|t| t.source.clone());
     let mut responder = None;
     if let (Some(r), Some(line)) = (&remote, &line) {
+        // Room there for the log and the loads' files, before anything starts.
+        let cycles = req.duration_ns.map(|d| d / req.interval_ns.max(1)).or(req.count);
+        let log_max = r.check_room(req.mode == ModeArg::Periodic, &load_specs, cycles)?;
         let role = match req.mode {
             ModeArg::GpioEcho => crate::target::Role::GpioEcho,
-            ModeArg::Periodic => {
-                crate::target::Role::Periodic { interval_ns: req.interval_ns, log: Default::default() }
-            }
+            ModeArg::Periodic => crate::target::Role::Periodic {
+                interval_ns: req.interval_ns,
+                log: Default::default(),
+                log_max,
+            },
             _ => crate::target::Role::Uart,
         };
         crate::signals::clear_abort();
@@ -313,10 +318,11 @@ pub fn run(args: RunArgs) -> Result<(), crate::Error> {
         Some(r) => crate::target::load::Scheduled::start(
             &load_specs,
             crate::target::load::Host::Ssh(r.ssh.clone()),
-            &r.dir,
+            r.load_dir.as_deref().unwrap_or(&r.dir),
             &phases,
+            args.target.load_may_end,
         )?,
-        None => crate::target::load::Scheduled::start(&[], crate::target::load::Host::Local, "", &[])?,
+        None => crate::target::load::Scheduled::start(&[], crate::target::load::Host::Local, "", &[], false)?,
     };
     for l in &loads.records {
         crate::stderr_line!("latprobe: load {} on {}: {}", l.name, l.on, l.command);

@@ -399,7 +399,10 @@ impl Column {
                 c.lost = None;
                 c.timeout_ns = (l.censored > 0).then_some(l.censored_above);
                 c.meta.push(("phase".to_owned(), format!("{} {span}", p.name)));
-                if p.name != "load" {
+                if let Some(ran) = &p.loads {
+                    // What was watched running in it (a load that ended early is not).
+                    c.loads = Some(ran.iter().filter(|l| l.throughout).map(|l| l.name.clone()).collect());
+                } else if p.name != "load" {
                     c.loads = Some(Vec::new());
                 }
                 Some(c)
@@ -450,6 +453,7 @@ mod tests {
             name: "hackbench".into(),
             command: "hackbench -l 1000".into(),
             on: "this machine".into(),
+            ..Default::default()
         }];
         let lat = |p99, censored| Latency {
             measured: 100 - censored,
@@ -473,6 +477,7 @@ mod tests {
             timeouts: latency_ns.as_ref().map_or(0, |l| l.censored),
             max_measured_ns: Some(90_000),
             latency_ns,
+            loads: None,
         };
         r.phases = vec![
             ph("idle", 0, Some(60), Some(lat(Some(14_000), 0))),

@@ -48,6 +48,8 @@ pub fn attach_target_log(
         return Err(Error::Input(format!("--target-log {}: the run has no cycles", log.display())));
     };
     let conv = a.conv();
+    // Later edges are timeouts in the run's figures: censored beside the log too.
+    let horizon_ns = a.timeout_ns();
     let first = a.fit.as_ref().and_then(|f| f.first_tick());
     let anchor = match (ctx.started_unix_ns, start_tick, first) {
         (Some(unix), Some(st), Some(f)) => Some(crate::analysis::targetlog::Anchor {
@@ -63,7 +65,7 @@ pub fn attach_target_log(
         )));
     };
     spill.finish().map_err(|e| Error::io("cannot keep the run's cycles", e))?;
-    p.target_log = Some(crate::analysis::targetlog::compare(log, spill, interval_ns, anchor)?);
+    p.target_log = Some(crate::analysis::targetlog::compare(log, spill, interval_ns, horizon_ns, anchor)?);
     if let Some(c) = spill.kept_until() {
         r.notes.push(format!(
             "--target-log: the probe's cycles were kept up to cycle {c} only (the {} GiB cap of the \

@@ -412,8 +412,8 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         started_at: ctx.started_at.clone(),
         ended_at: end.ended_at,
         command_line: ctx.command_line.clone(),
-        loads: ctx.loads.clone(),
-        phases: phases_of(&ctx.phases, a),
+        loads: crate::target::load::observed(&ctx.loads),
+        phases: phases_with_loads(phases_of(&ctx.phases, a), &crate::target::load::observed(&ctx.loads)),
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
@@ -456,9 +456,60 @@ pub fn phases_of(phases: &[crate::model::Phase], a: Option<&crate::analysis::Ana
                 timeouts: t.map_or(0, |t| t.timeouts),
                 max_measured_ns: t.and_then(|t| t.max_measured_ns()),
                 latency_ns: t.map(|t| tally_latency(t, timeout)),
+                loads: None,
             }
         })
         .collect()
+}
+
+/// `phases` with the loads that ran in each, as watched (`ran`); left as
+/// they are when the loads were not watched (a replay of a raw file).
+pub fn phases_with_loads(
+    mut phases: Vec<PhaseReport>,
+    loads: &[crate::model::LoadRecord],
+) -> Vec<PhaseReport> {
+    /// A load that started this long after its phase began still ran it whole.
+    const START_SLACK_MS: u64 = 1_500;
+    if loads.is_empty() || loads.iter().any(|l| l.ran.is_none()) {
+        return phases;
+    }
+    for p in &mut phases {
+        let from = p.start_s.saturating_mul(1000);
+        let to = p.end_s.map_or(u64::MAX, |e| e.saturating_mul(1000));
+        let mut in_phase = Vec::new();
+        for l in loads {
+            let spans = l.ran.as_deref().unwrap_or_default();
+            let overlap = |s: &crate::model::LoadSpan| {
+                s.end_ms.unwrap_or(u64::MAX).min(to).saturating_sub(s.start_ms.max(from))
+            };
+            // A load latprobe stopped at this phase's start took a moment
+            // to end: that is no running in it.
+            let ran_ms: u64 = spans
+                .iter()
+                .map(|s| match overlap(s) {
+                    o if s.ended.is_none() && s.start_ms < from && o < START_SLACK_MS => 0,
+                    o => o,
+                })
+                .sum();
+            if ran_ms == 0 {
+                continue;
+            }
+            // Whole: one span from the phase's start to its end (for the
+            // last phase: until latprobe stopped it at the run's end).
+            let throughout = spans.iter().any(|s| {
+                let end = s.end_ms.unwrap_or(u64::MAX);
+                s.start_ms <= from.saturating_add(START_SLACK_MS)
+                    && if to == u64::MAX {
+                        s.ended.is_none()
+                    } else {
+                        end >= to.saturating_sub(START_SLACK_MS)
+                    }
+            });
+            in_phase.push(PhaseLoad { name: l.name.clone(), ran_ms, throughout });
+        }
+        p.loads = Some(in_phase);
+    }
+    phases
 }
 
 /// A tally's figures as the report's latency table.

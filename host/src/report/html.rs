@@ -172,7 +172,7 @@ fn phases(h: &mut String, r: &Report) {
     for p in PERCENTILES {
         let _ = write!(h, "<th>{}</th>", p.name);
     }
-    h.push_str("<th>max</th></tr>\n");
+    h.push_str("<th>max</th><th>loads running</th></tr>\n");
     for p in &r.phases {
         let end = p.end_s.map_or_else(|| "end".to_owned(), |e| format!("{e} s"));
         let _ = write!(
@@ -192,6 +192,16 @@ fn phases(h: &mut String, r: &Report) {
             }
             None => h.push_str(&"<td>-</td>".repeat(PERCENTILES.len() + 1)),
         }
+        let loads = match p.loads.as_deref() {
+            None => "not watched".to_owned(),
+            Some([]) => "none".to_owned(),
+            Some(l) => l
+                .iter()
+                .map(|l| if l.throughout { l.name.clone() } else { format!("{} (part)", l.name) })
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let _ = write!(h, "<td>{}</td>", esc(&loads));
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");

@@ -467,4 +467,19 @@ pub struct PhaseReport {
     /// sample fell in it.
     #[serde(default)]
     pub latency_ns: Option<Latency>,
+    /// The loads that actually ran in it, as latprobe watched them; absent
+    /// in reports of older versions and in replays of a raw file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loads: Option<Vec<PhaseLoad>>,
+}
+
+/// A load that ran in a phase (`--load-schedule`), as latprobe watched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseLoad {
+    /// The load (`hackbench:4`).
+    pub name: String,
+    /// How long it ran inside the phase, ms.
+    pub ran_ms: u64,
+    /// Whether it ran the whole phase (it did not end early in it).
+    pub throughout: bool,
 }

@@ -203,8 +203,19 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
                 cell(l.max)
             )
         });
-        let _ =
-            writeln!(s, "phase {} {span}: {} samples, {} timeouts{figures}", p.name, p.samples, p.timeouts);
+        let _ = writeln!(
+            s,
+            "phase {} {span}: {} samples, {} timeouts{figures}{}",
+            p.name,
+            p.samples,
+            p.timeouts,
+            phase_loads(p)
+        );
+    }
+    for l in &r.loads {
+        for end in l.ran.iter().flatten().filter_map(|span| span.ended.as_deref()) {
+            let _ = writeln!(s, "load ended early: {end}");
+        }
     }
     let range_overflows = r.histogram.overflows.saturating_sub(c.timeouts);
     if range_overflows > 0 {
@@ -335,6 +346,28 @@ fn periodic_section(s: &mut String, p: &super::PeriodicReport, show_naive: bool)
     }
 }
 
+/// `; loads running: hackbench (whole phase), dd (3.2 s of it)`, `; no
+/// load ran`, or nothing when the loads were not watched.
+fn phase_loads(p: &crate::report::PhaseReport) -> String {
+    match p.loads.as_deref() {
+        None => String::new(),
+        Some([]) => "; no load ran".to_owned(),
+        Some(l) => {
+            let each: Vec<String> = l
+                .iter()
+                .map(|l| {
+                    if l.throughout {
+                        format!("{} (whole phase)", l.name)
+                    } else {
+                        format!("{} ({}.{} s of it)", l.name, l.ran_ms / 1000, (l.ran_ms % 1000) / 100)
+                    }
+                })
+                .collect();
+            format!("; loads running: {}", each.join(", "))
+        }
+    }
+}
+
 /// External beside internal.
 fn target_log_section(s: &mut String, t: &crate::analysis::targetlog::TargetLogReport) {
     let corr = t.correlation.map_or_else(String::new, |c| format!(", correlation {c:.3}"));
@@ -351,6 +384,21 @@ fn target_log_section(s: &mut String, t: &crate::analysis::targetlog::TargetLogR
         "  log cycles {}  probe only {}  missed but logged {}  log outside the run {}",
         t.log_cycles, t.probe_only, t.missed_but_logged, t.log_outside
     );
+    if let (n @ 1.., Some(above)) = (t.censored, t.censored_above_ns) {
+        let _ = writeln!(
+            s,
+            "  {n} cycles in both came later than the timeout (>{} µs): timeouts in the figures above, so \
+             censored here too, not compared",
+            us_fixed(above, 2)
+        );
+    }
+    if let Some(c) = t.capped_at_cycle {
+        let _ = writeln!(
+            s,
+            "  the log reached its cap on the target at its cycle {c} (--log-max, half the room there): the \
+             later cycles are the probe's only"
+        );
+    }
     let _ = writeln!(
         s,
         "  µs                   {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",

@@ -12,6 +12,7 @@
 pub mod leftovers;
 pub mod load;
 mod remote;
+pub mod space;
 pub mod ssh;
 pub mod stop;
 
@@ -62,13 +63,15 @@ pub enum Role {
         interval_ns: u64,
         /// Its per-cycle log, on the target.
         log: OsString,
+        /// The log's cap, bytes (`--log-max`); the responder's default when `None`.
+        log_max: Option<u64>,
     },
 }
 
 impl Role {
     /// The responder's argv after its path. Periodic on a tty is exactly
     /// `periodic --device DEV --interval I --metadata META --log FILE
-    /// [--priority N]`, so any responder with that interface can be tried
+    /// [--log-max BYTES] [--priority N]`, so any responder with that interface can be tried
     /// with `--responder PATH`.
     pub fn argv(&self, line: &Line, meta: &std::ffi::OsStr, priority: Option<u8>) -> Vec<OsString> {
         let mut v: Vec<OsString> = Vec::new();
@@ -96,7 +99,7 @@ impl Role {
                 }
                 v.extend(["--metadata".into(), meta.into()]);
             }
-            Role::Periodic { interval_ns, log } => {
+            Role::Periodic { interval_ns, log, log_max } => {
                 v.push("periodic".into());
                 tty(&mut v);
                 if let Line::Gpio { chip, output, .. } = line {
@@ -110,6 +113,9 @@ impl Role {
                     "--log".into(),
                     log.clone(),
                 ]);
+                if let Some(m) = log_max {
+                    v.extend(["--log-max".into(), m.to_string().into()]);
+                }
             }
         }
         if let Some(p) = priority {

@@ -87,6 +87,10 @@ pub struct Remote {
     pub responder: String,
     /// The run's directory there (removed when dropped).
     pub dir: String,
+    /// The loads' directory there, apart from the run's (in `--load-dir`,
+    /// else the target's TMPDIR): dd filling it never touches the run's
+    /// log. Removed when dropped; `None` without `--load`.
+    pub load_dir: Option<String>,
 }
 
 impl Remote {
@@ -108,7 +112,41 @@ impl Remote {
         }
         ssh.check_responder(&responder, &info)?;
         let dir = ssh.temp_dir()?;
-        Ok(Remote { ssh, responder, dir })
+        let load_dir = if t.loads.is_empty() {
+            None
+        } else {
+            match ssh.temp_dir_in(t.load_dir.as_deref()) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    ssh.remove_dir(&dir);
+                    return Err(e);
+                }
+            }
+        };
+        Ok(Remote { ssh, responder, dir, load_dir })
+    }
+
+    /// Check the room there for the periodic log (`periodic`) and the
+    /// loads' files before the run: the log's cap, or an error naming
+    /// `--load-dir`.
+    pub fn check_room(
+        &self,
+        periodic: bool,
+        specs: &[super::load::LoadSpec],
+        cycles: Option<u64>,
+    ) -> Result<Option<u64>, Error> {
+        let mut dirs = vec![self.dir.as_str()];
+        dirs.extend(self.load_dir.as_deref());
+        let rooms = self.ssh.rooms(&dirs)?;
+        let at = |i: usize| rooms.get(i).cloned().flatten().map(|r| (dirs[i], r));
+        let plan = super::space::Plan {
+            log: if periodic { at(0) } else { None },
+            loads: at(1),
+            specs,
+            cycles,
+            on: self.ssh.url(),
+        };
+        super::space::check(&plan)
     }
 
     /// Start the responder there in `role` on `line`, with `--exit-with-stdin`.
@@ -127,9 +165,11 @@ impl Remote {
     ) -> Result<Started, Error> {
         let meta = self.meta_path();
         let role = match role {
-            Role::Periodic { interval_ns, .. } => {
-                Role::Periodic { interval_ns: *interval_ns, log: format!("{}/target.log", self.dir).into() }
-            }
+            Role::Periodic { interval_ns, log_max, .. } => Role::Periodic {
+                interval_ns: *interval_ns,
+                log: format!("{}/target.log", self.dir).into(),
+                log_max: *log_max,
+            },
             other => other.clone(),
         };
         let words: Vec<String> = role
@@ -195,26 +235,51 @@ impl Remote {
         fetched
     }
 
-    /// Copy the responder's per-cycle log back to `local`; a failure is said.
+    /// Copy the responder's per-cycle log back to `local`, streamed (never
+    /// whole in memory) through the output rules; a failure is said.
     pub fn fetch_log(&self, local: &Path) {
         let log = format!("{}/target.log", self.dir);
-        match self.ssh.fetch(&log) {
-            Ok(Some(bytes)) => {
-                if let Err(e) = crate::fsout::write(local, &bytes) {
+        let (staged, file) = match crate::fsout::create(local) {
+            Ok(s) => s,
+            Err(e) => {
+                crate::stderr_error!("latprobe: cannot keep the target's log in {}: {e}", local.display());
+                return;
+            }
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let got = self.ssh.fetch_into(&log, &mut w);
+        let flushed = std::io::Write::flush(&mut w);
+        drop(w);
+        match (got, flushed) {
+            (Ok(Some(_)), Ok(())) => {
+                if let Err(e) = staged.commit() {
                     crate::stderr_error!(
                         "latprobe: cannot keep the target's log in {}: {e}",
                         local.display()
                     );
                 }
             }
-            Ok(None) => crate::stderr_error!("latprobe: the target's log {log} is not there"),
-            Err(e) => crate::stderr_error!("latprobe: cannot fetch the target's log: {e}"),
+            (Ok(None), _) => {
+                staged.abandon();
+                crate::stderr_error!("latprobe: the target's log {log} is not there");
+            }
+            (Err(e), _) => {
+                staged.abandon();
+                crate::stderr_error!("latprobe: cannot fetch the target's log: {e}");
+            }
+            (_, Err(e)) => {
+                staged.abandon();
+                crate::stderr_error!("latprobe: cannot keep the target's log in {}: {e}", local.display());
+            }
         }
     }
 }
 
 impl Drop for Remote {
     fn drop(&mut self) {
+        if let Some(d) = &self.load_dir {
+            self.ssh.remove_dir(d);
+        }
         self.ssh.remove_dir(&self.dir);
     }
 }

@@ -288,8 +288,15 @@ impl SshTarget {
     /// this machine left there (killed before they could remove them) are
     /// removed first, saying so.
     pub fn temp_dir(&self) -> Result<String, Error> {
+        self.temp_dir_in(None)
+    }
+
+    /// [`SshTarget::temp_dir`] in `base` (a directory there, e.g.
+    /// `--load-dir`) instead of the target's TMPDIR.
+    pub fn temp_dir_in(&self, base: Option<&str>) -> Result<String, Error> {
+        let t = base.map_or_else(|| "\"${TMPDIR:-/tmp}\"".to_string(), quote);
         let script = format!(
-            "t=\"${{TMPDIR:-/tmp}}\"; for o in \"$t\"/latprobe.*/owner; do [ -f \"$o\" ] && [ -O \"$o\" ] && \
+            "t={t}; for o in \"$t\"/latprobe.*/owner; do [ -f \"$o\" ] && [ -O \"$o\" ] && \
              printf 'latprobe-left\\t%s\\t%s\\n' \"${{o%/owner}}\" \"$(head -c 200 \"$o\" | tr -d '\\n\\t')\"; done; \
              d=$(mktemp -d \"$t/latprobe.XXXXXX\") || exit 1; printf '%s\\n' {} > \"$d/owner\" || exit 1; \
              printf 'latprobe-dir\\t%s\\n' \"$d\"",
@@ -300,8 +307,9 @@ impl SshTarget {
         let dir = text.lines().find_map(|l| l.strip_prefix("latprobe-dir\t")).unwrap_or_default().to_string();
         if !out.status.success() || !dir.starts_with('/') {
             return Err(Error::Target(format!(
-                "--target {}: cannot make a temporary directory there ({})",
+                "--target {}: cannot make a temporary directory {}there ({})",
                 self.url(),
+                base.map_or_else(String::new, |b| format!("in {} (--load-dir) ", crate::out::clean(b))),
                 crate::out::clean(String::from_utf8_lossy(&out.stderr).trim())
             )));
         }
@@ -328,10 +336,58 @@ impl SshTarget {
         Ok(dir)
     }
 
+    /// The room of each of `dirs`' filesystems on the target (`df -Pk`),
+    /// `None` for one it cannot tell.
+    pub fn rooms(&self, dirs: &[&str]) -> Result<Vec<Option<super::space::Room>>, Error> {
+        let script: Vec<String> = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                format!("printf 'latprobe-df{i}\\t%s\\n' \"$(df -Pk {} 2>/dev/null | tail -n 1)\"", quote(d))
+            })
+            .collect();
+        let out = self.run_framed(&script.join("; "), None)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok((0..dirs.len())
+            .map(|i| {
+                let tag = format!("latprobe-df{i}\t");
+                text.lines().find_map(|l| l.strip_prefix(&tag)).and_then(super::space::parse_df)
+            })
+            .collect())
+    }
+
     /// The bytes of `path` on the target, `None` when it is not there.
     pub fn fetch(&self, path: &str) -> Result<Option<Vec<u8>>, Error> {
         let out = self.run_framed(&format!("cat {}", quote(path)), None)?;
         Ok(out.status.success().then_some(out.stdout))
+    }
+
+    /// Copy `path` on the target into `out` as a stream, in bounded pieces
+    /// (a log of a day's cycles is never held in memory): how many bytes
+    /// came, `None` when it is not there.
+    pub fn fetch_into(&self, path: &str, out: &mut dyn std::io::Write) -> Result<Option<u64>, Error> {
+        let mut c = self.command(&format!("printf '%s\\n' {FRAME}; cat {}", quote(path)));
+        c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| self.no_client(e))?;
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut said = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut e, 64 * 1024), &mut said);
+                let _ = std::io::copy(&mut e, &mut std::io::sink());
+                said
+            })
+        });
+        let copied = match child.stdout.take() {
+            Some(stdout) => copy_unframed(stdout, out),
+            None => Ok(None),
+        };
+        let status = child.wait().map_err(|e| Error::io(format!("ssh to {}", self.url()), e))?;
+        let said = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+        if status.code() == Some(255) {
+            return Err(self.failure(&String::from_utf8_lossy(&said)));
+        }
+        let copied = copied.map_err(|e| Error::io(format!("cannot copy {path} from {}", self.url()), e))?;
+        Ok(copied.filter(|_| status.success()))
     }
 
     /// Remove `dir` (one of [`SshTarget::temp_dir`]'s) on the target; best effort.
@@ -372,6 +428,37 @@ fn unframe(stdout: &[u8]) -> &[u8] {
         .windows(marker.len())
         .position(|w| w == marker.as_bytes())
         .map_or(&[], |i| &stdout[i + marker.len()..])
+}
+
+/// Copy what follows the first [`FRAME`] line of `from` into `to`, 64 KiB
+/// at a time (a login banner before it is dropped, and at most 64 KiB of
+/// it is held): the bytes copied, `None` if the frame never came.
+fn copy_unframed(from: impl std::io::Read, to: &mut dyn std::io::Write) -> std::io::Result<Option<u64>> {
+    use std::io::BufRead as _;
+    let mut r = std::io::BufReader::with_capacity(64 * 1024, from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A banner line longer than 64 KiB is read in pieces, never whole.
+        let n = std::io::Read::take(&mut r, 64 * 1024).read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if line == format!("{FRAME}\n").as_bytes() {
+            break;
+        }
+    }
+    let mut total = 0u64;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(Some(total));
+        }
+        to.write_all(buf)?;
+        let n = buf.len();
+        total += n as u64;
+        r.consume(n);
+    }
 }
 
 /// A run directory of [`SshTarget::temp_dir`]'s making: absolute, named
@@ -529,6 +616,42 @@ mod tests {
         }
         assert_eq!(unframe(format!("Welcome!\n{FRAME}\nx86_64\n").as_bytes()), b"x86_64\n");
         assert_eq!(unframe(b"no marker"), b"");
+    }
+
+    /// A reader that hands out at most `piece` bytes a read, and fails if
+    /// asked to fill more than 64 KiB at once (bounded pieces, never whole).
+    struct Pieces {
+        data: Vec<u8>,
+        at: usize,
+        piece: usize,
+    }
+
+    impl std::io::Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            assert!(buf.len() <= 64 * 1024, "asked for {} bytes at once", buf.len());
+            let n = buf.len().min(self.piece).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_fetch_drops_the_banner_and_streams_the_rest_in_pieces() {
+        let body: Vec<u8> = (0..300_000u32).flat_map(|i| format!("{i} 5123\n").into_bytes()).collect();
+        for piece in [1, 7, 4096, 1 << 20] {
+            let mut data = b"Welcome to the board\nlast login: never\n".to_vec();
+            data.extend(format!("{FRAME}\n").as_bytes());
+            data.extend(&body);
+            let mut out = Vec::new();
+            let got = copy_unframed(Pieces { data, at: 0, piece }, &mut out).unwrap();
+            assert_eq!(got, Some(body.len() as u64));
+            assert!(out == body, "piece {piece}: the body differs");
+        }
+        // No frame: the command never ran; nothing is taken for the file.
+        let mut out = Vec::new();
+        let none = copy_unframed(Pieces { data: b"banner\n".to_vec(), at: 0, piece: 3 }, &mut out).unwrap();
+        assert_eq!((none, out.len()), (None, 0));
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Header {
     pub cycle0_monotonic_ns: Option<u64>,
     /// `cycle0_realtime_ns`.
     pub cycle0_realtime_ns: Option<u64>,
+    /// `# capped: …; cycle N and later are not logged`: the first cycle
+    /// the log does not hold (it reached its `--log-max`).
+    pub capped_at: Option<u64>,
 }
 
 /// A streaming reader of a log: header first, then `(cycle, latency ns)`.
@@ -70,6 +73,11 @@ impl LogReader {
                 let key = it.next().unwrap_or("");
                 let val = it.next().and_then(|v| v.parse::<u64>().ok());
                 match key {
+                    "capped:" => {
+                        header.capped_at = rest.split_once("; cycle ").and_then(|(_, c)| {
+                            c.split_whitespace().next().and_then(|n| n.parse::<u64>().ok())
+                        });
+                    }
                     "interval_ns" => header.interval_ns = val,
                     "cycle0_monotonic_ns" => header.cycle0_monotonic_ns = val,
                     "cycle0_realtime_ns" => header.cycle0_realtime_ns = val,

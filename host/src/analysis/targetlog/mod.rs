@@ -33,7 +33,11 @@
 //! is slow in both; a slow trend would correlate at any offset, so it is
 //! taken out). Cycles only one side has
 //! (missed periods, a log that starts later or ends earlier) are counted,
-//! not compared.
+//! not compared. A cycle whose edge came later than the run's timeout is a
+//! timeout sample in the run's figures (its cycle is only known up to the
+//! horizon the fit looks ahead for), so it is censored here too: counted
+//! with its bound (`censored`), never a measured value beside the log. One
+//! cycle is measured in every table or censored in every table.
 //!
 //! # The comparison
 //!
@@ -171,6 +175,25 @@ pub struct TargetLogReport {
     pub difference_histogram: Vec<[i64; 2]>,
     /// The cycles whose difference is farthest from its median, worst first.
     pub disagreements: Vec<Disagreement>,
+    /// The first target cycle the log does not hold when it reached its
+    /// cap on the target (`--log-max`); later cycles are the probe's only.
+    /// Absent when it did not (and in reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_at_cycle: Option<u64>,
+    /// Cycles in both whose edge came later than the run's timeout: timeout
+    /// samples in the run's figures, so censored here too (not in
+    /// `aligned`, `external`, `difference` or `disagreements`): one cycle
+    /// is never a timeout in one table and a measured value in another.
+    /// Absent when 0 (and in reports of older versions).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub censored: u64,
+    /// The bound they are known to exceed, ns (the run's timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub censored_above_ns: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How many disagreements are listed.
@@ -230,6 +253,7 @@ pub fn compare(
     log: &Path,
     spill: &CycleSpill,
     interval_ns: u64,
+    horizon_ns: u64,
     anchor: Option<Anchor>,
 ) -> Result<TargetLogReport, Error> {
     // The probe's first cycles, for the alignment.
@@ -332,6 +356,7 @@ pub fn compare(
     let mut bins: BTreeMap<i64, u64> = BTreeMap::new();
     let (mut aligned, mut probe_only, mut missed_but_logged, mut log_outside, mut log_cycles) =
         (0u64, 0, 0, 0, 0);
+    let mut censored = 0u64;
     let mut first_probe: Option<u64> = None;
     let mut last_probe: Option<u64> = None;
     {
@@ -354,6 +379,14 @@ pub fn compare(
                 probe.next();
             }
             match probe.peek().copied() {
+                // Later than the horizon: a timeout sample in the run's
+                // figures, so censored here too, never a measured value.
+                Some(SpillRecord::Edge { cycle: c, delay_ns: ext }) if c as i64 == pc && ext > horizon_ns => {
+                    first_probe.get_or_insert(c);
+                    last_probe = Some(c);
+                    probe.next();
+                    censored += 1;
+                }
                 Some(SpillRecord::Edge { cycle: c, delay_ns: ext }) if c as i64 == pc => {
                     first_probe.get_or_insert(c);
                     last_probe = Some(c);
@@ -397,7 +430,7 @@ pub fn compare(
                 probe.next();
             }
             if let Some(&SpillRecord::Edge { cycle: c, delay_ns: ext }) = probe.peek() {
-                if c as i64 == pc {
+                if c as i64 == pc && ext <= horizon_ns {
                     let dv = ext as i64 - lat as i64;
                     let far = (dv - med).unsigned_abs();
                     let keep = worst.len() < DISAGREEMENTS
@@ -437,6 +470,9 @@ pub fn compare(
         difference,
         difference_histogram: bins.into_iter().map(|(b, c)| [b, c as i64]).collect(),
         disagreements: worst,
+        capped_at_cycle: header.capped_at,
+        censored,
+        censored_above_ns: (censored > 0).then_some(horizon_ns),
     })
 }
 
@@ -483,7 +519,7 @@ mod tests {
             text += &format!("{t} {}\n", lat(t).saturating_sub(under));
         }
         std::fs::write(&log, text).unwrap();
-        let r = compare(&log, &spill, 1_000_000, None).unwrap();
+        let r = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap();
         assert_eq!(r.offset, 250, "{r:?}");
         assert_eq!(r.log_cycles, 4_601);
         assert_eq!(r.missed_but_logged, 3);
@@ -497,6 +533,40 @@ mod tests {
         assert!(worst.contains(&1_000) && worst.contains(&2_000), "{:?}", r.disagreements);
         assert_eq!(r.disagreements[0].difference_ns, 18_000);
         assert_eq!(r.disagreements[2].difference_ns, 3_000);
+    }
+
+    /// issue 42 §2: an edge later than the run's timeout is a timeout
+    /// sample in the main table; beside the log it was a measured 11 ms
+    /// ("disagree: cycle 5099 … external 10960.66 µs"). Now it is censored
+    /// there too: counted, with its bound, in no figure and no disagreement.
+    #[test]
+    fn an_edge_the_run_censored_is_censored_beside_the_log_too() {
+        let horizon = 8_000_000;
+        let late = [1_500u64, 2_600];
+        let cycles: Vec<(u64, Option<u64>)> = (0..3_000u64)
+            .map(|c| (c, Some(if late.contains(&c) { 10_960_660 } else { lat(c) + 3_000 })))
+            .collect();
+        let mut spill = spill_of(&cycles);
+        spill.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let mut text = format!("{MAGIC}\n# interval_ns 1000000\n");
+        for t in 0..3_000u64 {
+            let own = if late.contains(&t) { 10_950_000 } else { lat(t) };
+            text += &format!("{t} {own}\n");
+        }
+        std::fs::write(&log, text).unwrap();
+        let r = compare(&log, &spill, 1_000_000, horizon, None).unwrap();
+        assert_eq!((r.offset, r.censored, r.censored_above_ns), (0, 2, Some(horizon)), "{r:?}");
+        assert_eq!(r.aligned, 2_998, "the censored cycles are not compared");
+        let ext = r.external.as_ref().unwrap();
+        assert!(ext.max <= horizon as i64, "a censored cycle measured beside the log: {ext:?}");
+        assert!(r.disagreements.iter().all(|d| !late.contains(&d.cycle)), "{:?}", r.disagreements);
+        // The target's own view of every line stays whole.
+        assert_eq!(r.internal_all.as_ref().unwrap().max, 10_950_000);
+        // With no horizon (every edge measured) the same log compares them all.
+        let all = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap();
+        assert_eq!((all.aligned, all.censored), (3_000, 0));
     }
 
     #[test]
@@ -517,7 +587,7 @@ mod tests {
             text += &format!("{t} {}\n", lat(t));
         }
         std::fs::write(&log, text).unwrap();
-        let r = compare(&log, &spill, 1_000_000, None).unwrap();
+        let r = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap();
         assert_eq!((r.offset, r.aligned, r.missed_but_logged), (0, 1_000, 1_000), "{r:?}");
         assert_eq!((r.probe_only, r.log_outside), (1_000, 0), "{r:?}");
     }
@@ -529,16 +599,16 @@ mod tests {
         spill.finish().unwrap();
         let log = dir.path().join("t.log");
         std::fs::write(&log, format!("{MAGIC}\n# interval_ns 2000000\n0 5\n")).unwrap();
-        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap_err().to_string();
         assert!(e.contains("--target-log") && e.contains("interval_ns is 2000000"), "{e}");
         std::fs::write(&log, "hello\n").unwrap();
-        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
         std::fs::write(&log, format!("{MAGIC}\n0 5\nbad line\n1 6\n")).unwrap();
-        let e = compare(&log, &spill, 1_000_000, None).unwrap_err().to_string();
+        let e = compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("CYCLE LATENCY_NS"), "{e}");
         // A last line cut short (a live file) is the end, not an error.
         std::fs::write(&log, format!("{MAGIC}\n0 5\n1 6\n2")).unwrap();
-        assert_eq!(compare(&log, &spill, 1_000_000, None).unwrap().log_cycles, 2);
+        assert_eq!(compare(&log, &spill, 1_000_000, u64::MAX, None).unwrap().log_cycles, 2);
     }
 }
