@@ -45,45 +45,116 @@ struct Summary {
     values: Vec<u64>,
 }
 
+/// The file's non-blank lines, numbered from 1, escapes stripped.
+type Lines<'a> = std::iter::Peekable<std::vec::IntoIter<(usize, &'a str)>>;
+
+/// Where errors point: the file's name and the line past its end.
+struct At<'a> {
+    name: &'a str,
+    end_line: usize,
+}
+
+impl At<'_> {
+    fn err(&self, line: usize, msg: String) -> ImportError {
+        ImportError::at(self.name, line, msg)
+    }
+
+    /// "expected {what}, found end of file (the file is cut short)".
+    fn cut_short(&self, what: &str) -> ImportError {
+        self.err(self.end_line, format!("expected {what}, found end of file (the file is cut short)"))
+    }
+}
+
+/// What comes before `# Histogram`.
+struct Preamble {
+    comments: Vec<Value>,
+    /// The `cyclictest ...` first line, when the output starts with it.
+    cmdline: Option<String>,
+    /// The last status line of each thread.
+    statuses: Vec<(u32, Status)>,
+}
+
+/// The summary lines after the rows.
+struct Trailer {
+    total: Option<Summary>,
+    min: Summary,
+    avg: Summary,
+    max: Summary,
+    over: Summary,
+    threads: usize,
+    /// The rows carry a sum column (`-H`).
+    histofall: bool,
+}
+
 pub(super) fn parse(
     name: &str,
     text: &str,
     options: &ImportOptions,
 ) -> Result<Vec<ImportedRun>, ImportError> {
-    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let lines: Vec<(usize, &str)> =
         text.lines().enumerate().map(|(i, l)| (i + 1, strip_escapes(l).trim_end_matches('\r'))).collect();
-    let end_line = lines.len() + 1;
-    let mut it = lines.iter().copied().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    let at = At { name, end_line: lines.len() + 1 };
+    let mut it: Lines =
+        lines.into_iter().filter(|(_, l)| !l.trim().is_empty()).collect::<Vec<_>>().into_iter().peekable();
 
-    // Preamble: up to `# Histogram`.
-    let mut comments = Vec::new();
-    let mut cmdline = None;
-    let mut statuses: Vec<(u32, Status)> = Vec::new();
+    let pre = preamble(&mut it, &at)?;
+    let (rows, row_width) = histogram_rows(&mut it, &at)?;
+    let tr = trailer(&mut it, &at, row_width)?;
+    let cycles_listed = overflow_lists(&mut it, &at, &tr)?;
+    let smis = smis_line(it, &at)?;
+    // latprobe's own histfile says so in its header.
+    let comment_text: Vec<&str> = pre.comments.iter().filter_map(Value::as_str).collect();
+    let latprobe = latprobe_hist::header(&comment_text);
+    let (unit, unit_source) = file_unit(&pre, latprobe.as_ref(), options, &at)?;
+    if let Some((th, s)) = pre.statuses.iter().find(|(th, _)| *th as usize >= tr.threads) {
+        return Err(at.err(
+            s.line,
+            format!("status line for thread {th}, but the histogram has {} threads", tr.threads),
+        ));
+    }
+    let file = File {
+        pre: &pre,
+        rows: &rows,
+        tr: &tr,
+        latprobe: latprobe.as_ref(),
+        smis: smis.as_ref(),
+        unit,
+        unit_source,
+    };
+    let mut runs = Vec::with_capacity(tr.threads);
+    for (t, (cycles, others)) in cycles_listed.into_iter().enumerate() {
+        runs.push(thread_run(&file, t, cycles, others, options, &at)?);
+    }
+    Ok(runs)
+}
+
+/// Comments, `policy:` lines and status lines, up to `# Histogram`.
+fn preamble(it: &mut Lines, at: &At) -> Result<Preamble, ImportError> {
+    let mut pre = Preamble { comments: Vec::new(), cmdline: None, statuses: Vec::new() };
     let mut first = true;
     loop {
         let Some((n, line)) = it.next() else {
-            let why = if statuses.is_empty() {
+            let why = if pre.statuses.is_empty() {
                 "found end of file"
             } else {
                 "found end of file after the status lines (status lines alone cannot show that the \
                  run finished: import the --histfile or --json output)"
             };
-            return Err(err(end_line, format!("expected '# Histogram', {why}")));
+            return Err(at.err(at.end_line, format!("expected '# Histogram', {why}")));
         };
         let t = line.trim();
         if t == "# Histogram" {
-            break;
+            return Ok(pre);
         } else if first && t.starts_with("cyclictest ") {
-            cmdline = Some(t.to_owned());
+            pre.cmdline = Some(t.to_owned());
         } else if t.starts_with("T:") {
-            let (thread, status) = parse_status(t, n).map_err(|m| err(n, m))?;
-            statuses.retain(|(th, _)| *th != thread);
-            statuses.push((thread, status));
+            let (thread, status) = parse_status(t, n).map_err(|m| at.err(n, m))?;
+            pre.statuses.retain(|(th, _)| *th != thread);
+            pre.statuses.push((thread, status));
         } else if t.starts_with('#') {
-            comments.push(Value::from(t));
+            pre.comments.push(Value::from(t));
         } else if !t.starts_with("policy:") {
-            return Err(err(
+            return Err(at.err(
                 n,
                 format!(
                     "expected '# Histogram', a status line 'T: ...' or a '#' comment, found '{}'",
@@ -93,10 +164,14 @@ pub(super) fn parse(
         }
         first = false;
     }
+}
 
-    // Rows.
+/// The rows of bins, numbered from 0, each with as many columns as the
+/// first: the rows and `(columns, the first row's line)`.
+#[allow(clippy::type_complexity)]
+fn histogram_rows(it: &mut Lines, at: &At) -> Result<(Vec<Vec<u64>>, Option<(usize, usize)>), ImportError> {
     let mut rows: Vec<Vec<u64>> = Vec::new();
-    let mut row_width: Option<(usize, usize)> = None; // (columns, first row's line)
+    let mut row_width: Option<(usize, usize)> = None;
     while let Some(&(n, line)) = it.peek() {
         if line.trim_start().starts_with('#') {
             break;
@@ -108,29 +183,29 @@ pub(super) fn parse(
         match index.parse::<u64>() {
             Ok(i) if i == expected as u64 => {}
             Ok(_) => {
-                return Err(err(n, format!("expected histogram bin {expected:06}, found '{}'", clip(index))))
+                return Err(
+                    at.err(n, format!("expected histogram bin {expected:06}, found '{}'", clip(index)))
+                )
             }
             Err(_) => {
-                return Err(err(
-                    n,
-                    format!("expected a histogram bin number in column 1, found '{}'", clip(index)),
-                ))
+                return Err(at
+                    .err(n, format!("expected a histogram bin number in column 1, found '{}'", clip(index))))
             }
         }
         let mut counts = Vec::new();
         for (k, cell) in fields.enumerate() {
             let v = cell.parse::<u64>().map_err(|_| {
-                err(n, format!("expected a number of samples in column {}, found '{}'", k + 2, clip(cell)))
+                at.err(n, format!("expected a number of samples in column {}, found '{}'", k + 2, clip(cell)))
             })?;
             counts.push(v);
         }
         match row_width {
             None if counts.is_empty() => {
-                return Err(err(n, "expected a number of samples in column 2, found end of line".into()))
+                return Err(at.err(n, "expected a number of samples in column 2, found end of line".into()))
             }
             None => row_width = Some((counts.len(), n)),
             Some((w, first_line)) if w != counts.len() => {
-                return Err(err(
+                return Err(at.err(
                     n,
                     format!("expected {w} sample columns as on line {first_line}, found {}", counts.len()),
                 ))
@@ -139,38 +214,47 @@ pub(super) fn parse(
         }
         rows.push(counts);
     }
+    Ok((rows, row_width))
+}
 
-    // Trailer.
-    let mut next_summary = |label: &str, optional: bool| -> Result<Option<Summary>, ImportError> {
-        let prefix = format!("# {label}:");
-        match it.peek().copied() {
-            Some((n, line)) if line.trim_start().starts_with(&prefix) => {
-                it.next();
-                let rest = &line.trim_start()[prefix.len()..];
-                let mut values = Vec::new();
-                for (k, cell) in rest.split_whitespace().enumerate() {
-                    values.push(cell.parse::<u64>().map_err(|_| {
-                        err(
-                            n,
-                            format!(
-                                "expected a number for thread {k} after '{prefix}', found '{}'",
-                                clip(cell)
-                            ),
-                        )
-                    })?);
-                }
-                Ok(Some(Summary { line: n, values }))
+/// The summary line `# {label}: N N ...` if it is next (`optional`), or
+/// an error saying it is missing.
+fn summary_line(
+    it: &mut Lines,
+    at: &At,
+    label: &str,
+    optional: bool,
+) -> Result<Option<Summary>, ImportError> {
+    let prefix = format!("# {label}:");
+    match it.peek().copied() {
+        Some((n, line)) if line.trim_start().starts_with(&prefix) => {
+            it.next();
+            let rest = &line.trim_start()[prefix.len()..];
+            let mut values = Vec::new();
+            for (k, cell) in rest.split_whitespace().enumerate() {
+                values.push(cell.parse::<u64>().map_err(|_| {
+                    at.err(
+                        n,
+                        format!("expected a number for thread {k} after '{prefix}', found '{}'", clip(cell)),
+                    )
+                })?);
             }
-            _ if optional => Ok(None),
-            Some((n, line)) => Err(err(n, format!("expected '{prefix}', found '{}'", clip(line.trim())))),
-            None => {
-                Err(err(end_line, format!("expected '{prefix}', found end of file (the file is cut short)")))
-            }
+            Ok(Some(Summary { line: n, values }))
         }
-    };
-    let total = next_summary("Total", true)?;
+        _ if optional => Ok(None),
+        Some((n, line)) => Err(at.err(n, format!("expected '{prefix}', found '{}'", clip(line.trim())))),
+        None => Err(at.cut_short(&format!("'{prefix}'"))),
+    }
+}
+
+/// `# Total:` (optional), the min, avg and max latencies and the
+/// overflows, each with one number per thread (plus the sum column's
+/// with `-H`), and the rows' width checked against them.
+fn trailer(it: &mut Lines, at: &At, row_width: Option<(usize, usize)>) -> Result<Trailer, ImportError> {
+    let total = summary_line(it, at, "Total", true)?;
     let mut required = |label: &str| {
-        next_summary(label, false)?.ok_or_else(|| err(end_line, format!("expected '# {label}:'")))
+        summary_line(it, at, label, false)?
+            .ok_or_else(|| at.err(at.end_line, format!("expected '# {label}:'")))
     };
     let min = required("Min Latencies")?;
     let avg = required("Avg Latencies")?;
@@ -179,16 +263,15 @@ pub(super) fn parse(
 
     let threads = min.values.len();
     if threads == 0 {
-        return Err(err(
-            min.line,
-            "expected one minimum per thread after '# Min Latencies:', found none".into(),
-        ));
+        return Err(
+            at.err(min.line, "expected one minimum per thread after '# Min Latencies:', found none".into())
+        );
     }
     let columns = row_width.map_or(threads, |(w, _)| w);
     let histofall = columns == threads + 1;
     if columns != threads && !histofall {
         let (_, first_line) = row_width.unwrap_or((0, min.line));
-        return Err(err(
+        return Err(at.err(
             first_line,
             format!("expected {threads} sample columns (one per thread, as '# Min Latencies:' lists), found {columns}"),
         ));
@@ -198,7 +281,8 @@ pub(super) fn parse(
         if s.values.len() == want {
             Ok(())
         } else {
-            Err(err(s.line, format!("expected {want} numbers after '# {label}:', found {}", s.values.len())))
+            Err(at
+                .err(s.line, format!("expected {want} numbers after '# {label}:', found {}", s.values.len())))
         }
     };
     check_len(&avg, "Avg Latencies", threads)?;
@@ -207,249 +291,275 @@ pub(super) fn parse(
     if let Some(total) = &total {
         check_len(total, "Total", with_sum)?;
     }
+    Ok(Trailer { total, min, avg, max, over, threads, histofall })
+}
 
-    // Overflow cycle lists.
+/// `# Histogram Overflow at cycle number:` and one `# Thread t:` line per
+/// thread: its listed cycles and the count of `# N others`, which must add
+/// up to its overflows.
+fn overflow_lists(it: &mut Lines, at: &At, tr: &Trailer) -> Result<Vec<(Vec<u64>, u64)>, ImportError> {
+    const HEAD: &str = "# Histogram Overflow at cycle number:";
     match it.next() {
-        Some((_, l)) if l.trim() == "# Histogram Overflow at cycle number:" => {}
-        Some((n, l)) => {
-            return Err(err(
-                n,
-                format!("expected '# Histogram Overflow at cycle number:', found '{}'", clip(l.trim())),
-            ))
-        }
-        None => {
-            return Err(err(
-                end_line,
-                "expected '# Histogram Overflow at cycle number:', found end of file (the file is cut short)"
-                    .into(),
-            ))
-        }
+        Some((_, l)) if l.trim() == HEAD => {}
+        Some((n, l)) => return Err(at.err(n, format!("expected '{HEAD}', found '{}'", clip(l.trim())))),
+        None => return Err(at.cut_short(&format!("'{HEAD}'"))),
     }
-    let mut cycles_listed: Vec<(Vec<u64>, u64)> = Vec::new();
-    for t in 0..threads {
+    let mut cycles_listed = Vec::with_capacity(tr.threads);
+    for t in 0..tr.threads {
         let prefix = format!("# Thread {t}:");
         let (n, line) = match it.next() {
             Some((n, l)) if l.trim_start().starts_with(&prefix) => (n, l),
-            Some((n, l)) => return Err(err(n, format!("expected '{prefix}', found '{}'", clip(l.trim())))),
-            None => {
-                return Err(err(
-                    end_line,
-                    format!("expected '{prefix}', found end of file (the file is cut short)"),
-                ))
-            }
+            Some((n, l)) => return Err(at.err(n, format!("expected '{prefix}', found '{}'", clip(l.trim())))),
+            None => return Err(at.cut_short(&format!("'{prefix}'"))),
         };
-        let mut listed = Vec::new();
-        let mut others = 0;
-        let mut tokens = line.trim_start()[prefix.len()..].split_whitespace();
-        while let Some(tok) = tokens.next() {
-            if tok == "#" {
-                let count = tokens.next().unwrap_or("");
-                others = count.parse::<u64>().map_err(|_| {
-                    err(n, format!("expected a number of other overflows after '#', found '{}'", clip(count)))
-                })?;
-                if tokens.next() != Some("others") || tokens.next().is_some() {
-                    return Err(err(n, format!("expected '# {count} others' to end the line")));
-                }
-                break;
-            }
-            listed.push(
-                tok.parse::<u64>().map_err(|_| {
-                    err(n, format!("expected an overflow cycle number, found '{}'", clip(tok)))
-                })?,
-            );
-        }
-        if (listed.len() as u64).saturating_add(others) != over.values[t] {
-            return Err(err(
+        let (listed, others) = thread_cycles(&line.trim_start()[prefix.len()..], n, at)?;
+        if (listed.len() as u64).saturating_add(others) != tr.over.values[t] {
+            return Err(at.err(
                 n,
                 format!(
                     "thread {t} lists {} overflow cycles and {others} others, but '# Histogram Overflows:' \
                      says {}",
                     listed.len(),
-                    over.values[t]
+                    tr.over.values[t]
                 ),
             ));
         }
         cycles_listed.push((listed, others));
     }
+    Ok(cycles_listed)
+}
+
+/// One thread's overflow cycles, `N N ... [# K others]`: the cycles listed
+/// and K.
+fn thread_cycles(rest: &str, n: usize, at: &At) -> Result<(Vec<u64>, u64), ImportError> {
+    let mut listed = Vec::new();
+    let mut tokens = rest.split_whitespace();
+    while let Some(tok) = tokens.next() {
+        if tok == "#" {
+            let count = tokens.next().unwrap_or("");
+            let others = count.parse::<u64>().map_err(|_| {
+                at.err(n, format!("expected a number of other overflows after '#', found '{}'", clip(count)))
+            })?;
+            if tokens.next() != Some("others") || tokens.next().is_some() {
+                return Err(at.err(n, format!("expected '# {count} others' to end the line")));
+            }
+            return Ok((listed, others));
+        }
+        listed.push(
+            tok.parse::<u64>().map_err(|_| {
+                at.err(n, format!("expected an overflow cycle number, found '{}'", clip(tok)))
+            })?,
+        );
+    }
+    Ok((listed, 0))
+}
+
+/// The optional `# SMIs:` line, and nothing after it.
+fn smis_line(it: Lines, at: &At) -> Result<Option<Value>, ImportError> {
     let mut smis = None;
     for (n, line) in it {
         let t = line.trim();
         if t.starts_with("# SMIs:") && smis.is_none() {
             smis = Some(Value::from(t["# SMIs:".len()..].trim()));
         } else {
-            return Err(err(
-                n,
-                format!("expected end of file after the overflow lists, found '{}'", clip(t)),
-            ));
+            return Err(
+                at.err(n, format!("expected end of file after the overflow lists, found '{}'", clip(t)))
+            );
         }
     }
+    Ok(smis)
+}
 
-    // The unit.
-    let status_unit = {
-        let mut seen = None;
-        for (_, s) in &statuses {
-            match (seen, s.unit) {
-                (_, None) => {}
-                (None, u) => seen = u,
-                (Some(a), Some(b)) if a != b => {
-                    return Err(err(
-                        s.line,
-                        "status lines disagree on their unit (µs and ns field widths)".into(),
-                    ))
-                }
-                _ => {}
+/// The figures' unit and what showed it: the status lines' field width,
+/// the command line's `-N`, latprobe's header, or the caller; a caller who
+/// contradicts the file is refused.
+fn file_unit(
+    pre: &Preamble,
+    latprobe: Option<&latprobe_hist::Header>,
+    options: &ImportOptions,
+    at: &At,
+) -> Result<(TimeUnit, &'static str), ImportError> {
+    let mut status_unit = None;
+    for (_, s) in &pre.statuses {
+        match (status_unit, s.unit) {
+            (_, None) => {}
+            (None, u) => status_unit = u,
+            (Some(a), Some(b)) if a != b => {
+                return Err(
+                    at.err(s.line, "status lines disagree on their unit (µs and ns field widths)".into())
+                )
             }
+            _ => {}
         }
-        seen
-    };
-    let cmd_unit = cmdline.as_deref().map(|c| {
+    }
+    let cmd_unit = pre.cmdline.as_deref().map(|c| {
         if c.split_whitespace().any(|a| a == "-N" || a == "--nsecs") {
             TimeUnit::Nanos
         } else {
             TimeUnit::Micros
         }
     });
-    // latprobe's own histfile says so in its header.
-    let comment_text: Vec<&str> = comments.iter().filter_map(Value::as_str).collect();
-    let latprobe = latprobe_hist::header(&comment_text);
     let evidence = status_unit
         .map(|u| (u, "status line field width"))
         .or(cmd_unit.map(|u| (u, "command line")))
-        .or(latprobe.as_ref().and_then(|h| h.unit).map(|u| (u, "latprobe's header")));
-    let (unit, unit_source) = match (options.cyclictest_unit, evidence) {
-        (Some(asked), Some((seen, how))) if asked != seen => {
-            return Err(err(
-                1,
+        .or(latprobe.and_then(|h| h.unit).map(|u| (u, "latprobe's header")));
+    match (options.cyclictest_unit, evidence) {
+        (Some(asked), Some((seen, how))) if asked != seen => Err(at.err(
+            1,
+            format!(
+                "the caller says the figures are in {}, but the file's {how} shows {}",
+                asked.name(),
+                seen.name()
+            ),
+        )),
+        (Some(asked), _) => Ok((asked, "given by the caller")),
+        (None, Some((seen, how))) => Ok((seen, how)),
+        (None, None) => Ok((TimeUnit::Micros, "cyclictest default (the file does not say)")),
+    }
+}
+
+/// Everything read from the file, for making each thread's run.
+struct File<'a> {
+    pre: &'a Preamble,
+    rows: &'a [Vec<u64>],
+    tr: &'a Trailer,
+    latprobe: Option<&'a latprobe_hist::Header>,
+    smis: Option<&'a Value>,
+    unit: TimeUnit,
+    unit_source: &'static str,
+}
+
+/// Thread `t`'s run: its bins, checked against the summary lines and its
+/// last status line.
+///
+/// latprobe's own histfile counts its timeouts as overflows (latencies
+/// above the timeout) while `Max Latencies` is its largest *measured*
+/// one, and says so in a comment before `# Histogram`: those overflows
+/// are not beyond the max, and the true max is not known.
+fn thread_run(
+    f: &File,
+    t: usize,
+    overflow_cycles: Vec<u64>,
+    overflow_others: u64,
+    options: &ImportOptions,
+    at: &At,
+) -> Result<ImportedRun, ImportError> {
+    let (tr, u) = (f.tr, f.unit.ns());
+    let limit = f.rows.len() as u64;
+    let bins: Vec<(u64, u64)> = f
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r[t] > 0)
+        .map(|(i, r)| ((i as u64).saturating_mul(u), r[t]))
+        .collect();
+    let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
+    if let Some(total) = &tr.total {
+        if total.values[t] != in_hist {
+            return Err(at.err(
+                total.line,
                 format!(
-                    "the caller says the figures are in {}, but the file's {how} shows {}",
-                    asked.name(),
-                    seen.name()
+                    "'# Total:' says {} samples for thread {t}, but its histogram column sums to {in_hist}",
+                    total.values[t]
                 ),
-            ))
+            ));
         }
-        (Some(asked), _) => (asked, "given by the caller"),
-        (None, Some((seen, how))) => (seen, how),
-        (None, None) => (TimeUnit::Micros, "cyclictest default (the file does not say)"),
-    };
-    let u = unit.ns();
-    let limit = rows.len() as u64;
-    if let Some((th, s)) = statuses.iter().find(|(th, _)| *th as usize >= threads) {
-        return Err(err(
-            s.line,
-            format!("status line for thread {th}, but the histogram has {threads} threads"),
-        ));
     }
-
-    // latprobe's own histfile counts its timeouts as overflows (latencies
-    // above the timeout) while `Max Latencies` is its largest *measured*
-    // one, and says so in a comment before `# Histogram`: those overflows
-    // are not beyond the max, and the true max is not known.
-    let latprobe_timeouts = latprobe.as_ref().map_or(0, |h| h.timeouts);
-    let mut runs = Vec::with_capacity(threads);
-    for t in 0..threads {
-        let bins: Vec<(u64, u64)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r[t] > 0)
-            .map(|(i, r)| ((i as u64).saturating_mul(u), r[t]))
-            .collect();
-        let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
-        if let Some(total) = &total {
-            if total.values[t] != in_hist {
-                return Err(err(
-                    total.line,
-                    format!(
-                        "'# Total:' says {} samples for thread {t}, but its histogram column sums to {in_hist}",
-                        total.values[t]
-                    ),
-                ));
-            }
-        }
-        let overflows = over.values[t];
-        let count = in_hist.saturating_add(overflows);
-        let (tmin, tavg, tmax) = (min.values[t], avg.values[t], max.values[t]);
-        let timeouts = latprobe_timeouts.min(overflows);
-        if count > 0 {
-            check_against_bins(&bins, u, limit, overflows - timeouts, tmin, tmax, t)
-                .map_err(|(which, m)| err(if which { max.line } else { min.line }, m))?;
-        }
-        let status = statuses.iter().find(|(th, _)| *th as usize == t).map(|(_, s)| s);
-        if let Some(s) = status {
-            let as_i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            if s.cycles != count
-                || (count > 0 && (s.min != as_i(tmin) || s.avg != as_i(tavg) || s.max != as_i(tmax)))
-            {
-                return Err(err(
-                    s.line,
-                    format!(
-                        "thread {t}'s last status line (C:{} Min:{} Avg:{} Max:{}) disagrees with the \
-                         histogram's summary (C:{count} Min:{tmin} Avg:{tavg} Max:{tmax})",
-                        s.cycles, s.min, s.avg, s.max
-                    ),
-                ));
-            }
-        }
-
-        let mut extra = Map::new();
-        let format = if latprobe.is_some() { "latprobe histfile" } else { "cyclictest histogram" };
-        extra.insert("format".into(), Value::from(format));
-        extra.extend(unit_extra(unit, unit_source));
-        if let Some(w) = unit_warning(options, unit, unit_source, tmin, t) {
-            extra.insert("unit_warning".into(), Value::from(w));
-        }
-        if let Some(h) = &latprobe {
-            extra.insert("latprobe".into(), h.extra());
-        }
-        extra.insert("histofall".into(), Value::from(histofall));
-        if !comments.is_empty() {
-            extra.insert("comments".into(), Value::from(comments.clone()));
-        }
-        if let Some(s) = &smis {
-            extra.insert("smis".into(), s.clone());
-        }
-        if timeouts > 0 {
-            extra.insert("latprobe_timeouts".into(), Value::from(timeouts));
-            extra.insert(
-                "max_censored".into(),
-                Value::from(format!(
-                    "{timeouts} of the overflows are latprobe timeouts, above its timeout: the printed max \
-                     ({tmax}) is the largest measured latency, the true max is unknown"
-                )),
-            );
-        }
-        let (overflow_cycles, overflow_others) = cycles_listed[t].clone();
-        let lp = latprobe.as_ref();
-        runs.push(ImportedRun {
-            tool: if lp.is_some() { "latprobe" } else { "cyclictest" }.into(),
-            tool_version: lp.map(|h| h.version.clone()),
-            cmdline: lp
-                .and_then(|h| h.command_line.as_deref())
-                .map(latprobe_hist::shell_words)
-                .or_else(|| cmdline.clone()),
-            source_file: name.to_owned(),
-            thread: format!("T{t}"),
-            cpu: None,
-            interval_ns: status
-                .map(|s| s.interval_us.saturating_mul(1000))
-                .or_else(|| lp.and_then(|h| h.interval_ns)),
-            count,
-            min_ns: (count > 0).then(|| tmin.saturating_mul(u)),
-            avg_ns: (count > 0).then(|| tavg.saturating_mul(u)),
-            // Above the timeout, unknown, when latprobe's timeouts are in it.
-            max_ns: (count > 0 && timeouts == 0).then(|| tmax.saturating_mul(u)),
-            avg_resolution_ns: u,
-            bins_ns: bins,
-            bin_width_ns: u,
-            overflows,
-            overflow_cycles,
-            overflow_others,
-            histogram: HistogramRange::Exact(limit.saturating_mul(u)),
-            timeouts,
-            timeout_ns: lp.and_then(|h| h.timeout_ns).filter(|_| timeouts > 0),
-            extra: Value::Object(extra),
-        });
+    let overflows = tr.over.values[t];
+    let count = in_hist.saturating_add(overflows);
+    let (tmin, tavg, tmax) = (tr.min.values[t], tr.avg.values[t], tr.max.values[t]);
+    let timeouts = f.latprobe.map_or(0, |h| h.timeouts).min(overflows);
+    if count > 0 {
+        check_against_bins(&bins, u, limit, overflows - timeouts, tmin, tmax, t)
+            .map_err(|(which, m)| at.err(if which { tr.max.line } else { tr.min.line }, m))?;
     }
-    Ok(runs)
+    let status = f.pre.statuses.iter().find(|(th, _)| *th as usize == t).map(|(_, s)| s);
+    if let Some(s) = status {
+        let as_i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        if s.cycles != count
+            || (count > 0 && (s.min != as_i(tmin) || s.avg != as_i(tavg) || s.max != as_i(tmax)))
+        {
+            return Err(at.err(
+                s.line,
+                format!(
+                    "thread {t}'s last status line (C:{} Min:{} Avg:{} Max:{}) disagrees with the \
+                     histogram's summary (C:{count} Min:{tmin} Avg:{tavg} Max:{tmax})",
+                    s.cycles, s.min, s.avg, s.max
+                ),
+            ));
+        }
+    }
+    let lp = f.latprobe;
+    Ok(ImportedRun {
+        tool: if lp.is_some() { "latprobe" } else { "cyclictest" }.into(),
+        tool_version: lp.map(|h| h.version.clone()),
+        cmdline: lp
+            .and_then(|h| h.command_line.as_deref())
+            .map(latprobe_hist::shell_words)
+            .or_else(|| f.pre.cmdline.clone()),
+        source_file: at.name.to_owned(),
+        thread: format!("T{t}"),
+        cpu: None,
+        interval_ns: status
+            .map(|s| s.interval_us.saturating_mul(1000))
+            .or_else(|| lp.and_then(|h| h.interval_ns)),
+        count,
+        min_ns: (count > 0).then(|| tmin.saturating_mul(u)),
+        avg_ns: (count > 0).then(|| tavg.saturating_mul(u)),
+        // Above the timeout, unknown, when latprobe's timeouts are in it.
+        max_ns: (count > 0 && timeouts == 0).then(|| tmax.saturating_mul(u)),
+        avg_resolution_ns: u,
+        bins_ns: bins,
+        bin_width_ns: u,
+        overflows,
+        overflow_cycles,
+        overflow_others,
+        histogram: HistogramRange::Exact(limit.saturating_mul(u)),
+        timeouts,
+        timeout_ns: lp.and_then(|h| h.timeout_ns).filter(|_| timeouts > 0),
+        extra: Value::Object(thread_extra(f, t, timeouts, tmin, tmax, options)),
+    })
+}
+
+/// The `extra` fields of thread `t`'s run: the format, the unit and what
+/// showed it, latprobe's header, comments, SMIs, and what latprobe's
+/// timeouts mean for the max.
+fn thread_extra(
+    f: &File,
+    t: usize,
+    timeouts: u64,
+    tmin: u64,
+    tmax: u64,
+    options: &ImportOptions,
+) -> Map<String, Value> {
+    let mut extra = Map::new();
+    let format = if f.latprobe.is_some() { "latprobe histfile" } else { "cyclictest histogram" };
+    extra.insert("format".into(), Value::from(format));
+    extra.extend(unit_extra(f.unit, f.unit_source));
+    if let Some(w) = unit_warning(options, f.unit, f.unit_source, tmin, t) {
+        extra.insert("unit_warning".into(), Value::from(w));
+    }
+    if let Some(h) = f.latprobe {
+        extra.insert("latprobe".into(), h.extra());
+    }
+    extra.insert("histofall".into(), Value::from(f.tr.histofall));
+    if !f.pre.comments.is_empty() {
+        extra.insert("comments".into(), Value::from(f.pre.comments.clone()));
+    }
+    if let Some(s) = f.smis {
+        extra.insert("smis".into(), s.clone());
+    }
+    if timeouts > 0 {
+        extra.insert("latprobe_timeouts".into(), Value::from(timeouts));
+        extra.insert(
+            "max_censored".into(),
+            Value::from(format!(
+                "{timeouts} of the overflows are latprobe timeouts, above its timeout: the printed max \
+                 ({tmax}) is the largest measured latency, the true max is unknown"
+            )),
+        );
+    }
+    extra
 }
 
 /// A warning when cyclictest's default unit was assumed but the figures
