@@ -66,14 +66,111 @@ struct Footer {
     values: Vec<Option<u64>>,
 }
 
+/// The file's non-blank lines, numbered from 1.
+type Lines<'a> = std::iter::Peekable<std::vec::IntoIter<(usize, &'a str)>>;
+
+/// The comment lines and the `Index ...` header.
+struct Header {
+    unit: TimeUnit,
+    unit_source: &'static str,
+    duration: Option<String>,
+    comments: Vec<Value>,
+    /// Each column's context and CPU.
+    columns: Vec<(Kind, u32)>,
+}
+
+/// The per-CPU footer lines.
+struct Footers {
+    over: Footer,
+    count: Footer,
+    min: Footer,
+    avg: Footer,
+    max: Footer,
+}
+
 pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportError> {
-    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let lines: Vec<(usize, &str)> =
         text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r'))).collect();
     let end_line = lines.len() + 1;
-    let mut it = lines.iter().copied().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
+    let mut it: Lines =
+        lines.into_iter().filter(|(_, l)| !l.trim().is_empty()).collect::<Vec<_>>().into_iter().peekable();
 
-    // Preamble and header.
+    let head = header(&mut it, name, end_line)?;
+    let rows = histogram_rows(&mut it, name, end_line, head.columns.len())?;
+    let feet = footers(&mut it, name, end_line, head.columns.len())?;
+    let all = all_cpus(&mut it, name, end_line, &head.columns, &feet)?;
+    let notes: Vec<Value> = it.map(|(_, l)| Value::from(l.trim())).collect();
+
+    // Bin width and range, shared by all columns.
+    let g = rows.iter().fold(0, |g, (i, _)| gcd(g, *i));
+    let with_zeros = rows.iter().any(|(_, cells)| cells.iter().all(|&c| c == 0));
+    let u = head.unit.ns();
+    let table_max = feet.max.values.iter().flatten().copied().max().unwrap_or(0);
+    let bin_width = if g > 0 { g } else { table_max.saturating_add(1) };
+    let range = match rows.last() {
+        Some((last, _)) if with_zeros => {
+            HistogramRange::Exact(last.saturating_add(bin_width).saturating_mul(u))
+        }
+        Some((last, _)) => HistogramRange::AtLeast(last.saturating_add(1).saturating_mul(u)),
+        None => HistogramRange::AtLeast(0),
+    };
+
+    let mut extra = Map::new();
+    extra.insert("format".into(), Value::from("rtla timerlat hist"));
+    extra.extend(unit_extra(head.unit, head.unit_source));
+    if let Some(d) = &head.duration {
+        extra.insert("duration".into(), Value::from(d.as_str()));
+    }
+    if !all.is_empty() {
+        extra.insert("all_cpus".into(), Value::Object(all));
+    }
+    if !head.comments.is_empty() {
+        extra.insert("comments".into(), Value::from(head.comments.clone()));
+    }
+    if !notes.is_empty() {
+        extra.insert("notes".into(), Value::from(notes));
+    }
+    let mut runs = Vec::with_capacity(head.columns.len());
+    for (c, &(kind, cpu)) in head.columns.iter().enumerate() {
+        let bins: Vec<(u64, u64)> =
+            rows.iter().filter(|(_, cells)| cells[c] > 0).map(|(i, cells)| (*i, cells[c])).collect();
+        let label = format!("cpu {cpu} {}", kind.name());
+        let (n, lo, mean, hi, overflows) =
+            check_column(&feet, c, &bins, bin_width, &label).map_err(|(l, m)| err(l, m))?;
+        let mut extra = extra.clone();
+        extra.insert("context".into(), Value::from(kind.name()));
+        runs.push(ImportedRun {
+            tool: "rtla timerlat".into(),
+            tool_version: None,
+            cmdline: None,
+            source_file: name.to_owned(),
+            thread: label,
+            cpu: Some(cpu),
+            interval_ns: None,
+            count: n,
+            min_ns: lo.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
+            avg_ns: mean.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
+            max_ns: hi.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
+            avg_resolution_ns: u,
+            bins_ns: bins.iter().map(|&(i, k)| (i.saturating_mul(u), k)).collect(),
+            bin_width_ns: bin_width.saturating_mul(u),
+            overflows,
+            overflow_cycles: Vec::new(),
+            overflow_others: 0,
+            histogram: range,
+            timeouts: 0,
+            timeout_ns: None,
+            extra: Value::Object(extra),
+        });
+    }
+    Ok(runs)
+}
+
+/// The comment lines (`# Time unit is ...`, `# Duration: ...`, others
+/// kept) up to the `Index IRQ-000 Thr-000 ...` header.
+fn header(it: &mut Lines, name: &str, end_line: usize) -> Result<Header, ImportError> {
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let mut unit = None;
     let mut duration = None;
     let mut comments = Vec::new();
@@ -101,25 +198,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
         } else if t.starts_with('#') {
             comments.push(Value::from(t));
         } else if let Some(rest) = t.strip_prefix("Index") {
-            let mut cols = Vec::new();
-            for label in rest.split_whitespace() {
-                let parsed = label
-                    .split_once('-')
-                    .and_then(|(k, cpu)| Some((Kind::from_label(k)?, cpu.parse::<u32>().ok()?)));
-                cols.push(parsed.ok_or_else(|| {
-                    err(
-                        n,
-                        format!(
-                            "expected a column label like IRQ-000, Thr-000 or Usr-000, found '{}'",
-                            clip(label)
-                        ),
-                    )
-                })?);
-            }
-            if cols.is_empty() {
-                return Err(err(n, "expected column labels after 'Index', found none".into()));
-            }
-            break cols;
+            break column_labels(rest).map_err(|m| err(n, m))?;
         } else {
             return Err(err(
                 n,
@@ -135,9 +214,35 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
         Some(u) => (u, "header"),
         None => (TimeUnit::Micros, "rtla default (the file does not say)"),
     };
-    let width = columns.len();
+    Ok(Header { unit, unit_source, duration, comments, columns })
+}
 
-    // Rows.
+/// The header's column labels after `Index`: `IRQ-000`, `Thr-001`, ...
+fn column_labels(rest: &str) -> Result<Vec<(Kind, u32)>, String> {
+    let mut cols = Vec::new();
+    for label in rest.split_whitespace() {
+        let parsed =
+            label.split_once('-').and_then(|(k, cpu)| Some((Kind::from_label(k)?, cpu.parse::<u32>().ok()?)));
+        cols.push(parsed.ok_or_else(|| {
+            format!("expected a column label like IRQ-000, Thr-000 or Usr-000, found '{}'", clip(label))
+        })?);
+    }
+    if cols.is_empty() {
+        return Err("expected column labels after 'Index', found none".into());
+    }
+    Ok(cols)
+}
+
+/// The rows up to `over:`: each a bin above the last, with one count per
+/// column.
+#[allow(clippy::type_complexity)]
+fn histogram_rows(
+    it: &mut Lines,
+    name: &str,
+    end_line: usize,
+    width: usize,
+) -> Result<Vec<(u64, Vec<u64>)>, ImportError> {
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
     loop {
         let Some(&(n, line)) = it.peek() else {
@@ -145,7 +250,7 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
         };
         let t = line.trim();
         if t.starts_with("over:") {
-            break;
+            return Ok(rows);
         }
         it.next();
         let mut fields = t.split_whitespace();
@@ -172,167 +277,135 @@ pub(super) fn parse(name: &str, text: &str) -> Result<Vec<ImportedRun>, ImportEr
         }
         rows.push((index, cells));
     }
+}
 
-    let over = footer(name, end_line, &mut it, "over", false)?;
-    let count = footer(name, end_line, &mut it, "count", false)?;
-    let min = footer(name, end_line, &mut it, "min", true)?;
-    let avg = footer(name, end_line, &mut it, "avg", true)?;
-    let max = footer(name, end_line, &mut it, "max", true)?;
-    for f in [&over, &count, &min, &avg, &max] {
+/// `over:`, `count:`, `min:`, `avg:` and `max:`, one value per column.
+fn footers(it: &mut Lines, name: &str, end_line: usize, width: usize) -> Result<Footers, ImportError> {
+    let feet = Footers {
+        over: footer(name, end_line, it, "over", false)?,
+        count: footer(name, end_line, it, "count", false)?,
+        min: footer(name, end_line, it, "min", true)?,
+        avg: footer(name, end_line, it, "avg", true)?,
+        max: footer(name, end_line, it, "max", true)?,
+    };
+    for f in [&feet.over, &feet.count, &feet.min, &feet.avg, &feet.max] {
         if f.values.len() != width {
-            return Err(err(
+            return Err(ImportError::at(
+                name,
                 f.line,
                 format!("expected {width} values as the header names, found {}", f.values.len()),
             ));
         }
     }
+    Ok(feet)
+}
 
-    // The optional all-CPU block, checked against the per-CPU figures.
+/// The optional all-CPU block (`ALL: IRQ Thr ...` and its four lines),
+/// checked against the per-CPU figures: each context's summary, or none.
+fn all_cpus(
+    it: &mut Lines,
+    name: &str,
+    end_line: usize,
+    columns: &[(Kind, u32)],
+    feet: &Footers,
+) -> Result<Map<String, Value>, ImportError> {
+    let err = |line: usize, msg: String| ImportError::at(name, line, msg);
     let mut all = Map::new();
-    if it.peek().is_some_and(|(_, l)| l.trim_start().starts_with("ALL:")) {
-        let (n, line) = it.next().unwrap_or_default();
-        let mut kinds = Vec::new();
-        for label in line.trim_start()["ALL:".len()..].split_whitespace() {
-            kinds.push(Kind::from_label(label).ok_or_else(|| {
-                err(n, format!("expected IRQ, Thr or Usr after 'ALL:', found '{}'", clip(label)))
-            })?);
-        }
-        let sums = [
-            footer(name, end_line, &mut it, "count", false)?,
-            footer(name, end_line, &mut it, "min", true)?,
-            footer(name, end_line, &mut it, "avg", true)?,
-            footer(name, end_line, &mut it, "max", true)?,
-        ];
-        for f in &sums {
-            if f.values.len() != kinds.len() {
-                return Err(err(
-                    f.line,
-                    format!("expected {} values as 'ALL:' names, found {}", kinds.len(), f.values.len()),
-                ));
-            }
-        }
-        for (j, kind) in kinds.iter().enumerate() {
-            let of_kind: Vec<usize> = (0..width).filter(|&c| columns[c].0 == *kind).collect();
-            let total = of_kind.iter().filter_map(|&c| count.values[c]).fold(0u64, u64::saturating_add);
-            let lo = of_kind.iter().filter_map(|&c| min.values[c]).min();
-            let hi = of_kind.iter().filter_map(|&c| max.values[c]).max();
-            let stated = (sums[0].values[j], sums[1].values[j], sums[3].values[j]);
-            if stated.0 != Some(total) || (total > 0 && (stated.1 != lo || stated.2 != hi)) {
-                return Err(err(
-                    sums[0].line,
-                    format!(
-                        "the ALL {} summary (count {:?}, min {:?}, max {:?}) disagrees with the per-CPU columns \
-                         (count {total}, min {lo:?}, max {hi:?})",
-                        kind.name(),
-                        stated.0,
-                        stated.1,
-                        stated.2
-                    ),
-                ));
-            }
-            all.insert(
-                kind.name().into(),
-                serde_json::json!({
-                    "count": stated.0, "min": stated.1, "avg": sums[2].values[j], "max": stated.2,
-                }),
-            );
-        }
+    if !it.peek().is_some_and(|(_, l)| l.trim_start().starts_with("ALL:")) {
+        return Ok(all);
     }
-    let notes: Vec<Value> = it.map(|(_, l)| Value::from(l.trim())).collect();
-
-    // Bin width and range, shared by all columns.
-    let g = rows.iter().fold(0, |g, (i, _)| gcd(g, *i));
-    let with_zeros = rows.iter().any(|(_, cells)| cells.iter().all(|&c| c == 0));
-    let u = unit.ns();
-    let table_max = max.values.iter().flatten().copied().max().unwrap_or(0);
-    let bin_width = if g > 0 { g } else { table_max.saturating_add(1) };
-    let range = match rows.last() {
-        Some((last, _)) if with_zeros => {
-            HistogramRange::Exact(last.saturating_add(bin_width).saturating_mul(u))
-        }
-        Some((last, _)) => HistogramRange::AtLeast(last.saturating_add(1).saturating_mul(u)),
-        None => HistogramRange::AtLeast(0),
-    };
-
-    let mut runs = Vec::with_capacity(width);
-    for (c, &(kind, cpu)) in columns.iter().enumerate() {
-        let bins: Vec<(u64, u64)> =
-            rows.iter().filter(|(_, cells)| cells[c] > 0).map(|(i, cells)| (*i, cells[c])).collect();
-        let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
-        let overflows = over.values[c].unwrap_or(0);
-        let n = count.values[c].unwrap_or(0);
-        let label = format!("cpu {cpu} {}", kind.name());
-        if n != in_hist.saturating_add(overflows) {
+    let (n, line) = it.next().unwrap_or_default();
+    let mut kinds = Vec::new();
+    for label in line.trim_start()["ALL:".len()..].split_whitespace() {
+        kinds.push(Kind::from_label(label).ok_or_else(|| {
+            err(n, format!("expected IRQ, Thr or Usr after 'ALL:', found '{}'", clip(label)))
+        })?);
+    }
+    let sums = [
+        footer(name, end_line, it, "count", false)?,
+        footer(name, end_line, it, "min", true)?,
+        footer(name, end_line, it, "avg", true)?,
+        footer(name, end_line, it, "max", true)?,
+    ];
+    for f in &sums {
+        if f.values.len() != kinds.len() {
             return Err(err(
-                count.line,
-                format!("count says {n} for {label}, but its bins hold {in_hist} and over: {overflows}"),
+                f.line,
+                format!("expected {} values as 'ALL:' names, found {}", kinds.len(), f.values.len()),
             ));
         }
-        let (lo, mean, hi) = (min.values[c], avg.values[c], max.values[c]);
-        if n > 0 {
-            let (Some(lo), Some(_), Some(hi)) = (lo, mean, hi) else {
-                return Err(err(
-                    min.line,
-                    format!("expected min, avg and max for {label}, which has {n} samples, found '-'"),
-                ));
-            };
-            let bad = lo > hi
-                || bins
-                    .first()
-                    .is_some_and(|&(first, _)| first > lo || lo >= first.saturating_add(bin_width))
-                || (overflows == 0
-                    && bins
-                        .last()
-                        .is_some_and(|&(last, _)| last > hi || hi >= last.saturating_add(bin_width)))
-                || (overflows == 0 && bins.is_empty());
-            if bad {
-                return Err(err(
-                    max.line,
-                    format!("min {lo} and max {hi} of {label} do not fit its histogram bins"),
-                ));
-            }
-        }
-        let mut extra = Map::new();
-        extra.insert("format".into(), Value::from("rtla timerlat hist"));
-        extra.extend(unit_extra(unit, unit_source));
-        extra.insert("context".into(), Value::from(kind.name()));
-        if let Some(d) = &duration {
-            extra.insert("duration".into(), Value::from(d.as_str()));
-        }
-        if !all.is_empty() {
-            extra.insert("all_cpus".into(), Value::Object(all.clone()));
-        }
-        if !comments.is_empty() {
-            extra.insert("comments".into(), Value::from(comments.clone()));
-        }
-        if !notes.is_empty() {
-            extra.insert("notes".into(), Value::from(notes.clone()));
-        }
-        runs.push(ImportedRun {
-            tool: "rtla timerlat".into(),
-            tool_version: None,
-            cmdline: None,
-            source_file: name.to_owned(),
-            thread: label,
-            cpu: Some(cpu),
-            interval_ns: None,
-            count: n,
-            min_ns: lo.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
-            avg_ns: mean.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
-            max_ns: hi.filter(|_| n > 0).map(|v| v.saturating_mul(u)),
-            avg_resolution_ns: u,
-            bins_ns: bins.iter().map(|&(i, k)| (i.saturating_mul(u), k)).collect(),
-            bin_width_ns: bin_width.saturating_mul(u),
-            overflows,
-            overflow_cycles: Vec::new(),
-            overflow_others: 0,
-            histogram: range,
-            timeouts: 0,
-            timeout_ns: None,
-            extra: Value::Object(extra),
-        });
     }
-    Ok(runs)
+    for (j, kind) in kinds.iter().enumerate() {
+        let of_kind: Vec<usize> = (0..columns.len()).filter(|&c| columns[c].0 == *kind).collect();
+        let total = of_kind.iter().filter_map(|&c| feet.count.values[c]).fold(0u64, u64::saturating_add);
+        let lo = of_kind.iter().filter_map(|&c| feet.min.values[c]).min();
+        let hi = of_kind.iter().filter_map(|&c| feet.max.values[c]).max();
+        let stated = (sums[0].values[j], sums[1].values[j], sums[3].values[j]);
+        if stated.0 != Some(total) || (total > 0 && (stated.1 != lo || stated.2 != hi)) {
+            return Err(err(
+                sums[0].line,
+                format!(
+                    "the ALL {} summary (count {:?}, min {:?}, max {:?}) disagrees with the per-CPU columns \
+                     (count {total}, min {lo:?}, max {hi:?})",
+                    kind.name(),
+                    stated.0,
+                    stated.1,
+                    stated.2
+                ),
+            ));
+        }
+        all.insert(
+            kind.name().into(),
+            serde_json::json!({
+                "count": stated.0, "min": stated.1, "avg": sums[2].values[j], "max": stated.2,
+            }),
+        );
+    }
+    Ok(all)
+}
+
+/// Column `c`'s count, min, avg, max and overflows, checked against its
+/// bins: the count is the bins plus `over:`, and the min and max sit in
+/// the first and (without overflows) the last bin. An error is its line
+/// and message.
+#[allow(clippy::type_complexity)]
+fn check_column(
+    feet: &Footers,
+    c: usize,
+    bins: &[(u64, u64)],
+    bin_width: u64,
+    label: &str,
+) -> Result<(u64, Option<u64>, Option<u64>, Option<u64>, u64), (usize, String)> {
+    let in_hist = bins.iter().fold(0u64, |a, b| a.saturating_add(b.1));
+    let overflows = feet.over.values[c].unwrap_or(0);
+    let n = feet.count.values[c].unwrap_or(0);
+    if n != in_hist.saturating_add(overflows) {
+        return Err((
+            feet.count.line,
+            format!("count says {n} for {label}, but its bins hold {in_hist} and over: {overflows}"),
+        ));
+    }
+    let (lo, mean, hi) = (feet.min.values[c], feet.avg.values[c], feet.max.values[c]);
+    if n > 0 {
+        let (Some(lo), Some(_), Some(hi)) = (lo, mean, hi) else {
+            return Err((
+                feet.min.line,
+                format!("expected min, avg and max for {label}, which has {n} samples, found '-'"),
+            ));
+        };
+        let bad = lo > hi
+            || bins.first().is_some_and(|&(first, _)| first > lo || lo >= first.saturating_add(bin_width))
+            || (overflows == 0
+                && bins.last().is_some_and(|&(last, _)| last > hi || hi >= last.saturating_add(bin_width)))
+            || (overflows == 0 && bins.is_empty());
+        if bad {
+            return Err((
+                feet.max.line,
+                format!("min {lo} and max {hi} of {label} do not fit its histogram bins"),
+            ));
+        }
+    }
+    Ok((n, lo, mean, hi, overflows))
 }
 
 /// The next footer line, `label:` then one value per column.
