@@ -7,6 +7,7 @@
 //! the host, so nothing here can make an import circle.
 
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 
 /// Measurement mode, as named on the command line and in reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -266,7 +267,7 @@ pub struct LoadRecord {
     pub ran: Option<Vec<LoadSpan>>,
     /// The live record of its spans while the run goes on (not written).
     #[serde(skip)]
-    pub watch: Option<crate::target::load::Watch>,
+    pub watch: Option<Watch>,
 }
 
 /// One stretch a load ran, ms from the loads' start (the schedule's clock).
@@ -406,4 +407,46 @@ pub fn command_line() -> Option<Vec<String>> {
     let first = args.first_mut()?;
     *first = "latprobe".into();
     Some(args)
+}
+
+/// The live record of one load's spans, shared by its watchers and the
+/// report (`LoadRecord::watch`).
+#[derive(Clone, Default)]
+pub struct Watch(Arc<Mutex<Vec<LoadSpan>>>);
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Watch").field(&self.spans()).finish()
+    }
+}
+
+/// A handle, not data: any two compare equal (a record's data is the rest).
+impl PartialEq for Watch {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Watch {}
+
+impl Watch {
+    /// Its spans so far.
+    pub fn spans(&self) -> Vec<LoadSpan> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn begin(&self, ms: u64) -> usize {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.push(LoadSpan { start_ms: ms, end_ms: None, ended: None });
+        v.len() - 1
+    }
+
+    pub(crate) fn end(&self, at: usize, ms: u64, ended: Option<String>) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = v.get_mut(at) {
+            if s.end_ms.is_none() {
+                s.end_ms = Some(ms);
+                s.ended = ended;
+            }
+        }
+    }
 }

@@ -28,7 +28,7 @@ pub(super) fn open(name: &str, baud: u32) -> Result<Serial, Error> {
     // serialport's own message for a missing device is a bare "No such file
     // or directory"; say which port and what to do.
     if !Path::new(name).exists() {
-        let ports = crate::cmd::list::serial_ports(Path::new("/sys"), Path::new("/dev"));
+        let ports = usb_serial_ports(Path::new("/dev"));
         return Err(Error::Link(LinkError::PortOpen {
             port: name.to_string(),
             reason: missing_port(&ports),
@@ -72,25 +72,38 @@ fn open_failure(name: &str, e: &serialport::Error) -> String {
     }
 }
 
-/// Why `name` is no port, with the serial ports this machine has (never
+/// The serial devices a probe shows up as under `dev` (`ttyACM*`, a
+/// Pico's or an ST-LINK's CDC port; `ttyUSB*`, a USB-UART; `ttyAMA*`, a
+/// Raspberry Pi's UART), sorted; the legacy `ttyS*` placeholders every PC
+/// has are left out (`latprobe list` tells real ones apart).
+fn usb_serial_ports(dev: &Path) -> Vec<String> {
+    let mut ports: Vec<String> = std::fs::read_dir(dev)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| ["ttyACM", "ttyUSB", "ttyAMA"].iter().any(|p| n.starts_with(p)))
+        .map(|n| dev.join(n).to_string_lossy().into_owned())
+        .collect();
+    ports.sort();
+    ports
+}
+
+/// Why the port is missing, with the serial ports this machine has (never
 /// the missing one as an example).
-fn missing_port(ports: &[crate::cmd::list::SerialPort]) -> String {
+fn missing_port(ports: &[String]) -> String {
     let others = "or tcp:HOST:PORT, or unix:PATH";
     if ports.is_empty() {
         return format!(
-            "no such device, and this machine has no serial port: plug the probe in (its USB port, \
+            "no such device, and this machine has no USB serial port: plug the probe in (its USB port, \
              not only power) and see `latprobe list`; {others}"
         );
     }
-    let list: Vec<String> = ports
-        .iter()
-        .map(|p| match (&p.latprobe, &p.product) {
-            (Some(k), _) => format!("{} ({k})", p.path),
-            (None, Some(product)) => format!("{} ({product})", p.path),
-            (None, None) => p.path.clone(),
-        })
-        .collect();
-    format!("no such device; the serial ports here are {}: give one of them, {others}", list.join(", "))
+    format!(
+        "no such device; the serial ports here are {}: give one of them (`latprobe list` says which is \
+         a latprobe board), {others}",
+        ports.join(", ")
+    )
 }
 
 /// What to do about a port `name` that may not be opened: the group that
@@ -200,32 +213,25 @@ impl ByteSource for Serial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::list::SerialPort;
-
-    fn port(path: &str, latprobe: Option<&str>) -> SerialPort {
-        SerialPort {
-            path: path.into(),
-            vid: None,
-            pid: None,
-            serial: None,
-            manufacturer: None,
-            product: None,
-            interface: None,
-            by_id: None,
-            latprobe: latprobe.map(Into::into),
-        }
-    }
-
     /// A missing port is answered with the ports that exist, never with
     /// the missing one as the example.
     #[test]
     fn a_missing_port_lists_the_ports_that_exist() {
-        let r =
-            missing_port(&[port("/dev/ttyACM1", Some("latprobe rp2040-pico")), port("/dev/ttyUSB0", None)]);
-        assert!(r.contains("/dev/ttyACM1 (latprobe rp2040-pico), /dev/ttyUSB0"), "{r}");
+        let dev = tempfile::tempdir().unwrap();
+        for n in ["ttyACM1", "ttyUSB0", "ttyS0", "null"] {
+            std::fs::write(dev.path().join(n), b"").unwrap();
+        }
+        let ports = usb_serial_ports(dev.path());
+        let d = dev.path().display();
+        assert_eq!(ports, [format!("{d}/ttyACM1"), format!("{d}/ttyUSB0")]);
+        let r = missing_port(&ports);
+        assert!(r.contains(&format!("{d}/ttyACM1, {d}/ttyUSB0")), "{r}");
         assert!(!r.contains("ttyACM0"), "{r}");
         let r = missing_port(&[]);
-        assert!(r.contains("no serial port") && r.contains("latprobe list") && !r.contains("ttyACM0"), "{r}");
+        assert!(
+            r.contains("no USB serial port") && r.contains("latprobe list") && !r.contains("ttyACM0"),
+            "{r}"
+        );
     }
 
     /// A port that may not be opened names the group that owns it and the

@@ -21,7 +21,7 @@ use std::io::BufRead as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::ssh::{quote, SshTarget};
@@ -271,47 +271,7 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Phase>, Error> {
     Ok(phases)
 }
 
-/// The live record of one load's spans, shared by its watchers and the
-/// report (`LoadRecord::watch`).
-#[derive(Clone, Default)]
-pub struct Watch(Arc<Mutex<Vec<LoadSpan>>>);
-
-impl std::fmt::Debug for Watch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Watch").field(&self.spans()).finish()
-    }
-}
-
-/// A handle, not data: any two compare equal (a record's data is the rest).
-impl PartialEq for Watch {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for Watch {}
-
-impl Watch {
-    /// Its spans so far.
-    pub fn spans(&self) -> Vec<LoadSpan> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn begin(&self, ms: u64) -> usize {
-        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        v.push(LoadSpan { start_ms: ms, end_ms: None, ended: None });
-        v.len() - 1
-    }
-
-    fn end(&self, at: usize, ms: u64, ended: Option<String>) {
-        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = v.get_mut(at) {
-            if s.end_ms.is_none() {
-                s.end_ms = Some(ms);
-                s.ended = ended;
-            }
-        }
-    }
-}
+pub use crate::model::Watch;
 
 /// `records` with what their watches saw (`ran`), for the report.
 pub fn observed(records: &[LoadRecord]) -> Vec<LoadRecord> {
