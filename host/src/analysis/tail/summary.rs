@@ -22,9 +22,9 @@ pub const METHOD: &str =
 /// The threshold rule, in the report's words (see `threshold`).
 pub const RULE: &str =
     "the lowest of the candidate thresholds with about 1000, 707, 500, ... 44 exceedances (at \
-    most a tenth of the samples) whose shape agrees with every higher candidate's within their \
-    uncertainty (at least two higher ones, each at 10 %, Bonferroni over the comparisons), with at least 40 clusters, \
-    and whose fit passes the goodness-of-fit test (else the next such one up)";
+    most a tenth of the samples) whose shape's 95 % interval overlaps every higher candidate's (at least \
+    two higher ones), with at least 40 clusters, and whose fit passes the goodness-of-fit test (else the \
+    next such one up)";
 
 /// What every extrapolated figure assumes.
 pub const CAVEAT: &str =

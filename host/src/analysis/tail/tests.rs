@@ -246,12 +246,16 @@ fn rule_coverage(s: &Sim, n: u64, sets: u64, seed: u64) -> (u64, u64, f64, f64) 
         let r = s.run(n, seed + k);
         let kept = r.store.data().samples(s.timeout);
         let c = super::threshold::candidates(&kept, r.samples);
-        let Ok(j) = super::threshold::choose(&c) else { continue };
+        let Ok(stable) = super::threshold::stable(&c) else { continue };
+        // As `analyse`: the lowest stable candidate whose fit passes.
+        let Some(&j) = stable.iter().find(|&&j| {
+            let m = c[j].mle.expect("fitted");
+            super::checks::gof_p(&c[j].excesses, &m, k) > super::checks::LEVEL
+        }) else {
+            continue;
+        };
         let c = &c[j];
         let m = c.mle.expect("fitted");
-        if super::checks::gof_p(&c.excesses, &m, k) <= super::checks::LEVEL {
-            continue;
-        }
         chosen += 1;
         below += u64::from((c.u as f64) < s.base);
         let sigma_u = s.sigma + s.xi * (c.u as f64 - s.base).max(0.0);
@@ -497,4 +501,58 @@ fn the_same_run_gives_the_same_model() {
     let a = analyse_run(&r, s.timeout, &[("max".into(), 200_000)], 100_000);
     let b = analyse_run(&r, s.timeout, &[("max".into(), 200_000)], 100_000);
     assert_eq!(a, b);
+}
+
+/// Runs of `n` samples 1 ms apart whose latencies are exactly
+/// `20 µs + GPD(10 µs, ξ)` (every candidate threshold is a correct one),
+/// through the candidates and the threshold rule: how many runs left the
+/// lowest candidate, and the coverage of the shape's and of the
+/// once-per-hour level's 95 % intervals at the chosen threshold, of the
+/// runs the rule fitted.
+fn exact_gpd_rule(xi: f64, n: u64, sets: u64, seed: u64) -> (u64, u64, f64, f64) {
+    let (base, sigma) = (20_000.0, 10_000.0);
+    let q: f64 = 1.0 / 3.6e6;
+    let truth = base + if xi == 0.0 { -sigma * q.ln() } else { sigma / xi * (q.powf(-xi) - 1.0) };
+    let (mut moved, mut fitted, mut cx, mut ch) = (0u64, 0u64, 0u64, 0u64);
+    for k in 0..sets {
+        let mut rng = SplitMix(seed + k);
+        let mut store = TailStore::new();
+        for i in 0..n {
+            store.push(i, i * 1_000_000, (base + rng.gpd(sigma, xi)).round() as u64, false);
+        }
+        let c = super::threshold::candidates(&store.data().samples(u64::MAX), n);
+        let Ok(j) = super::threshold::choose(&c) else { continue };
+        fitted += 1;
+        moved += u64::from(j != 0);
+        let c = &c[j];
+        cx += u64::from(c.xi.expect("fitted").contains(xi));
+        let m = c.mle.expect("fitted");
+        let model = Model {
+            u: c.u,
+            e: &c.excesses,
+            m,
+            clusters: c.clusters.maxima.len() as u64,
+            hours: n as f64 / 3.6e6,
+        };
+        ch += u64::from(model.level(1.0).is_some_and(|l| l.contains(truth)));
+    }
+    let f = fitted.max(1) as f64;
+    (moved, fitted, cx as f64 / f, ch as f64 / f)
+}
+
+#[test]
+fn the_threshold_rule_stays_at_a_correct_threshold_and_covers() {
+    // Issue 42 §3: on exactly generalized Pareto tails the earlier rule
+    // (point estimates compared, Bonferroni at 10 %) left the correct
+    // lowest threshold in 10-18 % of runs, on noise in the top 44-88
+    // samples, and then covered the truth about half the time. The full
+    // grid (4 shapes × 10⁴ and 10⁵ samples × 200 runs, through `analyse`)
+    // is examples/tail_threshold_coverage.rs; this is the case the issue
+    // names (ξ 0.2), 10⁴ samples, in a debug build's time.
+    let sets = 100;
+    let (moved, fitted, cx, ch) = exact_gpd_rule(0.2, 10_000, sets, 4_200);
+    eprintln!("exact GPD ξ 0.2: {fitted} of {sets} fitted, {moved} left the lowest; coverage ξ {cx:.3}, per hour {ch:.3}");
+    assert!(fitted >= sets - 2, "the rule refused {} of {sets} exact GPD runs", sets - fitted);
+    assert!(moved * 10 <= fitted, "the rule left a correct threshold in {moved} of {fitted} runs");
+    assert!(cx >= 0.90 && ch >= 0.90, "coverage ξ {cx}, once per hour {ch}");
 }
