@@ -4,7 +4,9 @@
 //! **Candidates.** The thresholds with about 1000, 707, 500, …, 44
 //! exceedances (each `1/√2` of the one before; the threshold is the next
 //! kept latency below them), never more than a tenth of the run's samples
-//! (the threshold is at least the run's p90).
+//! (the threshold is at least the run's p90). Every candidate is
+//! declustered with the same run length, the run's ([`run_length`]), so
+//! that a cluster is the same thing at every threshold.
 //!
 //! **Rule.** Each candidate's cluster maxima are fitted. A candidate is
 //! *stable* when at least two higher candidates were fitted and its 95 %
@@ -32,7 +34,7 @@
 //! power: a low threshold whose shape is off by less than the intervals'
 //! width is kept; the goodness-of-fit test is what still refuses it.
 
-use super::decluster::{decluster_with, Clusters, Exceedance};
+use super::decluster::{decluster_at, decluster_with, Clusters, Exceedance};
 use super::gpd::{fit, Excesses, Mle};
 use super::profile::{xi_interval, Est};
 
@@ -77,9 +79,9 @@ pub fn excesses(maxima: &[Exceedance], u: u64) -> Excesses {
     e
 }
 
-/// The candidates over `kept` (the run's worst samples) for a run of
-/// `samples`, lowest threshold first, each fitted.
-pub fn candidates(kept: &[Exceedance], samples: u64) -> Vec<Candidate> {
+/// The candidate thresholds over `kept` (the run's worst samples) for a
+/// run of `samples`, lowest first, each with its exceedances.
+pub fn levels(kept: &[Exceedance], samples: u64) -> Vec<(u64, Vec<Exceedance>)> {
     let mut sorted = kept.to_vec();
     sorted.sort_by_key(|e| std::cmp::Reverse(e.key()));
     let mut levels: Vec<(u64, Vec<Exceedance>)> = Vec::new();
@@ -99,9 +101,18 @@ pub fn candidates(kept: &[Exceedance], samples: u64) -> Vec<Candidate> {
         levels.push((u, ex));
     }
     levels
+}
+
+/// The candidates over `kept` (the run's worst samples) for a run of
+/// `samples`, lowest threshold first, each declustered with the run's
+/// [`run_length`] and fitted.
+pub fn candidates(kept: &[Exceedance], samples: u64) -> Vec<Candidate> {
+    let levels = levels(kept, samples);
+    let r = run_length(&levels, samples);
+    levels
         .into_iter()
         .map(|(u, ex)| {
-            let clusters = decluster_with(&ex, Some(ex.len() as f64 / samples.max(1) as f64));
+            let clusters = decluster_at(&ex, r);
             let excesses = excesses(&clusters.maxima, u);
             let mle = if clusters.maxima.len() >= MIN_CLUSTERS { fit(&excesses) } else { None };
             let xi = mle.map(|m| xi_interval(&excesses, &m));
@@ -116,6 +127,27 @@ pub fn candidates(kept: &[Exceedance], samples: u64) -> Vec<Candidate> {
             }
         })
         .collect()
+}
+
+/// The run's declustering run length, from the run lengths that each
+/// candidate's exceedances give on their own ([`decluster_with`]:
+/// Ferro–Segers, used only where the data show clustering): 0 unless more
+/// than half the candidates show clustering, else the median of theirs
+/// (the lower one). One run length for every threshold: taken threshold
+/// by threshold it is noisy (0 at one candidate, 12 or 30 at the next, on
+/// the same run), and a cluster that is two at one threshold and one at
+/// the next makes the shapes differ for no reason in the data.
+pub fn run_length(levels: &[(u64, Vec<Exceedance>)], samples: u64) -> u64 {
+    let mut r: Vec<u64> = levels
+        .iter()
+        .map(|(_, ex)| decluster_with(ex, Some(ex.len() as f64 / samples.max(1) as f64)).run_length)
+        .filter(|&r| r > 0)
+        .collect();
+    if r.len() * 2 <= levels.len() {
+        return 0;
+    }
+    r.sort_unstable();
+    r[(r.len() - 1) / 2]
 }
 
 /// Whether two 95 % intervals share a value (an open end reaches
