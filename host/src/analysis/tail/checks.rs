@@ -1,12 +1,12 @@
 //! The checks a fit must pass before anything is extrapolated from it:
 //! goodness of fit (an Anderson–Darling statistic calibrated by a
 //! parametric bootstrap) and stationarity (the run's first and second
-//! halves have the same cluster rate and the same tail). Each is a test at
-//! the 1 % level, so a sound run is refused by one of them about 2–3 % of
-//! the time.
+//! halves have the same cluster rate and the same tail), each a test at
+//! the 1 % level; and a second cause (the worst few latencies stand apart
+//! from the rest of the tail, [`second_cause`]), a test at 10⁻⁶.
 
 use super::decluster::Exceedance;
-use super::gpd::{fit, fit_to, loglik, survival, Excesses, Mle};
+use super::gpd::{fit, fit_to, loglik, maximize, survival, Excesses, Mle};
 use super::threshold::excesses;
 
 /// The level of each check: a p-value at or below it refuses the fit
@@ -165,6 +165,108 @@ pub fn halves(maxima: &[Exceedance], u: u64, all: &Mle, mid_ns: u64, samples: (u
         None
     };
     Halves { clusters: k, samples, rate_p, shape_p }
+}
+
+/// The level of the second-cause test, for each of its sizes ([`TOP`]):
+/// a second cause stands apart by far more than this, and a level this
+/// strict keeps a single heavy tail from being taken for two.
+pub const SECOND_CAUSE_LEVEL: f64 = 1e-6;
+/// How many of the worst cluster maxima the second-cause test sets apart
+/// (at most a quarter of them).
+pub const TOP: [usize; 15] = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64];
+
+/// A second cause of latency above the tail: the `k` worst cluster maxima
+/// stand apart from the rest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SecondCause {
+    /// How many of the worst maxima stand apart.
+    pub k: usize,
+    /// The excess below them (the `k + 1`-th largest).
+    pub below: f64,
+    /// The smallest of them, an excess.
+    pub from: f64,
+    /// The test's p-value, its natural logarithm (it can be below any
+    /// `f64`).
+    pub ln_p: f64,
+}
+
+/// `ln P(Γ(k, 1) > t)` for a whole `k`: `−t + ln Σ_{j<k} t^j/j!`, the
+/// sum taken in logarithms so that a spike far out still orders.
+fn ln_gamma_upper(k: usize, t: f64) -> f64 {
+    if !(t > 0.0) {
+        return 0.0;
+    }
+    if !t.is_finite() {
+        return f64::NEG_INFINITY;
+    }
+    let terms: Vec<f64> =
+        (0..k).map(|j| j as f64 * t.ln() - crate::analysis::numeric::ln_gamma(j as f64 + 1.0)).collect();
+    let top = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (-t + top + terms.iter().map(|l| (l - top).exp()).sum::<f64>().ln()).min(0.0)
+}
+
+/// Whether the worst few cluster maxima stand apart from the rest of the
+/// tail: a rarer second cause (a stall, an interrupt) on top of the one
+/// the tail is made of. One generalized Pareto fit of both makes the
+/// first cause's tail look heavy and puts its levels where neither cause
+/// is (and the shapes of the thresholds disagree, as the spikes are a
+/// larger share higher up).
+///
+/// For each `k` of [`TOP`], the tail is fitted with the `k` worst
+/// right-censored at the `k + 1`-th, `c`: the likelihood of all of them
+/// under one GPD, with nothing taken from where the worst lie beyond `c`.
+/// Under one GPD each of the `k` has a conditional survival `S(y)/S(c)`,
+/// uniform, so `T = −Σ ln(S(y)/S(c))` is Γ(k, 1) (the excesses over an
+/// order statistic of a GPD sample are GPD: Reiss & Thomas, *Statistical
+/// Analysis of Extreme Values*, 2007, §2.1). The shape is only estimated,
+/// and a shape estimated too light makes a single tail's top look apart:
+/// so `T` is taken under a heavier one, three standard errors above the
+/// estimate (`(1 + ξ)/√n`, Coles 2001, §4.3.1) and at least 0 (no upper
+/// end), the scale refitted. A `k` whose `P(Γ(k, 1) > T)` is below
+/// [`SECOND_CAUSE_LEVEL`] names a second cause; of those, the one with
+/// the widest gap below its worst (the largest ratio of the `k`-th
+/// largest to the `k + 1`-th) says how many they are. Not tried on
+/// censored maxima (a timeout is already a cause apart).
+pub fn second_cause(e: &Excesses) -> Option<SecondCause> {
+    if !e.c.is_empty() {
+        return None;
+    }
+    let mut y = e.y.clone();
+    y.sort_by(|a, b| b.total_cmp(a));
+    let mut best: Option<(SecondCause, f64)> = None;
+    for k in TOP.into_iter().filter(|&k| 4 * k <= y.len()) {
+        let c = y[k];
+        let rest = Excesses { y: y[k..].to_vec(), c: vec![c; k] };
+        let Some(m) = fit(&rest) else { continue };
+        let xi = (m.xi + 3.0 * (1.0 + m.xi) / ((y.len() - k) as f64).sqrt()).max(0.0);
+        let Some((ls, _)) =
+            maximize(|ls| loglik(&rest, ls.exp(), xi), (m.sigma * 1e-3).ln(), (m.sigma * 1e3).ln(), 25, 40)
+        else {
+            continue;
+        };
+        let sigma = ls.exp();
+        let s_c = survival(c, sigma, xi);
+        if !(s_c > 0.0) {
+            continue;
+        }
+        let t: f64 = y[..k]
+            .iter()
+            .map(|&v| {
+                let s = survival(v, sigma, xi) / s_c;
+                if s > 0.0 {
+                    -s.ln()
+                } else {
+                    f64::INFINITY
+                }
+            })
+            .sum();
+        let lp = ln_gamma_upper(k, t);
+        let gap = y[k - 1] / c;
+        if lp < SECOND_CAUSE_LEVEL.ln() && best.is_none_or(|(_, g)| gap > g) {
+            best = Some((SecondCause { k, below: c, from: y[k - 1], ln_p: lp }, gap));
+        }
+    }
+    best.map(|b| b.0)
 }
 
 #[cfg(test)]

@@ -22,6 +22,11 @@
 //!   make them (a gap is at most `r` with probability `1 − (1 − p)^r`,
 //!   `p` = exceedances per sample; a one-sided binomial test at 1 %);
 //!   otherwise `r = 0` and every exceedance is its own cluster.
+//! - One run length for the run: the tail model declusters every
+//!   candidate threshold with one run length, the median of those that
+//!   show clustering when most do, else 0 (`threshold::run_length`,
+//!   [`decluster_at`]); one threshold's alone jumps (0 at one, 12 at the
+//!   next, on the same clean run).
 
 /// One sample above the threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,11 +142,22 @@ pub fn decluster_with(ex: &[Exceedance], per_sample: Option<f64>) -> Clusters {
             run_length = 0;
         }
     }
+    decluster_at(&ex, run_length)
+}
+
+/// Decluster `ex` (any order) with run length `r`: exceedances whose
+/// sequence numbers differ by at most `r` are one cluster. θ is still
+/// the Ferro–Segers estimate of these exceedances.
+pub fn decluster_at(ex: &[Exceedance], r: u64) -> Clusters {
+    let mut ex = ex.to_vec();
+    ex.sort_by_key(|e| e.seq);
+    let seqs: Vec<u64> = ex.iter().map(|e| e.seq).collect();
+    let theta = ferro_segers(&seqs);
     let mut maxima: Vec<Exceedance> = Vec::new();
     let mut last_seq: Option<u64> = None;
     for e in ex {
         match (maxima.last_mut(), last_seq) {
-            (Some(m), Some(prev)) if e.seq - prev <= run_length => {
+            (Some(m), Some(prev)) if e.seq - prev <= r => {
                 if e.key() > m.key() {
                     // The cluster keeps its start time: the halves check
                     // places a cluster where it began.
@@ -152,7 +168,7 @@ pub fn decluster_with(ex: &[Exceedance], per_sample: Option<f64>) -> Clusters {
         }
         last_seq = Some(e.seq);
     }
-    Clusters { maxima, run_length, theta }
+    Clusters { maxima, run_length: r, theta }
 }
 
 #[cfg(test)]

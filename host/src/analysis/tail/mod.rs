@@ -38,7 +38,7 @@ mod summary;
 mod threshold;
 
 pub use checks::{GpdDraw, SplitMix};
-pub use decluster::{decluster, decluster_with, ferro_segers, Clusters, Exceedance};
+pub use decluster::{decluster, decluster_at, decluster_with, ferro_segers, Clusters, Exceedance};
 pub use gpd::{fit, loglik, survival, Excesses, Mle, XI_MAX, XI_MIN};
 pub use predict::Model;
 pub use profile::{sigma_interval, xi_interval, Est, HALF_CHI2_95};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::checks::{gof_p, halves, LEVEL};
+use super::checks::{gof_p, halves, second_cause, LEVEL};
 use super::decluster::decluster_with;
 use super::gpd::{XI_MAX, XI_MIN};
 use super::predict::{hours_to_see, probability, Model};
@@ -22,9 +22,9 @@ pub const METHOD: &str =
 /// The threshold rule, in the report's words (see `threshold`).
 pub const RULE: &str =
     "the lowest of the candidate thresholds with about 1000, 707, 500, ... 44 exceedances (at \
-    most a tenth of the samples) whose shape agrees with every higher candidate's within their \
-    uncertainty (at least two higher ones, each at 10 %, Bonferroni over the comparisons), with at least 40 clusters, \
-    and whose fit passes the goodness-of-fit test (else the next such one up)";
+    most a tenth of the samples) whose shape's 95 % interval overlaps every higher candidate's (at least \
+    two higher ones), with at least 40 clusters, and whose fit passes the goodness-of-fit test (else the \
+    next such one up)";
 
 /// What every extrapolated figure assumes.
 pub const CAVEAT: &str =
@@ -293,72 +293,35 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
             shape: c.xi.map(Interval::of),
         })
         .collect();
-    let stable = stable(&cands).map_err(|e| {
+    let stable = stable(&cands);
+    if let Err(e) = &stable {
         if cands.is_empty() {
-            format!(
+            return Err(format!(
                 "too few samples: {} (the tail fit needs at least {} clusters of exceedances above the \
                  run's p90; run longer)",
                 i.samples, MIN_CLUSTERS
-            )
-        } else {
-            e
+            ));
         }
-    })?;
-    // The lowest stable candidate whose fit passes the goodness of fit.
-    let mut first = None;
-    let mut chosen = None;
-    for &j in &stable {
-        let c = &cands[j];
-        let m = c.mle.expect("a stable candidate is fitted");
-        if m.xi <= XI_MIN + 1e-3 || m.xi >= XI_MAX - 1e-3 {
-            first.get_or_insert((j, None));
-            continue;
-        }
-        let p = gof_p(&c.excesses, &m, i.samples ^ c.u.rotate_left(17));
-        first.get_or_insert((j, Some(p)));
-        if p > LEVEL {
-            chosen = Some((j, p));
-            break;
+        if e.starts_with("too few") {
+            return Err(e.clone());
         }
     }
-    let Some((j, p)) = chosen else {
-        let (j, p) = first.expect("at least one stable candidate");
-        let c = &cands[j];
-        r.threshold_ns = Some(c.u);
-        r.exceedances = c.exceedances as u64;
-        r.censored = c.censored as u64;
-        r.clusters = c.clusters.maxima.len() as u64;
-        r.run_length = Some(c.clusters.run_length);
-        r.extremal_index = Some(c.clusters.theta);
-        r.samples_per_cluster = per_cluster(c.clusters.theta);
-        r.checks.goodness_of_fit_p = p;
-        let m = c.mle.expect("fitted");
-        return Err(match p {
-            None => format!(
-                "poor fit: the shape of the fit above {} is at the edge of its range (ξ = {:.2}): the tail is \
-                 no generalized Pareto one (a hard upper end, or lumps)",
-                crate::units::format_ns(c.u),
-                m.xi
-            ),
-            Some(p) => format!(
-                "poor fit: the generalized Pareto distribution does not fit the {} cluster maxima above {} \
-                 (Anderson-Darling bootstrap p = {p:.3}), nor at any higher stable threshold: the tail has more \
-                 than one cause, or the latencies are too coarse",
-                c.clusters.maxima.len(),
-                crate::units::format_ns(c.u)
-            ),
-        });
-    };
+    // A second cause above the tail bends every candidate's fit (the
+    // stability and the goodness of fit would only say "not settled" or
+    // "poor fit"): where the run is long enough to check a tail at all,
+    // it is named first, at the lowest fitted candidate.
+    if let Some(low) = cands.iter().find(|c| c.mle.is_some()) {
+        if let Some(s) = second_cause(&low.excesses) {
+            set_threshold(r, low);
+            return Err(second_cause_words(&s, low.u, low.clusters.maxima.len()));
+        }
+    }
+    let stable = stable?;
+    let (j, p) = choose(i, &cands, &stable, r)?;
     let c = &cands[j];
     let m = c.mle.expect("a chosen candidate is fitted");
     r.checks.goodness_of_fit_p = Some(p);
-    r.threshold_ns = Some(c.u);
-    r.exceedances = c.exceedances as u64;
-    r.censored = c.censored as u64;
-    r.clusters = c.clusters.maxima.len() as u64;
-    r.run_length = Some(c.clusters.run_length);
-    r.extremal_index = Some(c.clusters.theta);
-    r.samples_per_cluster = per_cluster(c.clusters.theta);
+    set_threshold(r, c);
     r.shape = c.xi.map(Interval::of);
     r.scale_ns = Some(Interval::of(sigma_interval(&c.excesses, &m)));
     let model = Model { u: c.u, e: &c.excesses, m, clusters: r.clusters, hours };
@@ -408,6 +371,84 @@ fn fill(i: &TailInput<'_>, r: &mut TailReport) -> Result<(), String> {
     r.curve = curve(&model, &kept, i.limits);
     r.caveat = Some(CAVEAT.into());
     Ok(())
+}
+
+/// The threshold among the `stable` candidates: the lowest whose fit
+/// passes the goodness of fit, its index and p-value; or the refusal (a
+/// second cause, or no fit), with the threshold it was judged at in `r`.
+fn choose(
+    i: &TailInput<'_>,
+    cands: &[super::threshold::Candidate],
+    stable: &[usize],
+    r: &mut TailReport,
+) -> Result<(usize, f64), String> {
+    // The lowest stable candidate whose fit passes the goodness of fit.
+    let mut first = None;
+    let mut chosen = None;
+    for &j in stable {
+        let c = &cands[j];
+        let m = c.mle.expect("a stable candidate is fitted");
+        if m.xi <= XI_MIN + 1e-3 || m.xi >= XI_MAX - 1e-3 {
+            first.get_or_insert((j, None));
+            continue;
+        }
+        let p = gof_p(&c.excesses, &m, i.samples ^ c.u.rotate_left(17));
+        first.get_or_insert((j, Some(p)));
+        if p > LEVEL {
+            chosen = Some((j, p));
+            break;
+        }
+    }
+    let Some(chosen) = chosen else {
+        let (j, p) = first.expect("at least one stable candidate");
+        let c = &cands[j];
+        set_threshold(r, c);
+        r.checks.goodness_of_fit_p = p;
+        let m = c.mle.expect("fitted");
+        return Err(match p {
+            None => format!(
+                "poor fit: the shape of the fit above {} is at the edge of its range (ξ = {:.2}): the tail is \
+                 no generalized Pareto one (a hard upper end, or lumps)",
+                crate::units::format_ns(c.u),
+                m.xi
+            ),
+            Some(p) => format!(
+                "poor fit: the generalized Pareto distribution does not fit the {} cluster maxima above {} \
+                 (Anderson-Darling bootstrap p = {p:.3}), nor at any higher stable threshold: the tail has more \
+                 than one cause, or the latencies are too coarse",
+                c.clusters.maxima.len(),
+                crate::units::format_ns(c.u)
+            ),
+        });
+    };
+    Ok(chosen)
+}
+
+/// The chosen (or refused) threshold's counts into `r`.
+fn set_threshold(r: &mut TailReport, c: &super::threshold::Candidate) {
+    r.threshold_ns = Some(c.u);
+    r.exceedances = c.exceedances as u64;
+    r.censored = c.censored as u64;
+    r.clusters = c.clusters.maxima.len() as u64;
+    r.run_length = Some(c.clusters.run_length);
+    r.extremal_index = Some(c.clusters.theta);
+    r.samples_per_cluster = per_cluster(c.clusters.theta);
+}
+
+/// The refusal of a tail with a second cause, in a user's words.
+fn second_cause_words(s: &super::checks::SecondCause, u: u64, clusters: usize) -> String {
+    let from = crate::units::format_ns(u + s.from.floor() as u64);
+    let below = crate::units::format_ns(u + s.below.round() as u64);
+    format!(
+        "two causes: the {k} worst of the {clusters} latency spikes above {ut} (from {from} up) stand apart \
+         from the rest, whose tail ends about {below}; they are a second, rarer cause (a stall, an interrupt, \
+         another load), and one fit of both would misplace every per-hour figure (test p = {p}): find and \
+         remove what makes the latencies above {below}, or run long enough to see {MIN_CLUSTERS} or more of them \
+         so that their own tail can be fitted",
+        k = s.k,
+        ut = crate::units::format_ns(u),
+        p = if s.ln_p < -690.0 { "below 1e-300".to_string() } else { format!("{:.1e}", s.ln_p.exp()) }
+    )
 }
 
 /// The model's figures for latency `x`; below the threshold, the run's own

@@ -246,12 +246,16 @@ fn rule_coverage(s: &Sim, n: u64, sets: u64, seed: u64) -> (u64, u64, f64, f64) 
         let r = s.run(n, seed + k);
         let kept = r.store.data().samples(s.timeout);
         let c = super::threshold::candidates(&kept, r.samples);
-        let Ok(j) = super::threshold::choose(&c) else { continue };
+        let Ok(stable) = super::threshold::stable(&c) else { continue };
+        // As `analyse`: the lowest stable candidate whose fit passes.
+        let Some(&j) = stable.iter().find(|&&j| {
+            let m = c[j].mle.expect("fitted");
+            super::checks::gof_p(&c[j].excesses, &m, k) > super::checks::LEVEL
+        }) else {
+            continue;
+        };
         let c = &c[j];
         let m = c.mle.expect("fitted");
-        if super::checks::gof_p(&c.excesses, &m, k) <= super::checks::LEVEL {
-            continue;
-        }
         chosen += 1;
         below += u64::from((c.u as f64) < s.base);
         let sigma_u = s.sigma + s.xi * (c.u as f64 - s.base).max(0.0);
@@ -383,7 +387,8 @@ fn clustered_runs_count_clusters_per_hour_not_exceedances() {
     let limit = 150_000u64;
     let t = analyse_run(&r, s.timeout, &[("max".into(), limit)], n);
     assert_eq!(t.refused, None, "{t:#?}");
-    assert!(t.extremal_index.expect("theta") < 0.9, "{:?}", t.extremal_index);
+    // At the chosen threshold (63 µs here, above most of a burst's followers) θ is about 0.9.
+    assert!(t.extremal_index.expect("theta") < 0.95 && t.clusters < t.exceedances, "{:?}", t.extremal_index);
     // What the per-hour words count: clusters, each about 1/θ samples.
     let per = t.samples_per_cluster.expect("samples per cluster");
     assert!((per - 1.0 / t.extremal_index.unwrap()).abs() < 1e-12 && per > 1.1, "{per}");
@@ -497,4 +502,179 @@ fn the_same_run_gives_the_same_model() {
     let a = analyse_run(&r, s.timeout, &[("max".into(), 200_000)], 100_000);
     let b = analyse_run(&r, s.timeout, &[("max".into(), 200_000)], 100_000);
     assert_eq!(a, b);
+}
+
+/// Runs of `n` samples 1 ms apart whose latencies are exactly
+/// `20 µs + GPD(10 µs, ξ)` (every candidate threshold is a correct one),
+/// through the candidates and the threshold rule: how many runs left the
+/// lowest candidate, and the coverage of the shape's and of the
+/// once-per-hour level's 95 % intervals at the chosen threshold, of the
+/// runs the rule fitted.
+fn exact_gpd_rule(xi: f64, n: u64, sets: u64, seed: u64) -> (u64, u64, f64, f64) {
+    let (base, sigma) = (20_000.0, 10_000.0);
+    let q: f64 = 1.0 / 3.6e6;
+    let truth = base + if xi == 0.0 { -sigma * q.ln() } else { sigma / xi * (q.powf(-xi) - 1.0) };
+    let (mut moved, mut fitted, mut cx, mut ch) = (0u64, 0u64, 0u64, 0u64);
+    for k in 0..sets {
+        let mut rng = SplitMix(seed + k);
+        let mut store = TailStore::new();
+        for i in 0..n {
+            store.push(i, i * 1_000_000, (base + rng.gpd(sigma, xi)).round() as u64, false);
+        }
+        let c = super::threshold::candidates(&store.data().samples(u64::MAX), n);
+        let Ok(j) = super::threshold::choose(&c) else { continue };
+        fitted += 1;
+        moved += u64::from(j != 0);
+        let c = &c[j];
+        cx += u64::from(c.xi.expect("fitted").contains(xi));
+        let m = c.mle.expect("fitted");
+        let model = Model {
+            u: c.u,
+            e: &c.excesses,
+            m,
+            clusters: c.clusters.maxima.len() as u64,
+            hours: n as f64 / 3.6e6,
+        };
+        ch += u64::from(model.level(1.0).is_some_and(|l| l.contains(truth)));
+    }
+    let f = fitted.max(1) as f64;
+    (moved, fitted, cx as f64 / f, ch as f64 / f)
+}
+
+#[test]
+fn the_threshold_rule_stays_at_a_correct_threshold_and_covers() {
+    // Issue 42 §3: on exactly generalized Pareto tails the earlier rule
+    // (point estimates compared, Bonferroni at 10 %) left the correct
+    // lowest threshold in 10-18 % of runs, on noise in the top 44-88
+    // samples, and then covered the truth about half the time. The full
+    // grid (4 shapes × 10⁴ and 10⁵ samples × 200 runs, through `analyse`)
+    // is examples/tail_threshold_coverage.rs; this is the case the issue
+    // names (ξ 0.2), 10⁴ samples, in a debug build's time.
+    let sets = 100;
+    let (moved, fitted, cx, ch) = exact_gpd_rule(0.2, 10_000, sets, 4_200);
+    eprintln!("exact GPD ξ 0.2: {fitted} of {sets} fitted, {moved} left the lowest; coverage ξ {cx:.3}, per hour {ch:.3}");
+    assert!(fitted >= sets - 2, "the rule refused {} of {sets} exact GPD runs", sets - fitted);
+    assert!(moved * 10 <= fitted, "the rule left a correct threshold in {moved} of {fitted} runs");
+    assert!(cx >= 0.90 && ch >= 0.90, "coverage ξ {cx}, once per hour {ch}");
+}
+
+#[test]
+fn the_run_length_is_the_same_at_every_threshold() {
+    // Issue 42 §4: taken threshold by threshold, the run length jumped
+    // between 0 and 12 across neighbouring candidates of one clean run.
+    // Independent exact-GPD runs: every candidate declusters with the
+    // run's one run length, and that is 0 in nearly every run; taken alone
+    // the candidates disagree in some runs (the jumps this removes).
+    let (mut jumps_alone, mut clustered) = (0, 0);
+    let sets = 100;
+    for k in 0..sets {
+        let mut rng = SplitMix(6_100 + k);
+        let mut store = TailStore::new();
+        for i in 0..10_000u64 {
+            store.push(i, i * 1_000_000, (20_000.0 + rng.gpd(10_000.0, 0.2)).round() as u64, false);
+        }
+        let levels = super::threshold::levels(&store.data().samples(u64::MAX), 10_000);
+        let alone: Vec<u64> = levels
+            .iter()
+            .map(|(_, ex)| decluster_with(ex, Some(ex.len() as f64 / 10_000.0)).run_length)
+            .collect();
+        let jumps = alone.windows(2).any(|w| w[0] != w[1]);
+        jumps_alone += usize::from(jumps);
+        let r = super::threshold::run_length(&levels, 10_000);
+        clustered += usize::from(r > 0);
+        if !jumps && k >= 2 {
+            continue; // the fits take the time: the runs that jumped, and two
+        }
+        let c = super::threshold::candidates(&store.data().samples(u64::MAX), 10_000);
+        assert!(
+            c.iter().all(|c| c.clusters.run_length == r),
+            "run {k}: {:?}",
+            c.iter().map(|c| c.clusters.run_length).collect::<Vec<_>>()
+        );
+    }
+    eprintln!("independent runs: {jumps_alone} of {sets} with jumps threshold by threshold; {clustered} declustered as one");
+    assert!(jumps_alone > 0, "the jumps this test guards against did not occur: no test");
+    assert!(clustered <= 2, "{clustered} of {sets} independent runs declustered");
+    // Bursts of 4 consecutive samples: the run's run length joins them.
+    let s = Sim {
+        xi: 0.1,
+        sigma: 20_000.0,
+        base: 50_000.0,
+        p_tail: 0.002,
+        burst: 4,
+        timeout: 10_000_000,
+        body_top: 0.3,
+    };
+    let r = s.run(300_000, 41);
+    let levels = super::threshold::levels(&r.store.data().samples(s.timeout), r.samples);
+    let rl = super::threshold::run_length(&levels, r.samples);
+    let alone: Vec<u64> = levels
+        .iter()
+        .map(|(_, ex)| decluster_with(ex, Some(ex.len() as f64 / r.samples as f64)).run_length)
+        .collect();
+    assert!((2..=40).contains(&rl), "{rl} {alone:?}");
+}
+
+/// A run of `n` samples 1 ms apart: `20 µs + Exp(5 µs)`, and with
+/// probability `p_spike` a spike of a second cause, `150 µs + U(0, 50 µs)`
+/// (issue 42 §4: one fit of both put the once-per-hour level 1.6 times
+/// too high).
+fn two_cause_run(n: u64, p_spike: f64, seed: u64) -> Run {
+    let sim =
+        Sim { xi: 0.0, sigma: 1.0, base: 0.0, p_tail: 0.0, burst: 1, timeout: 10_000_000, body_top: 0.0 };
+    let mut r =
+        Run { store: TailStore::new(), timeline: TimelineRecorder::new(), samples: 0, timeouts: 0, max: 0 };
+    let mut rng = SplitMix(seed);
+    for i in 0..n {
+        let v = if rng.uniform() < p_spike {
+            150_000.0 + 50_000.0 * rng.uniform()
+        } else {
+            20_000.0 + rng.gpd(5_000.0, 0.0)
+        };
+        sim.push(&mut r, i, i * 1_000_000, v);
+    }
+    r
+}
+
+#[test]
+fn a_second_cause_above_the_tail_is_named_and_one_cause_is_fitted() {
+    for seed in 0..4 {
+        // 30 spikes in 10⁵ samples, all among the candidates' exceedances.
+        let r = two_cause_run(100_000, 3e-4, 800 + seed);
+        let t = analyse_run(&r, 10_000_000, &[], 100_000);
+        let why = t.refused.clone().unwrap_or_default();
+        assert!(why.starts_with("two causes:") && why.contains("find and remove"), "seed {seed}: {why:?}");
+        assert!(why.contains("stand apart"), "{why}");
+        assert!(t.per_hour.is_none() && t.threshold_ns.is_some());
+        // The same body without the spikes: one cause, fitted.
+        let r = two_cause_run(100_000, 0.0, 800 + seed);
+        let t = analyse_run(&r, 10_000_000, &[], 100_000);
+        assert!(
+            t.refused.as_deref().is_none_or(|w| !w.starts_with("two causes")),
+            "seed {seed}: {:?}",
+            t.refused
+        );
+    }
+}
+
+#[test]
+fn one_generalized_pareto_tail_is_not_taken_for_two() {
+    // 40 sets of 500 exact GPD excesses at each shape the issue names:
+    // the second-cause test at 10⁻⁶ per size never fires; 10 spikes far
+    // above 490 exponential excesses always do.
+    let mut rng = SplitMix(77);
+    for xi in [-0.2, 0.0, 0.2, 0.4] {
+        for _ in 0..40 {
+            let e = Excesses { y: (0..500).map(|_| rng.gpd(10_000.0, xi)).collect(), c: vec![] };
+            assert_eq!(super::checks::second_cause(&e), None, "ξ {xi}");
+        }
+    }
+    for _ in 0..20 {
+        let mut y: Vec<f64> = (0..490).map(|_| rng.gpd(5_000.0, 0.0)).collect();
+        y.extend((0..10).map(|_| 100_000.0 + 50_000.0 * rng.uniform()));
+        let s = super::checks::second_cause(&Excesses { y, c: vec![] }).expect("two causes");
+        // Named at a size that holds the spikes (the test's power is in
+        // the many, each far out; which k says it best is rougher).
+        assert!(s.k >= 10 && s.below < 100_000.0, "{s:?}");
+    }
 }
