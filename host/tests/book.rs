@@ -3,7 +3,8 @@
 //! print it (`LATPROBE_UPDATE_SNAPSHOTS=1` rewrites it), every page is in
 //! its `SUMMARY.md`, and every relative link in the book, the README and
 //! the contributor's notebook (`docs/dev/`) names a file that exists, and
-//! a heading there when it has a `#fragment`.
+//! a heading there when it has a `#fragment`; the udev rules they give are
+//! the ones latprobe prints.
 
 mod common;
 
@@ -274,5 +275,19 @@ fn every_page_is_in_the_summary() {
     }
     for page in &listed {
         assert!(page.is_file(), "SUMMARY.md lists {}, which does not exist", page.display());
+    }
+}
+
+#[test]
+fn the_readme_and_the_board_pages_give_the_udev_rules_the_tool_prints() {
+    // latprobe's permission errors send the user to these rules.
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    for (rule, page) in [
+        (latprobe::probe::UDEV_RULE, "docs/book/src/getting-started/nucleo.md"),
+        (latprobe::probe::UDEV_RULE_PICO, "docs/book/src/getting-started/pico.md"),
+    ] {
+        assert!(readme.contains(rule), "README.md does not give the rule latprobe prints:\n{rule}");
+        let text = std::fs::read_to_string(repo().join(page)).expect("the board's page");
+        assert!(text.contains(rule), "{page} does not give the rule latprobe prints:\n{rule}");
     }
 }
