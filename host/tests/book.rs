@@ -291,3 +291,27 @@ fn the_readme_and_the_board_pages_give_the_udev_rules_the_tool_prints() {
         assert!(text.contains(rule), "{page} does not give the rule latprobe prints:\n{rule}");
     }
 }
+
+/// A word that reads as a git commit hash: 7 to 40 hex digits, letters and
+/// digits both (so a number such as `1000000000` does not match).
+fn looks_like_a_commit(word: &str) -> bool {
+    (7..=40).contains(&word.len())
+        && word.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        && word.chars().any(|c| c.is_ascii_digit())
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+#[test]
+fn the_readme_stays_short_and_names_no_commit() {
+    // The README is the door: the rest is in the book, and figures that
+    // need a commit to be read belong in docs/dev/.
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines: move the detail into docs/book/ (at most 300)");
+    let hashes: Vec<&str> =
+        readme.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| looks_like_a_commit(w)).collect();
+    assert!(hashes.is_empty(), "README.md names commits {hashes:?}: put such figures in docs/dev/");
+    assert!(
+        looks_like_a_commit("9ac74c2") && !looks_like_a_commit("1000000000") && !looks_like_a_commit("0x55")
+    );
+}
