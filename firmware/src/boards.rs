@@ -138,7 +138,7 @@ pub mod rp2040_pico {
         loopback_skew_ticks: LOOPBACK_SKEW_TICKS,
         trigger: TriggerOut::None,
         // Not yet: the Pico's byte stimuli are written by the engine task
-        // (its figures were measured so; docs/throughput.md).
+        // (its figures were measured so; docs/dev/throughput.md).
         top_half_bytes: false,
         // PIO0's stimulus flag is logged by its interrupt; the answer's
         // edge word runs the engine task.

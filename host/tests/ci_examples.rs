@@ -1,7 +1,9 @@
 //! The CI examples in `docs/ci/` (GitHub Actions, LAVA, labgrid/pytest,
-//! the limits file) stay true: the README shows each verbatim, the limits
-//! file reads, and every flag they give `latprobe` or `latprobe-responder`
-//! exists (a renamed flag fails here, not on somebody's bench).
+//! the limits file) stay true: the book's CI guide
+//! (`docs/book/src/guides/ci.md`) shows each verbatim and the README the
+//! limits file, the limits file reads, and every flag they give `latprobe`
+//! or `latprobe-responder` exists (a renamed flag fails here, not on
+//! somebody's bench).
 
 mod common;
 
@@ -26,12 +28,28 @@ const EXAMPLES: [&str; 6] = [
     "lava-campaign.yaml",
 ];
 
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[test]
-fn the_readme_shows_every_example_verbatim() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+fn the_ci_guide_shows_every_example_verbatim() {
+    let guide = repo_file("docs/book/src/guides/ci.md");
     for name in EXAMPLES {
-        assert!(readme.contains(example(name).trim_end()), "README.md does not show docs/ci/{name} as it is");
+        assert!(
+            guide.contains(example(name).trim_end()),
+            "docs/book/src/guides/ci.md does not show docs/ci/{name} as it is"
+        );
     }
+}
+
+#[test]
+fn the_readme_shows_the_limits_file_verbatim() {
+    assert!(
+        repo_file("README.md").contains(example("limits.toml").trim_end()),
+        "README.md does not show docs/ci/limits.toml as it is"
+    );
 }
 
 #[test]

@@ -60,7 +60,9 @@ pub fn stop_requested() -> bool {
 pub fn exit_with_stdin() -> io::Result<()> {
     // SAFETY: pthread_self has no preconditions; the id names the calling
     // thread, which outlives the watcher (it is the process's main thread).
-    let main = unsafe { libc::pthread_self() };
+    // Carried as an integer: musl's pthread_t is a pointer, which is not
+    // Send (glibc's is an integer already).
+    let main = unsafe { libc::pthread_self() } as usize;
     std::thread::Builder::new().name("stdin-watch".into()).spawn(move || {
         let mut sink = [0u8; 256];
         let mut stdin = io::stdin().lock();
@@ -76,7 +78,7 @@ pub fn exit_with_stdin() -> io::Result<()> {
         // SAFETY: `main` is a live thread of this process (the main thread
         // runs until the process exits); the handler installed by `install`
         // only stores atomics.
-        unsafe { libc::pthread_kill(main, libc::SIGTERM) };
+        unsafe { libc::pthread_kill(main as libc::pthread_t, libc::SIGTERM) };
     })?;
     Ok(())
 }

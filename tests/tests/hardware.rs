@@ -2,7 +2,7 @@
 //! `latprobe run`. These tests are `#[ignore]`d with the reason shown by the
 //! test runner, and run only when `LATPROBE_BENCH_PORT` names the probe's
 //! port (`bash scripts/test` then adds `--include-ignored` for them). They
-//! follow docs/first-bench.md step by step.
+//! follow docs/book/src/getting-started/first-bench-nucleo.md step by step.
 //!
 //! ```sh
 //! LATPROBE_BENCH_PORT=/dev/ttyACM0 LATPROBE_BENCH_WIRING=gpio bash scripts/test
@@ -55,13 +55,13 @@ fn wired_for(want: Wiring) -> bool {
         Ok("uart") => Wiring::Uart,
         other => panic!(
             "LATPROBE_BENCH_WIRING is {other:?}: set it to gpio or uart, the loopback wired now \
-             (docs/first-bench.md; never both at once: PA0 and PA9 would short through PA1)"
+             (docs/book/src/getting-started/first-bench-nucleo.md; never both at once: PA0 and PA9 would short through PA1)"
         ),
     };
     if have != want {
         eprintln!(
             "SKIPPED: this test needs the {want:?} loopback and the bench is wired for {have:?}: \
-             rewire (docs/first-bench.md) and run again with LATPROBE_BENCH_WIRING={}",
+             rewire (docs/book/src/getting-started/first-bench-nucleo.md) and run again with LATPROBE_BENCH_WIRING={}",
             if want == Wiring::Gpio { "gpio" } else { "uart" }
         );
     }
@@ -209,7 +209,7 @@ fn step4_calibration_leaves_a_residual_median_of_zero() {
     let line = match std::env::var("LATPROBE_BENCH_WIRING").as_deref() {
         Ok("gpio") => "gpio",
         Ok("uart") => "uart",
-        other => panic!("LATPROBE_BENCH_WIRING is {other:?}: set it to gpio or uart (docs/first-bench.md)"),
+        other => panic!("LATPROBE_BENCH_WIRING is {other:?}: set it to gpio or uart (docs/book/src/getting-started/first-bench-nucleo.md)"),
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let cal = dir.path().join("cal.json");
@@ -325,7 +325,7 @@ fn step0_flash_then_loopback_over_the_serial_link_and_rtt() {
 /// not start as RM0383 says. A GPIO loopback answers in a few ticks: a 10
 /// µs threshold never fires, and the timestamps stay exact with it armed.
 /// (The pulse itself, PA0's edge to PB4's rise, needs a scope:
-/// docs/trigger.md.)
+/// docs/dev/trigger.md.)
 #[test]
 #[ignore = "needs the bench: set LATPROBE_BENCH_PORT to the probe's port"]
 fn step6_the_trigger_output_is_there_and_quiet_on_a_loopback() {

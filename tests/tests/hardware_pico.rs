@@ -1,5 +1,5 @@
 //! Hardware in the loop: the Raspberry Pi Pico on a bench, driven by the
-//! real `latprobe`, step by step as docs/first-bench-pico.md lays out.
+//! real `latprobe`, step by step as docs/book/src/getting-started/first-bench-pico.md lays out.
 //! These tests are `#[ignore]`d with the reason the test runner shows; on a
 //! bench `bash scripts/test` runs them when `LATPROBE_BENCH_PICO_PORT`
 //! names the Pico's USB CDC port (and `LATPROBE_BENCH_PICO_PROBE` its
@@ -36,7 +36,7 @@ fn wired_for(want: &str) -> bool {
     assert!(
         have == "gpio" || have == "uart",
         "LATPROBE_BENCH_PICO_WIRING is {have:?}: set it to gpio (GP2 wired to GP3) or uart (GP4 wired to GP5), \
-         the loopback wired now (docs/first-bench-pico.md)"
+         the loopback wired now (docs/book/src/getting-started/first-bench-pico.md)"
     );
     if have != want {
         eprintln!("SKIPPED: this test needs the {want} loopback and the bench is wired for {have}: rewire and run again");

@@ -10,7 +10,7 @@
 //! the match, logs it and programs the fall 10 µs later; and in
 //! one-in-flight modes the answer's capture disarms it here, at the top
 //! priority, *in software*: no plain timer stops one channel's compare on
-//! another's capture (docs/trigger.md). The disarm is one write (the
+//! another's capture (docs/dev/trigger.md). The disarm is one write (the
 //! compare frozen) and one read (the pin's level), a few cycles after the
 //! capture's interrupt entry; an answer that latched less than that before
 //! the match still lets the pulse out, and the pin's level says so: the

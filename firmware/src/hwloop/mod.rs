@@ -128,7 +128,7 @@ pub const LOG_LEN: usize = 16;
 /// ([`LoopConfig::top_half_bytes`]): every build but the Pico's. The Pico's
 /// engine task writes its bytes itself (its boards ask for nothing else),
 /// and compiled out, the top half's tests cost its passes nothing; its
-/// figures were measured so (docs/throughput.md).
+/// figures were measured so (docs/dev/throughput.md).
 pub(crate) const TOP_HALF: bool = !cfg!(feature = "board-rp2040-pico");
 
 /// Rounds of deliver-and-plan per [`HwLoop::run`] before it lets other

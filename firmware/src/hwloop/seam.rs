@@ -13,7 +13,7 @@
 //!   TxStart    TIM2 CH3, PB10, capture    our own TX start bit (PA9 wired to PB10)
 //!   Wake       TIM2 CH4, no pin, compare  the engine's next deadline
 //!   Trigger    TIM3 CH1, PB4, compare     the trigger output (planned: a
-//!              16-bit slave of TIM2 counting its low half, docs/trigger.md)
+//!              16-bit slave of TIM2 counting its low half, docs/dev/trigger.md)
 //! ```
 //!
 //! A board without a channel (QEMU has no capture or compare hardware)

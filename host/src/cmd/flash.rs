@@ -7,7 +7,7 @@
 //! RP2040's boot2), so a wrong one is refused before any probe is opened.
 //! By default it is the workspace's `cargo fw-nucleo` / `cargo fw-pico`
 //! output (`crate::probe::elf_candidates`); a latprobe does not carry a
-//! firmware inside it (docs/probe-rs.md says why).
+//! firmware inside it (docs/book/src/internals/probe-rs.md says why).
 //!
 //! The Hello comes over RTT (the Nucleo), the `--port` given, or, for a
 //! board whose host link is its own USB CDC device (the Pico), the port of

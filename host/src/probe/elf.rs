@@ -138,7 +138,7 @@ impl FirmwareElf {
     /// CRC-32 (the protocol's, ISO-HDLC) of the image from its first to its
     /// last loaded byte, gaps between segments counted as erased flash
     /// (0xFF, which probe-rs leaves there). This is the build id the
-    /// firmware could put in its Hello (docs/probe-rs.md).
+    /// firmware could put in its Hello (docs/book/src/internals/probe-rs.md).
     pub fn image_crc(&self) -> u32 {
         let mut digest = latprobe_protocol::framing::CRC.digest();
         let mut at = self.image.first().map_or(0, |(a, _)| *a);

@@ -101,13 +101,22 @@ impl RunProbeArgs {
 }
 
 /// Where the firmware ELF of `board` is looked for when `--elf` is not
-/// given, in order: `$LATPROBE_FIRMWARE_DIR/<board>`; the firmware build of
+/// given, in order: `$LATPROBE_FIRMWARE_DIR/<board>`; an unpacked release
+/// bundle's `lib/latprobe/firmware/<board>` (beside `bin/latprobe`); the firmware build of
 /// the cargo workspace around the current directory (`$CARGO_TARGET_DIR`
 /// or `target/`); the same for the tree this latprobe was built from.
 pub fn elf_candidates(board: &Board) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = std::env::var_os("LATPROBE_FIRMWARE_DIR") {
         out.push(PathBuf::from(dir).join(board.elf_name));
+    }
+    // An unpacked release bundle (scripts/dist): bin/latprobe beside
+    // lib/latprobe/firmware/BOARD, wherever it was unpacked.
+    if let Some(root) = std::env::current_exe().ok().and_then(|e| Some(e.parent()?.parent()?.to_path_buf())) {
+        let p = root.join("lib/latprobe/firmware").join(board.elf_name);
+        if p.is_file() {
+            out.push(p);
+        }
     }
     let tail = Path::new(board.target).join("firmware").join(board.elf_name);
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);

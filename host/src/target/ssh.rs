@@ -520,9 +520,10 @@ pub fn quote(word: &str) -> String {
 }
 
 /// The responder for a target CPU (`uname -m`): this machine's own for its
-/// own CPU (`local`), else a cross-built one in the workspace's
-/// `target/<triple>/release/` (scripts/test builds them), searched upwards
-/// from this executable.
+/// own CPU (`local`), else the one of an unpacked release bundle
+/// (`lib/latprobe/responder/<cpu>/` beside `bin/latprobe`, scripts/dist),
+/// else a cross-built one in the workspace's `target/<triple>/release/`
+/// (scripts/test builds them), searched upwards from this executable.
 pub fn responder_for(machine: &str, local: Option<&Path>) -> Result<PathBuf, Error> {
     let triple = match machine {
         "aarch64" | "arm64" => "aarch64-unknown-linux-gnu",
@@ -543,6 +544,16 @@ pub fn responder_for(machine: &str, local: Option<&Path>) -> Result<PathBuf, Err
         }
     };
     let exe = std::env::current_exe().ok();
+    // An unpacked release bundle (scripts/dist): bin/latprobe beside
+    // lib/latprobe/responder/CPU/latprobe-responder, CPU as in the triple.
+    let cpu = triple.split('-').next().unwrap_or(triple);
+    let bundled = exe
+        .as_deref()
+        .and_then(|e| e.parent()?.parent())
+        .map(|root| root.join("lib/latprobe/responder").join(cpu).join(RESPONDER));
+    if let Some(p) = bundled.filter(|p| p.is_file()) {
+        return Ok(p);
+    }
     let found = exe.iter().flat_map(|e| e.ancestors().skip(1)).find_map(|d| {
         let p = d.join(triple).join("release").join(RESPONDER);
         p.is_file().then_some(p)

@@ -396,7 +396,7 @@ static TRIGGER_LAG: AtomicU32 = AtomicU32::new(0);
 /// go metastable and land a clock or two late, from boot to boot), which
 /// `program::trigger_sync_x` counts in. What a slow pad adds is measured
 /// ([`measure_trigger_lag`]): whole ticks are corrected by the timer, and
-/// an odd number of clocks leaves half a tick, 8 ns (docs/trigger.md).
+/// an odd number of clocks leaves half a tick, 8 ns (docs/dev/trigger.md).
 pub fn start_trigger(resets: &pac::RESETS) -> bool {
     // §2.14: PIO1 out of reset, then wait for it.
     resets.reset().modify(|_, w| w.pio1().clear_bit());

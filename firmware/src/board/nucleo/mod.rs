@@ -153,7 +153,7 @@ pub trait GpioBus {
 }
 
 /// Everything [`Tim2`] touches: TIM2's registers, TIM3's (the trigger
-/// output, docs/trigger.md), the GPIO registers (PA0 level, PA8 marker,
+/// output, docs/dev/trigger.md), the GPIO registers (PA0 level, PA8 marker,
 /// PB10 pull, PB4 level), the target line's transmitter and a bounded busy
 /// wait.
 pub trait Bus: GpioBus {

@@ -8,7 +8,7 @@
 //!   CH3 PB10  input capture on TI3, filter N = 8: our own TX start bit
 //!   CH4 -     output compare, no pin: the wake-up
 //!   TIM3 CH1 PB4  output compare on TIM3, TIM2's 16-bit slave: the
-//!             trigger output (`--trigger-above`, docs/trigger.md)
+//!             trigger output (`--trigger-above`, docs/dev/trigger.md)
 //! ```
 //!
 //! TIM3 counts TIM2's ticks modulo 2^16: both count f_CK_INT (PSC 0, both
@@ -285,7 +285,7 @@ impl<B: Bus> Tim2<B> {
     /// wrong TS, its clock off), one that counts another clock or runs
     /// more than the reads' spacing (a few ticks) behind or ahead. It
     /// cannot see an offset smaller than that spacing: a bench check
-    /// (docs/trigger.md) measures the pulse against the stimulus edge.
+    /// (docs/dev/trigger.md) measures the pulse against the stimulus edge.
     /// Without it the board announces no trigger.
     pub fn trigger_in_step(&self) -> bool {
         let [a, b, c] = self.step_check;

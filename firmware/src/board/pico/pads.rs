@@ -93,7 +93,7 @@ pub const PADS: [Pad; 8] = [
     // pull-down before: a break until the target drives it).
     uart_line(5, Drive::Ma4, false),
     // GP6: the trigger output (PIO1 SM0); released to this pull-down when
-    // disarmed (docs/trigger.md).
+    // disarmed (docs/dev/trigger.md).
     timed_output(6),
     // GP25: the LED (also PIO0/PIO1's alignment edge at boot).
     Pad { pin: 25, drive: Drive::Ma4, slew_fast: false, pull: Pull::None, schmitt: true },

@@ -35,7 +35,7 @@ pub const MAX_SYNC_LAG_TICKS: u32 = 2;
 /// The words are taken one tick a sample (the edge program's `jmp pin`
 /// on every second clock): a lag of an even number of clocks is measured
 /// exactly; an odd one as the whole ticks either side, so the trigger is
-/// then 8 ns early or late (half a tick, the bound docs/trigger.md states).
+/// then 8 ns early or late (half a tick, the bound docs/dev/trigger.md states).
 pub fn sync_lag(words: &[u32], high: bool, a: u32, b: u32, width: u32) -> Option<u32> {
     let mut fifo = EdgeFifo::new(high);
     let (mut rises, mut falls, mut nr, mut nf) = ([0u32; 2], [0u32; 2], 0, 0);
