@@ -6,7 +6,7 @@
 //!
 //! A limit passes only when the figure is *proven* within it. A figure
 //! that falls among the timeouts is only known to exceed the timeout
-//! (README, "The tail is measured, never cut off"), so it cannot prove any limit
+//! (the book's concepts/identity-and-censoring.md, "The tail is measured, never cut off"), so it cannot prove any limit
 //! and is a violation whose text says why and what to change.
 
 use std::path::Path;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::IDENTITY_COUNT;
 
-/// Measurement modes; see the README, "What is in the repository".
+/// Measurement modes; see the book's internals/repository.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Mode {

@@ -9,7 +9,7 @@
 # (RTIC's resources). The stack takes the rest of RAM and is not in these
 # figures.
 #
-# Budgets, per board (the README's footprint table says why):
+# Budgets, per board (the book's internals/emulators.md footprint table says why):
 # - nucleo-f411re and qemu: 64 KiB flash, 16 KiB RAM: room on the smallest
 #   STM32F4 a user may port to, and what the design holds the firmware to.
 # - rp2040-pico: its code runs from SRAM (memory/rp2040-pico.x) and so counts

@@ -4,7 +4,7 @@
 //! cyclictest-style histfile.
 //!
 //! A timeout is a *censored* sample: a latency known only to exceed the
-//! timeout. It stays in the population of every figure (README, "The
+//! timeout. It stays in the population of every figure (the book's concepts/identity-and-censoring.md, "The
 //! tail is measured, never cut off"): percentiles rank the timeouts above every
 //! measured latency, so a percentile or max that falls among them is
 //! [`Figure::Above`] the timeout, never a smaller number; the 1 µs bins

@@ -2,7 +2,7 @@
 //! drag the file onto the RPI-RP2 drive and the chip writes and runs it).
 //!
 //! The format, from the UF2 specification (github.com/microsoft/uf2,
-//! README.md, "File format"): the file is a sequence of 512-byte blocks,
+//! docs/book/src/getting-started/pico.md, the UF2 file): the file is a sequence of 512-byte blocks,
 //! each self-contained, all little-endian 32-bit words:
 //!
 //! ```text

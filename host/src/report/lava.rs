@@ -61,7 +61,7 @@
 //!   `latprobe-max` (µs): `pass` with the figure; these cases record, they
 //!   do not judge (the limits do).
 //! - **A censored figure has no number.** A latency that falls among the
-//!   timeouts is only known to exceed the timeout (README, "The tail is
+//!   timeouts is only known to exceed the timeout (the book's concepts/identity-and-censoring.md, "The tail is
 //!   measured, never cut off"), and a measurement would chart the timeout as if it
 //!   were the latency. Its limit case is `--result fail` (it cannot be
 //!   proven within any limit) and its headline case `--result unknown`,

@@ -15,7 +15,7 @@
 //! says otherwise; absent values are `null`.
 //!
 //! A timeout is a sample too: a latency known only to exceed the timeout
-//! (*censored*). Every figure counts it (README, "The tail is measured,
+//! (*censored*). Every figure counts it (the book's concepts/identity-and-censoring.md, "The tail is measured,
 //! never cut off"); a figure that falls among the timeouts is `null` in `latency_ns`,
 //! with the bound in `latency_ns.censored_above`.
 //!

@@ -8,7 +8,7 @@
 //!  ImportedRun ─▶ HistData ──────────────┘                          └─ BitMapBackend ─▶ RGB ─png─▶ bytes
 //! ```
 //!
-//! The tail is never cut off (README, "The tail is measured, never cut
+//! The tail is never cut off (the book's concepts/identity-and-censoring.md, "The tail is measured, never cut
 //! off"): the samples beyond the histogram's range and the timeouts
 //! (latencies known only to exceed the timeout) are drawn in a panel of their own right of the axis, each group
 //! as a bar labelled with its own bound and count (`≥1000 µs: 2 beyond the

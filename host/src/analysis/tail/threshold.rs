@@ -31,7 +31,7 @@
 //! of such runs, the goodness of fit's own 1 % included),
 //! while a body that bends the low thresholds' shape by more than the
 //! intervals' width still moves it up (the coverage table of both rules:
-//! `examples/tail_threshold_coverage.rs`; the README has it). The price is
+//! `examples/tail_threshold_coverage.rs`; the book's guides/how-long-to-run.md has it). The price is
 //! power: a low threshold whose shape is off by less than the intervals'
 //! width is kept; the goodness-of-fit test is what still refuses it.
 

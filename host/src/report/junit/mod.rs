@@ -45,7 +45,7 @@
 //!   decimals (`187.3`). **A figure that falls among the timeouts is
 //!   written `>8000`**: known only to exceed the timeout (its bound, in
 //!   µs), never a number that could pass for the latency itself
-//!   (README, "The tail is measured, never cut off"). Without any sample the
+//!   (the book's concepts/identity-and-censoring.md, "The tail is measured, never cut off"). Without any sample the
 //!   latency figures are absent.
 //! - Text is escaped for XML 1.0 everywhere (`&`, `<`, `>`, quotes; tabs,
 //!   newlines and carriage returns as character references in
