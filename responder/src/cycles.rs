@@ -116,7 +116,9 @@ impl<W: Write> CycleLog<W> {
         Self::start_capped(out, interval_ns, cycle0, cycle0_realtime, DEFAULT_LOG_MAX)
     }
 
-    /// [`CycleLog::start`] with a cap of `max` bytes.
+    /// Start a log of at most `max` bytes: the header, for a schedule whose
+    /// cycle 0 is due at `cycle0` (monotonic ns) = `cycle0_realtime` (wall
+    /// clock ns).
     pub fn start_capped(
         mut out: W,
         interval_ns: u64,
