@@ -140,6 +140,15 @@ struct Run {
     /// The armed stimulus's slip when it was planned (its slot held it):
     /// already counted, so a late production adds only its delay.
     armed_slip: u32,
+    /// The armed stimulus's planned instant (its place in the schedule
+    /// plus its dither), and the scheduled instants after it that its
+    /// slip skipped when it was planned (the schedule re-anchored).
+    armed_planned: u64,
+    armed_omitted: u32,
+    /// Per slot, the wait of the stimulus in it, for its sample:
+    /// `(late_ticks, omitted)` ([`latprobe_protocol::Sample::late_ticks`]),
+    /// `(0, 0)` for one that went out on its schedule.
+    waits: [(u32, u32); IDENTITY_COUNT],
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,

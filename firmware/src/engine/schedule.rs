@@ -138,6 +138,19 @@ impl<const Q: usize> Engine<Q> {
         // spacing rather than burst to catch up.
         let late = tick.saturating_sub(req.at);
         let interval = u64::from(run.config.interval_ticks);
+        // Its wait, for its sample: a slot that held it, or a production
+        // an interval late, and the instants skipped either way (at most
+        // one re-anchoring per stimulus, so the two never both count).
+        let sat = |t: u64| u32::try_from(t).unwrap_or(u32::MAX);
+        let waited = tick.saturating_sub(run.armed_planned);
+        let wait = if late >= interval {
+            // Rare (a slip): the 64-bit division is no cost per sample.
+            (sat(waited), sat(waited / interval))
+        } else if run.armed_slip != 0 {
+            (sat(waited), run.armed_omitted)
+        } else {
+            (0, 0)
+        };
         if late >= interval {
             let a = &mut self.totals.anomalies;
             // One stimulus, one slip: one its slot held when it was planned
@@ -154,6 +167,7 @@ impl<const Q: usize> Engine<Q> {
         let i = usize::from(req.slot);
         debug_assert_eq!(i, run.slot_of(req.seq));
         run.slots[i] = Slot::Out { seq: req.seq, tick };
+        run.waits[i] = wait;
         run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
         run.next_slot = if i + 1 >= run.window { 0 } else { i + 1 };
@@ -189,6 +203,9 @@ impl<const Q: usize> Engine<Q> {
             next: Next::Done,
             heard_until: 0,
             armed_slip: 0,
+            armed_planned: 0,
+            armed_omitted: 0,
+            waits: [(0, 0); IDENTITY_COUNT],
             raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
@@ -286,6 +303,8 @@ impl<const Q: usize> Engine<Q> {
         // probe merely late to plan is not counted, its stimulus carries
         // its actual tick either way.
         run.armed_slip = 0;
+        run.armed_omitted = 0;
+        run.armed_planned = planned;
         if at > planned && held {
             let slip = at - planned;
             // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
@@ -294,7 +313,13 @@ impl<const Q: usize> Engine<Q> {
             a.slipped += 1;
             a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
             a.slip_max_ticks = a.slip_max_ticks.max(slip);
-            if slip >= u64::from(run.config.interval_ticks) {
+            let interval = u64::from(run.config.interval_ticks);
+            if slip >= interval {
+                // The instants `planned + k·interval` up to `at` get no
+                // stimulus: counted for its sample, so the host can put
+                // each back as a sample (rare: the division costs nothing
+                // per sample).
+                run.armed_omitted = u32::try_from(slip / interval).unwrap_or(u32::MAX);
                 run.sched_tick = at;
             }
         }

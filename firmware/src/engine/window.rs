@@ -166,6 +166,7 @@ impl<const Q: usize> Engine<Q> {
                 Slot::Answered { tick, .. } | Slot::TimedOut { tick, .. } => tick,
                 _ => 0,
             };
+            let (late_ticks, omitted) = run.waits[i];
             let triggered = self.triggered(
                 i,
                 match outcome {
@@ -180,7 +181,7 @@ impl<const Q: usize> Engine<Q> {
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;
             }
-            self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered }, now);
+            self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered, late_ticks, omitted }, now);
             if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
                 self.finish(StopReason::CountReached, now);
                 return;

@@ -67,7 +67,14 @@ fn run_with(after_hello: &[ProbeMsg<'_>], outcome: impl Fn(u64) -> Outcome) -> R
     state.on_incoming(Incoming::Message(ProbeMsg::Started { start_tick: 0, first_seq: 0 }));
     let mut b = SampleBatchBuilder::new(config.interval_ticks, 64);
     for seq in 0..300 {
-        let s = Sample { seq, stimulus_tick: seq * 1_000_000, outcome: outcome(seq), triggered: false };
+        let s = Sample {
+            seq,
+            stimulus_tick: seq * 1_000_000,
+            outcome: outcome(seq),
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0,
+        };
         if b.push(&s).is_err() {
             state.on_incoming(Incoming::Message(ProbeMsg::SampleBatch(b.batch())));
             b.clear();

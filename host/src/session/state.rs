@@ -302,7 +302,9 @@ impl RunState {
                     let (arrived, lost) = if self.periodic {
                         (a.edges.edges, a.edges.seq.lost)
                     } else {
-                        (a.samples(), a.seq.lost)
+                        // The instants that got no stimulus are samples
+                        // the probe never took.
+                        (a.samples() - a.service.omitted, a.seq.lost)
                     };
                     let count = self.configured.and_then(|c| c.count);
                     if let (StopReason::CountReached, Some(n)) = (s.reason, count) {

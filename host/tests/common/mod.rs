@@ -386,6 +386,8 @@ fn serve<S: Read + Write>(mut s: S, opts: FakeOpts) {
                 stimulus_tick: start_tick + seq * u64::from(c.interval_ticks),
                 outcome,
                 triggered,
+                late_ticks: 0,
+                omitted: 0,
             };
             if b.push(&sample).is_err() {
                 break;
