@@ -57,11 +57,11 @@ pub struct Sample {
     pub triggered: bool,
     /// How long the stimulus went out after its planned instant because
     /// its slot was still busy (every identity held by an unanswered
-    /// stimulus, or one in flight and the last sample not over), or
-    /// because the probe itself went out an interval or more late: the
-    /// planned instant is `stimulus_tick - late_ticks`. 0 for a stimulus
-    /// that went out on its schedule (a probe merely late to plan by less
-    /// than an interval is not counted: its tick is the true one).
+    /// stimulus, or one in flight and the last sample not over: the target
+    /// was behind): the planned instant is `stimulus_tick - late_ticks`.
+    /// 0 for a stimulus its slot did not hold, however late the probe
+    /// itself was to send it (that is the probe's, counted as a slip; its
+    /// tick is the true one).
     pub late_ticks: u32,
     /// Scheduled instants that got no stimulus because this one waited an
     /// interval or more (the schedule re-anchored at its send): they are

@@ -138,16 +138,14 @@ impl<const Q: usize> Engine<Q> {
         // spacing rather than burst to catch up.
         let late = tick.saturating_sub(req.at);
         let interval = u64::from(run.config.interval_ticks);
-        // Its wait, for its sample: a slot that held it, or a production
-        // an interval late, and the instants skipped either way (at most
-        // one re-anchoring per stimulus, so the two never both count).
-        let sat = |t: u64| u32::try_from(t).unwrap_or(u32::MAX);
-        let waited = tick.saturating_sub(run.armed_planned);
-        let wait = if late >= interval {
-            // Rare (a slip): the 64-bit division is no cost per sample.
-            (sat(waited), sat(waited / interval))
-        } else if run.armed_slip != 0 {
-            (sat(waited), run.armed_omitted)
+        // Its wait, for its sample, when its slot held it (the target was
+        // behind): from its planned instant to its tick, and the instants
+        // that wait skipped. A probe late by itself (a software board that
+        // did not run) is no wait of the target's: counted as a slip
+        // below, its tick the true one, nothing charged to the target.
+        let wait = if run.armed_slip != 0 {
+            let waited = tick.saturating_sub(run.armed_planned);
+            (u32::try_from(waited).unwrap_or(u32::MAX), run.armed_omitted)
         } else {
             (0, 0)
         };

@@ -102,6 +102,8 @@ pub struct ServiceView {
     pub timeouts: u64,
     /// The largest service latency.
     pub max_ns: u64,
+    /// Their sum, for the mean.
+    pub sum_ns: u128,
     /// Stimuli that waited for their slot: timed from their planned
     /// instant in the schedule view.
     pub waited: u64,
@@ -125,6 +127,7 @@ impl ServiceView {
             hist: phases::histogram(high_ns),
             timeouts: 0,
             max_ns: 0,
+            sum_ns: 0,
             waited: 0,
             omitted: 0,
             omitted_censored: 0,
@@ -141,6 +144,13 @@ impl ServiceView {
     /// Stimuli sent (each one service sample).
     pub fn samples(&self) -> u64 {
         self.hist.len() + self.timeouts
+    }
+
+    /// The service latency at quantile `q`, timeouts ranked on top (as
+    /// [`Analysis::quantile`]), above `timeout_ns` among them.
+    pub fn quantile(&self, q: f64, timeout_ns: u64) -> Figure {
+        let min = if self.hist.is_empty() { 0 } else { self.hist.min() };
+        phases::censored_quantile(&self.hist, self.hist.len(), self.timeouts, min, self.max_ns, timeout_ns, q)
     }
 }
 
@@ -369,6 +379,7 @@ impl Analysis {
                 let ns = raw.saturating_sub(self.offset_ns);
                 self.service.hist.saturating_record(ns);
                 self.service.max_ns = self.service.max_ns.max(ns);
+                self.service.sum_ns += u128::from(ns);
             } else {
                 self.service.timeouts += 1;
             }
@@ -389,39 +400,98 @@ impl Analysis {
     /// A stimulus that waited `late_ticks` past its planned instant, and the
     /// `omitted` instants after that plan that got no stimulus: each a
     /// sample on the schedule's clock, timed to this stimulus's answer
-    /// (module docs). Rare (a stall), so none of this is on the hot path.
+    /// (module docs). Rare (a stall), so none of this is on the hot path;
+    /// the instants above the timeout (the earliest ones: the latency falls
+    /// with each later instant) are counted in bulk, so an interval far
+    /// shorter than the target's answers (millions of instants a stall)
+    /// costs a few operations a second of them, not one per instant.
     fn ingest_waited(&mut self, s: &latprobe_protocol::Sample, outcome: Outcome, interval_ticks: u32) {
         let planned = s.stimulus_tick.saturating_sub(u64::from(s.late_ticks));
+        let step = u64::from(interval_ticks).max(1);
+        let n = u64::from(s.omitted);
         self.service.waited += 1;
+        self.service.omitted += n;
         self.service.longest_gap_ns = self.service.longest_gap_ns.max(self.conv.ns(u64::from(s.late_ticks)));
         // The answer's tick, if one came in time (the service latency).
         let answer = match outcome {
             Outcome::Response(t) => Some(s.stimulus_tick.saturating_add(u64::from(t))),
             Outcome::Timeout => None,
         };
-        let instants = (0..=u64::from(s.omitted))
-            .map(|k| (k, planned.saturating_add(k.saturating_mul(u64::from(interval_ticks)))));
-        for (k, at) in instants {
-            let kind = if k == 0 { Instant::Late } else { Instant::Omitted };
-            if k > 0 {
-                self.service.omitted += 1;
+        let at = |k: u64| planned.saturating_add(k.saturating_mul(step));
+        // From the instant to the answer, as the probe's raw latency was
+        // (the calibration then takes off the probe's own path); `None`:
+        // above the timeout.
+        let latency = |a: &Self, k: u64| {
+            let ns = a.conv.ns(answer?.saturating_sub(at(k)));
+            (a.probe_timeout_ns == 0 || ns <= a.probe_timeout_ns).then(|| ns.saturating_sub(a.offset_ns))
+        };
+        // The first instant (0: the stimulus itself) not above the timeout:
+        // a binary search, the latency falling with k.
+        let (mut lo, mut hi) = (0, n + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if latency(self, mid).is_some() {
+                hi = mid;
+            } else {
+                lo = mid + 1;
             }
-            // From the instant to the answer, as the probe's raw latency
-            // was (calibration then subtracts the probe's own path).
-            let ns = answer.map(|a| self.conv.ns(a.saturating_sub(at)));
-            match ns {
-                Some(ns) if self.probe_timeout_ns == 0 || ns <= self.probe_timeout_ns => {
-                    let ns = ns.saturating_sub(self.offset_ns);
-                    if k > 0 {
-                        self.service.omitted_min_ns = self.service.omitted_min_ns.min(ns);
-                    }
-                    self.record(s.seq, at, ns, s.triggered && k == 0, kind);
+        }
+        let first_measured = lo;
+        if first_measured > 0 {
+            self.timed_out_as(s.seq, planned, s.triggered, Instant::Late);
+            if first_measured > 1 {
+                self.timed_out_run(s.seq, at(1), first_measured - 1, step);
+            }
+        }
+        for k in first_measured..=n {
+            let ns = latency(self, k).unwrap_or(self.timeout_ns);
+            if k == 0 {
+                self.record(s.seq, planned, ns, s.triggered, Instant::Late);
+            } else {
+                self.service.omitted_min_ns = self.service.omitted_min_ns.min(ns);
+                self.record(s.seq, at(k), ns, false, Instant::Omitted);
+            }
+        }
+    }
+
+    /// `count` omitted instants from `first` every `step` ticks, all above
+    /// the timeout: as many timeout samples, counted a second at a time
+    /// (one row each in the export, which asks for them).
+    fn timed_out_run(&mut self, seq: u64, first: u64, count: u64, step: u64) {
+        self.service.omitted_censored += count;
+        self.timeouts += count;
+        self.overflows += count;
+        let room = OVERFLOW_SEQS_KEPT.saturating_sub(self.overflow_seqs.len());
+        let kept = usize::try_from(count).map_or(room, |c| c.min(room));
+        self.overflow_seqs.extend(std::iter::repeat_n(seq, kept));
+        let hz = u64::from(self.conv.hz()).max(1);
+        let rel = |tick: u64| tick.saturating_sub(self.start_tick);
+        // A second at a time: the instants of second `sec` are k in
+        // [k0, k1).
+        let mut k0 = 0;
+        while k0 < count {
+            let t0 = rel(first.saturating_add(k0.saturating_mul(step)));
+            let end = (t0 / hz).saturating_add(1).saturating_mul(hz);
+            let k1 = (k0 + (end - t0).div_ceil(step)).min(count);
+            self.timeline.push_ticks(t0, hz, None);
+            self.timeline.push_timeouts_now(k1 - k0 - 1);
+            k0 = k1;
+        }
+        // The tail keeps at most TAIL_KEPT of them (they tie); the phases
+        // and the export want each.
+        let kept = count.min(tail::TAIL_KEPT as u64);
+        for k in 0..kept {
+            let ns = self.conv.ns(rel(first.saturating_add(k.saturating_mul(step))));
+            self.tail.push(seq, ns, self.timeout_ns, true);
+        }
+        if !self.phases.is_empty() || self.rows.is_some() {
+            for k in 0..count {
+                let ns = self.conv.ns(rel(first.saturating_add(k.saturating_mul(step))));
+                if !self.phases.is_empty() {
+                    self.phases.timeout(ns);
                 }
-                _ => {
-                    if k > 0 {
-                        self.service.omitted_censored += 1;
-                    }
-                    self.timed_out_as(s.seq, at, s.triggered && k == 0, kind);
+                if let Some(rows) = &mut self.rows {
+                    rows.timeout(seq, Some(ns), self.timeout_ns, false, Instant::Omitted);
                 }
             }
         }
