@@ -184,7 +184,13 @@ fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
 }
 
 /// The notes the counts call for: what the anomalies mean for the figures.
-fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<String>) {
+fn anomaly_notes(
+    c: &Counts,
+    config: &ConfigReport,
+    echo: bool,
+    schedule: Option<&ScheduleReport>,
+    notes: &mut Vec<String>,
+) {
     let timeout = format_ns(config.timeout_ns);
     if echo && !config.identity && config.stimulus.starts_with("byte") {
         notes.push(format!(
@@ -200,6 +206,17 @@ fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<
              than the line allows) were counted, not timed: a stimulus whose answer came after its timeout \
              is a timeout sample, a latency above {timeout}",
             c.late_responses
+        ));
+    }
+    if let Some(sc) = schedule.filter(|sc| sc.waited < c.slipped) {
+        // The rest of the slips were the probe's own: a stimulus it sent an
+        // interval or more late with its slot free.
+        notes.push(format!(
+            "{} of the {} slipped stimuli went out an interval or more late with their slot free: the \
+             probe itself was late (a virtual probe's thread not run in time), not the target; their \
+             instants are not charged to it",
+            c.slipped - sc.waited,
+            c.slipped
         ));
     }
     if c.slipped > 0 {
@@ -433,7 +450,8 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             "the probe is emulated or virtual: its timestamps do not come from independent hardware".into(),
         );
     }
-    anomaly_notes(&counts, &config, req.mode.mode().is_echo(), &mut notes);
+    let schedule = a.and_then(schedule_of);
+    anomaly_notes(&counts, &config, req.mode.mode().is_echo(), schedule.as_ref(), &mut notes);
     if let Some(p) = &periodic {
         periodic_notes(p, &config, &mut notes);
     }
@@ -466,7 +484,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
-        schedule: a.and_then(schedule_of),
+        schedule,
         worst: a.and_then(|a| a.worst).map(|w| WorstReport {
             seq: w.seq,
             latency_ns: w.latency_ns,
