@@ -143,7 +143,7 @@ impl<const Q: usize> Engine<Q> {
         // that wait skipped. A probe late by itself (a software board that
         // did not run) is no wait of the target's: counted as a slip
         // below, its tick the true one, nothing charged to the target.
-        let wait = if run.armed_slip != 0 {
+        let wait = if run.armed_slip != 0 && run.armed_waited {
             let waited = tick.saturating_sub(run.armed_planned);
             (u32::try_from(waited).unwrap_or(u32::MAX), run.armed_omitted)
         } else {
@@ -166,6 +166,7 @@ impl<const Q: usize> Engine<Q> {
         debug_assert_eq!(i, run.slot_of(req.seq));
         run.slots[i] = Slot::Out { seq: req.seq, tick };
         run.waits[i] = wait;
+        run.instants += 1 + u64::from(wait.1);
         run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
         run.next_slot = if i + 1 >= run.window { 0 } else { i + 1 };
@@ -200,9 +201,12 @@ impl<const Q: usize> Engine<Q> {
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_until: 0,
+            heard_tick: 0,
+            instants: 0,
             armed_slip: 0,
             armed_planned: 0,
             armed_omitted: 0,
+            armed_waited: false,
             waits: [(0, 0); IDENTITY_COUNT],
             raised: 0,
             rng: Pcg32::new(config.seed),
@@ -258,7 +262,10 @@ impl<const Q: usize> Engine<Q> {
         // `seq` is `next_seq` (planned, or blocked since).
         let i = run.next_slot;
         debug_assert_eq!(i, run.slot_of(seq));
-        // The end of the sample that last held the slot, if the slot is free.
+        // The end of the sample that last held the slot, if the slot is
+        // free; and whether it is let go by the probe's own reclaim timer
+        // (no later answer heard: the target silent).
+        let mut by_timer = false;
         let ended = match run.slots[i] {
             Slot::Free => None,
             Slot::Out { .. } => {
@@ -286,16 +293,28 @@ impl<const Q: usize> Engine<Q> {
                     if matches!(s, Slot::TimedOut { .. }) {
                         self.totals.anomalies.reclaimed += 1;
                     }
+                    by_timer = true;
                 }
                 Some(end)
             }
         };
         let mut at = planned.max(now.saturating_add(lead));
         let mut held = was_blocked;
+        // When the target let the slot go, by its own ticks: the end of
+        // the slot's sample and its guard, or the answer heard after it
+        // that freed an identity held for an in-order answer. Not the
+        // tick the probe got to it (a probe late to hear an answer is no
+        // wait of the target's), nor the probe's reclaim timer (a silent
+        // target: its stimuli are timeouts already).
+        let mut released = 0;
         if let Some(end) = ended {
             let guarded = end.saturating_add(u64::from(run.config.guard_ticks));
             held |= guarded > at;
             at = at.max(guarded);
+            released = guarded;
+            if was_blocked && run.window > 1 && !by_timer {
+                released = released.max(run.heard_tick);
+            }
         }
         // A slip is a delay the slot caused (still held, or its guard); a
         // probe merely late to plan is not counted, its stimulus carries
@@ -303,6 +322,7 @@ impl<const Q: usize> Engine<Q> {
         run.armed_slip = 0;
         run.armed_omitted = 0;
         run.armed_planned = planned;
+        run.armed_waited = released > planned && !by_timer;
         if at > planned && held {
             let slip = at - planned;
             // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
@@ -314,10 +334,15 @@ impl<const Q: usize> Engine<Q> {
             let interval = u64::from(run.config.interval_ticks);
             if slip >= interval {
                 // The instants `planned + k·interval` up to `at` get no
-                // stimulus: counted for its sample, so the host can put
-                // each back as a sample (rare: the division costs nothing
-                // per sample).
-                run.armed_omitted = u32::try_from(slip / interval).unwrap_or(u32::MAX);
+                // stimulus: counted for its sample (when the target held
+                // it), so the host can put each back as a sample (rare:
+                // the division costs nothing per sample); never more than
+                // the count has left after this stimulus.
+                if run.armed_waited {
+                    let left = run.config.count.map_or(u64::MAX, |n| n.saturating_sub(run.instants + 1));
+                    let skipped = (slip / interval).min(left);
+                    run.armed_omitted = u32::try_from(skipped).unwrap_or(u32::MAX);
+                }
                 run.sched_tick = at;
             }
         }

@@ -1259,10 +1259,12 @@ mod trigger;
 /// stimulus. Its sample says how late it went out (`late_ticks`, so the
 /// host knows its planned instant) and how many instants got none
 /// (`omitted`); the samples on schedule say nothing.
-#[test]
-fn a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped() {
+/// The stall of [`a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped`]
+/// in a run of `count` instants: the samples, the stimulus times (start,
+/// the planned instant of stimulus 10, its send) and the `Stopped`.
+fn stall_run(count: u64) -> (Vec<Sample>, u64, u64, Stopped) {
     let mut b = bench();
-    b.configure(identified(Some(11)));
+    b.configure(identified(Some(count)));
     let start = b.start();
     let mut sent = Vec::new();
     for i in 0..10 {
@@ -1290,7 +1292,13 @@ fn a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped() {
     let (t10, byte10) = b.fire_byte();
     b.answer(t10 + 50, byte10);
     let got = b.drain();
-    let s = samples(&got);
+    (samples(&got), start, t10, stopped(&got))
+}
+
+#[test]
+fn a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped() {
+    // 11 stimuli and the 12 instants stimulus 10 skipped: the count.
+    let (s, start, t10, st) = stall_run(23);
     assert_eq!(s.len(), 11);
     let planned = start + 10_000;
     assert_eq!(u64::from(s[10].late_ticks), t10 - planned, "timed from its planned instant");
@@ -1300,8 +1308,20 @@ fn a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped() {
     assert_eq!(s[10].omitted, 12);
     assert!(s[..10].iter().all(|s| !s.waited()), "{s:?}");
     assert_eq!(s[2].outcome, Outcome::Timeout);
-    let a = stopped(&got).anomalies;
+    assert_eq!((st.reason, st.taken), (StopReason::CountReached, 23), "the instants taken");
+    let a = st.anomalies;
     assert_eq!((a.slipped, a.slip_max_ticks), (1, t10 - planned));
+}
+
+/// A count is of scheduled instants: a wait that skipped more instants
+/// than the count has left carries only those, and the run ends at the
+/// count (the host's samples never exceed what the schedule holds).
+#[test]
+fn omitted_instants_never_exceed_the_count() {
+    let (s, _, _, st) = stall_run(15);
+    assert_eq!(s.len(), 11);
+    assert_eq!(s[10].omitted, 4, "15 instants: 11 stimuli and 4 of the 12 it skipped");
+    assert_eq!((st.reason, st.taken), (StopReason::CountReached, 15));
 }
 
 /// A stimulus produced an interval or more after its request by a board

@@ -93,6 +93,7 @@ impl<const Q: usize> Engine<Q> {
                 let latency = tick - stim;
                 if seq >= run.heard_until {
                     run.heard_until = seq + 1;
+                    run.heard_tick = tick;
                 }
                 if latency <= run.timeout() {
                     // latency <= timeout_ticks, a u32: the cast is lossless.
@@ -112,7 +113,10 @@ impl<const Q: usize> Engine<Q> {
             Slot::TimedOut { seq, .. } if identity => {
                 // Its answer, after the horizon: counted, not timed; and
                 // heard, so earlier identities are free (in order).
-                run.heard_until = run.heard_until.max(seq + 1);
+                if seq >= run.heard_until {
+                    run.heard_until = seq + 1;
+                    run.heard_tick = tick;
+                }
                 a.late += 1;
                 self.stats.late_responses += 1;
                 self.plan(now);
@@ -177,12 +181,17 @@ impl<const Q: usize> Engine<Q> {
             let Some(run) = self.run.as_mut() else { return };
             run.emit_seq += 1;
             run.emit_slot = if run.emit_slot + 1 >= run.window { 0 } else { run.emit_slot + 1 };
-            self.totals.taken += 1;
+            // Taken: the scheduled instants this sample stands for (its
+            // own and the ones its wait skipped), as the count is.
+            self.totals.taken += 1 + u64::from(omitted);
+            let counted = self.totals.taken;
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;
             }
             self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered, late_ticks, omitted }, now);
-            if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
+            // The count is of scheduled instants (a waited stimulus's
+            // omitted ones included), as the schedule planned them.
+            if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| counted >= n)) {
                 self.finish(StopReason::CountReached, now);
                 return;
             }
