@@ -59,10 +59,12 @@ pub struct StimulusRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RunTotals {
-    /// Samples (responses and timeouts) or edges taken; with a waited
-    /// stimulus, each scheduled instant its wait skipped counts too (the
-    /// host makes a sample of each), so a count run ends with `count`.
+    /// Samples (responses and timeouts) or edges taken.
     pub taken: u64,
+    /// The scheduled instants the waits of those samples skipped (their
+    /// `omitted`, summed; not sent in `Stopped`, the host sums them): a
+    /// count run ends when `taken + omitted` reaches the count.
+    pub omitted: u64,
     /// Of those, timeouts.
     pub timeouts: u64,
     /// Samples or edges taken but not sent because the output queue was full.

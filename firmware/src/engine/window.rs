@@ -181,10 +181,11 @@ impl<const Q: usize> Engine<Q> {
             let Some(run) = self.run.as_mut() else { return };
             run.emit_seq += 1;
             run.emit_slot = if run.emit_slot + 1 >= run.window { 0 } else { run.emit_slot + 1 };
-            // Taken: the scheduled instants this sample stands for (its
-            // own and the ones its wait skipped), as the count is.
-            self.totals.taken += 1 + u64::from(omitted);
-            let counted = self.totals.taken;
+            self.totals.taken += 1;
+            self.totals.omitted += u64::from(omitted);
+            // The scheduled instants the samples stand for (their own and
+            // the ones their waits skipped): what a count counts.
+            let counted = self.totals.taken + self.totals.omitted;
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;
             }
