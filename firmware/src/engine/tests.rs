@@ -1345,3 +1345,30 @@ fn a_stimulus_produced_intervals_late_by_the_probe_carries_no_wait() {
     assert!(!s[0].waited() && !s[1].waited(), "{s:?}");
     assert_eq!(stopped(&got).anomalies.slipped, 1);
 }
+
+/// A probe late to hear an answer is no wait of the target's: the target
+/// answered stimulus 0 long before stimulus 1's planned instant, but the
+/// engine got to the capture 4 intervals later (a board busy elsewhere,
+/// the rp2040 loopback's start-up). Stimulus 1 went out late, a slip, but
+/// its sample carries no wait and no omitted instants.
+#[test]
+fn an_answer_the_probe_heard_late_charges_the_next_stimulus_no_wait() {
+    let mut b = bench();
+    b.configure(echo(Some(3)));
+    b.start();
+    let t0 = b.fire();
+    b.now = t0 + 5_000;
+    b.e.on_capture(t0 + 10, b.now);
+    b.e.poll(b.now);
+    let t1 = b.fire();
+    assert!(t1 > t0 + 5_000, "stimulus 1 went out after the probe heard answer 0");
+    b.respond(t1 + 20);
+    let t2 = b.fire();
+    b.respond(t2 + 30);
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s.len(), 3);
+    assert_eq!(s[0].outcome, Outcome::Response(10));
+    assert!(s.iter().all(|s| !s.waited() && s.omitted == 0), "{s:?}");
+    assert_eq!(stopped(&got).taken, 3);
+}
