@@ -269,7 +269,7 @@ impl Pump {
         let kind = match self.decoder.feed(&framed) {
             Feed::Frame { frame, .. } => match decode_message::<ProbeMsg<'_>>(frame) {
                 Ok(ProbeMsg::SampleBatch(b)) => {
-                    Kind::Batch(u64::from(b.count), b.iter().map(|s| u64::from(s.omitted)).sum())
+                    Kind::Batch(u64::from(b.count), b.iter().flatten().map(|s| u64::from(s.omitted)).sum())
                 }
                 Ok(ProbeMsg::EdgeBatch(b)) => Kind::Batch(u64::from(b.count), 0),
                 Ok(ProbeMsg::Stopped(s)) => Kind::Stopped(s),
