@@ -166,6 +166,11 @@ struct Run {
     /// `(late_ticks, omitted)` ([`latprobe_protocol::Sample::late_ticks`]),
     /// `(0, 0)` for one that went out on its schedule.
     waits: [(u32, u32); IDENTITY_COUNT],
+    /// Per slot, how late the probe alone sent the stimulus in it (its
+    /// tick past its planned instant, with no wait of the target's): taken
+    /// off its sample's end when the next stimulus asks whether the target
+    /// held its slot, so a probe late to send is never the target's wait.
+    probe_late: [u32; IDENTITY_COUNT],
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,

@@ -143,7 +143,8 @@ impl<const Q: usize> Engine<Q> {
         // that wait skipped. A probe late by itself (a software board that
         // did not run) is no wait of the target's: counted as a slip
         // below, its tick the true one, nothing charged to the target.
-        let wait = if run.armed_slip != 0 && run.armed_waited {
+        let charged = run.armed_slip != 0 && run.armed_waited;
+        let wait = if charged {
             let waited = tick.saturating_sub(run.armed_planned);
             (u32::try_from(waited).unwrap_or(u32::MAX), run.armed_omitted)
         } else {
@@ -166,6 +167,11 @@ impl<const Q: usize> Engine<Q> {
         debug_assert_eq!(i, run.slot_of(req.seq));
         run.slots[i] = Slot::Out { seq: req.seq, tick };
         run.waits[i] = wait;
+        run.probe_late[i] = if charged {
+            0
+        } else {
+            u32::try_from(tick.saturating_sub(run.armed_planned)).unwrap_or(u32::MAX)
+        };
         run.instants += 1 + u64::from(wait.1);
         run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
@@ -208,6 +214,7 @@ impl<const Q: usize> Engine<Q> {
             armed_omitted: 0,
             armed_waited: false,
             waits: [(0, 0); IDENTITY_COUNT],
+            probe_late: [0; IDENTITY_COUNT],
             raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
@@ -301,7 +308,8 @@ impl<const Q: usize> Engine<Q> {
         let mut at = planned.max(now.saturating_add(lead));
         let mut held = was_blocked;
         // When the target let the slot go, by its own ticks: the end of
-        // the slot's sample and its guard, or the answer heard after it
+        // the slot's sample and its guard (had the probe sent it on time),
+        // or the answer heard after it
         // that freed an identity held for an in-order answer. Not the
         // tick the probe got to it (a probe late to hear an answer is no
         // wait of the target's), nor the probe's reclaim timer (a silent
@@ -311,7 +319,8 @@ impl<const Q: usize> Engine<Q> {
             let guarded = end.saturating_add(u64::from(run.config.guard_ticks));
             held |= guarded > at;
             at = at.max(guarded);
-            released = guarded;
+            // Less the probe's own lateness in sending that stimulus.
+            released = guarded.saturating_sub(u64::from(run.probe_late[i]));
             if was_blocked && run.window > 1 && !by_timer {
                 released = released.max(run.heard_tick);
             }

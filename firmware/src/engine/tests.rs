@@ -1372,3 +1372,30 @@ fn an_answer_the_probe_heard_late_charges_the_next_stimulus_no_wait() {
     assert!(s.iter().all(|s| !s.waited() && s.omitted == 0), "{s:?}");
     assert_eq!(stopped(&got).taken, 3);
 }
+
+/// A stimulus the probe sent late by itself (the rp2040's first one, 96 µs
+/// after its plan at a 100 µs interval) and answered at once: the guard
+/// after its answer reaches past the next stimulus's plan only because the
+/// probe was late, so the next stimulus carries no wait.
+#[test]
+fn a_stimulus_the_probe_sent_late_holds_the_next_one_for_no_wait_of_the_targets() {
+    let mut b = bench();
+    b.configure(Config { dither_ticks: 0, ..echo(Some(3)) });
+    let start = b.start();
+    let req = b.e.stimulus_request().expect("stimulus 0");
+    assert_eq!(req.at, start);
+    // Produced 950 ticks late (less than the interval: no re-anchoring).
+    b.now = start + 950;
+    b.e.on_stimulus(b.now, b.now);
+    b.respond(start + 955);
+    // Its guard ends at start + 1055, past stimulus 1's plan (start + 1000).
+    let t1 = b.fire();
+    assert_eq!(t1, start + 1055, "the guard still applies");
+    b.respond(t1 + 20);
+    let t2 = b.fire();
+    b.respond(t2 + 30);
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s.len(), 3);
+    assert!(s.iter().all(|s| !s.waited() && s.omitted == 0), "{s:?}");
+}
