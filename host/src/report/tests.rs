@@ -26,13 +26,16 @@ fn run_waiting(
     outcome: impl Fn(u64) -> Outcome,
     wait: impl Fn(u64) -> (u32, u32),
 ) -> Report {
+    // A count is of scheduled instants: the 300 stimuli and the instants
+    // their waits left without one.
+    let instants = 300 + (0..300).map(|seq| u64::from(wait(seq).1)).sum::<u64>();
     let request = Request {
         mode: ModeArg::UartEcho,
         interval_ns: 1_000_000,
         dither_ns: 0,
         timeout_ns: None,
         guard_ns: None,
-        count: Some(300),
+        count: Some(instants),
         duration_ns: None,
         seed: 1,
         byte: None,
