@@ -5,7 +5,7 @@
 //! generator and the request ids.
 
 use latprobe_protocol::{
-    Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
+    Anomalies, Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
     MAX_BATCH_COUNT,
 };
 
@@ -325,36 +325,9 @@ impl<const Q: usize> Engine<Q> {
                 released = released.max(run.heard_tick);
             }
         }
-        // A slip is a delay the slot caused (still held, or its guard); a
-        // probe merely late to plan is not counted, its stimulus carries
-        // its actual tick either way.
-        run.armed_slip = 0;
-        run.armed_omitted = 0;
         run.armed_planned = planned;
         run.armed_waited = released > planned && !by_timer;
-        if at > planned && held {
-            let slip = at - planned;
-            // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
-            run.armed_slip = u32::try_from(slip).unwrap_or(u32::MAX);
-            let a = &mut self.totals.anomalies;
-            a.slipped += 1;
-            a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
-            a.slip_max_ticks = a.slip_max_ticks.max(slip);
-            let interval = u64::from(run.config.interval_ticks);
-            if slip >= interval {
-                // The instants `planned + k·interval` up to `at` get no
-                // stimulus: counted for its sample (when the target held
-                // it), so the host can put each back as a sample (rare:
-                // the division costs nothing per sample); never more than
-                // the count has left after this stimulus.
-                if run.armed_waited {
-                    let left = run.config.count.map_or(u64::MAX, |n| n.saturating_sub(run.instants + 1));
-                    let skipped = (slip / interval).min(left);
-                    run.armed_omitted = u32::try_from(skipped).unwrap_or(u32::MAX);
-                }
-                run.sched_tick = at;
-            }
-        }
+        account_slip(run, &mut self.totals.anomalies, planned, at, held);
         let stimulus = match run.config.stimulus {
             // The slot is the identity (`slot_of` with nine slots is
             // `identity_index`): no second fold.
@@ -397,5 +370,41 @@ impl<const Q: usize> Engine<Q> {
             Slot::Free | Slot::Out { .. } => return None,
         };
         Some(end.saturating_add(self.board.heartbeat_ticks()))
+    }
+}
+
+/// The armed stimulus's slip and wait, once its request tick `at` is known:
+/// a slip is a delay the slot caused (`held`: still held, or its guard),
+/// counted with its delay; one of an interval or more re-anchors the
+/// schedule, and, when the target held it (`run.armed_waited`), the
+/// instants it skipped are its sample's `omitted`.
+#[inline]
+fn account_slip(run: &mut Run, a: &mut Anomalies, planned: u64, at: u64, held: bool) {
+    // A slip is a delay the slot caused (still held, or its guard); a
+    // probe merely late to plan is not counted, its stimulus carries
+    // its actual tick either way.
+    run.armed_slip = 0;
+    run.armed_omitted = 0;
+    if at > planned && held {
+        let slip = at - planned;
+        // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
+        run.armed_slip = u32::try_from(slip).unwrap_or(u32::MAX);
+        a.slipped += 1;
+        a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
+        a.slip_max_ticks = a.slip_max_ticks.max(slip);
+        let interval = u64::from(run.config.interval_ticks);
+        if slip >= interval {
+            // The instants `planned + k·interval` up to `at` get no
+            // stimulus: counted for its sample (when the target held
+            // it), so the host can put each back as a sample (rare:
+            // the division costs nothing per sample); never more than
+            // the count has left after this stimulus.
+            if run.armed_waited {
+                let left = run.config.count.map_or(u64::MAX, |n| n.saturating_sub(run.instants + 1));
+                let skipped = (slip / interval).min(left);
+                run.armed_omitted = u32::try_from(skipped).unwrap_or(u32::MAX);
+            }
+            run.sched_tick = at;
+        }
     }
 }
