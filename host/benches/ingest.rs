@@ -112,6 +112,8 @@ impl Gen {
                 stimulus_tick: self.tick + (r >> 50) % 2_000,
                 outcome,
                 triggered: false,
+                late_ticks: 0,
+                omitted: 0,
             };
             if self.batch.push(&s).is_err() {
                 frame(&ProbeMsg::SampleBatch(self.batch.batch()), out);

@@ -3,7 +3,8 @@
 //! No I/O: the live link and the raw file's reader both feed it.
 
 use latprobe_protocol::{
-    decode_message, Feed, FrameDecoder, MessageError, ProbeMsg, MAX_ERROR_DETAIL, MAX_LOG_TEXT, MAX_RAW_LEN,
+    decode_probe_message, Feed, FrameDecoder, MessageError, ProbeMsg, MAX_ERROR_DETAIL, MAX_LOG_TEXT,
+    MAX_RAW_LEN,
 };
 
 /// One thing the link read.
@@ -47,7 +48,9 @@ impl Deframer {
                 Feed::NeedMore => return,
                 Feed::Bad { rest, .. } => bytes = rest,
                 Feed::Frame { frame, rest } => {
-                    match decode_message::<ProbeMsg<'_>>(frame) {
+                    // This protocol, or an older one still read (a raw
+                    // file's: its samples without waits).
+                    match decode_probe_message(frame) {
                         // Longer than the protocol allows: the decoder's
                         // buffer has slack, the protocol none.
                         Ok(_) if frame.len() + 4 > MAX_RAW_LEN => self.malformed += 1,

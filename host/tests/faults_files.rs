@@ -88,6 +88,8 @@ fn batches(first: u64, n: u64, skip: Option<u64>) -> Vec<u8> {
             stimulus_tick: 1_000 + (seq - first) * 100_000,
             outcome: Outcome::Response(2_000),
             triggered: false,
+            late_ticks: 0,
+            omitted: 0,
         };
         if b.push(&s).is_err() {
             if Some(b.batch().first_seq) != skip {

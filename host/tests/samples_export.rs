@@ -54,14 +54,16 @@ fn expected_rows() -> Vec<String> {
 }
 
 /// The CSV's rows, the stimulus byte column cut off (checked apart), and
-/// the last, `triggered`, too: 0 on every row (the run had no
-/// `--trigger-above`).
+/// the last two, `triggered` and `instant`, too: 0 and `sent` on every row
+/// (the run had no `--trigger-above`, and its probe never waited).
 fn csv_rows(path: &Path) -> (String, Vec<String>, Vec<String>) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().to_string();
     let (mut rows, mut bytes) = (Vec::new(), Vec::new());
     for l in lines {
+        let (l, instant) = l.rsplit_once(',').unwrap();
+        assert_eq!(instant, "sent", "{l}");
         let (l, triggered) = l.rsplit_once(',').unwrap();
         assert_eq!(triggered, "0", "{l}");
         let (row, byte) = l.rsplit_once(',').unwrap();
@@ -87,7 +89,7 @@ fn every_sample_is_one_row_duplicates_once_lost_none_late_answers_censored() {
         show(&o)
     );
     let (header, rows, bytes) = csv_rows(&csv);
-    assert_eq!(header, "seq,time_ns,latency_ns,censored,bound_ns,stimulus_byte,triggered");
+    assert_eq!(header, "seq,time_ns,latency_ns,censored,bound_ns,stimulus_byte,triggered,instant");
     assert_eq!(rows.len() as u64, n, "one row per sample of the report");
     let mut sorted = rows.clone();
     sorted.sort_by_key(|r| r.split(',').next().unwrap().parse::<u64>().unwrap());
@@ -169,7 +171,8 @@ a = t.to_pandas()
 c = pd.read_csv(csvf)
 r = json.load(open(repf))
 assert list(a.columns) == list(c.columns), (a.columns, c.columns)
-for col in a.columns:
+assert (a.instant == c.instant).all() and set(a.instant) <= {'sent', 'late', 'omitted'}
+for col in (c for c in a.columns if c != 'instant'):
     x, y = a[col], c[col]
     assert x.isna().equals(y.isna()), col
     assert (x[x.notna()].astype('int64').values == y[y.notna()].astype('int64').values).all(), col

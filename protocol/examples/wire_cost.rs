@@ -32,7 +32,14 @@ fn cost(label: &str, n: u64, dither: u32, latency: &mut dyn FnMut(&mut Rng) -> O
     for seq in 0..n {
         let tick = nominal + if dither > 0 { rng.below(u64::from(dither) + 1) } else { 0 };
         nominal += u64::from(interval);
-        let s = Sample { seq, stimulus_tick: tick, outcome: latency(&mut rng), triggered: false };
+        let s = Sample {
+            seq,
+            stimulus_tick: tick,
+            outcome: latency(&mut rng),
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0,
+        };
         if b.push(&s) == Err(BatchError::Full) {
             flush(&b, &mut bytes, &mut frames);
             b.clear();

@@ -16,6 +16,16 @@
 //! for sample `first_seq + i`; [`MAX_BATCH_COUNT`] is 64): triggers are the
 //! rare tail, so a varint of 0 (one byte a batch) is the usual cost, and
 //! the flag can never be lost apart from its sample.
+//!
+//! A stimulus that waited for its slot (protocol 5) is flagged the same
+//! way (`waited`, a bit per sample), and only a flagged sample carries,
+//! after its latency code,
+//! ```text
+//!   waited:  late_ticks                                             varint
+//!            omitted                                                varint
+//! ```
+//! so a run whose target keeps up pays one byte a batch for it. (Protocol
+//! 4's batch had no `waited`; [`SampleBatchV4`] reads it.)
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +55,27 @@ pub struct Sample {
     /// The probe raised its trigger output for this stimulus: it went
     /// `Config::trigger_ticks` without an answer.
     pub triggered: bool,
+    /// How long the stimulus went out after its planned instant because
+    /// its slot was still busy (every identity held by an unanswered
+    /// stimulus, or one in flight and the last sample not over: the target
+    /// was behind): the planned instant is `stimulus_tick - late_ticks`.
+    /// 0 for a stimulus its slot did not hold, however late the probe
+    /// itself was to send it (that is the probe's, counted as a slip; its
+    /// tick is the true one).
+    pub late_ticks: u32,
+    /// Scheduled instants that got no stimulus because this one waited an
+    /// interval or more (the schedule re-anchored at its send): they are
+    /// at `planned + k * interval_ticks` for `k` in `1..=omitted`, all at
+    /// or before this stimulus's tick. 0 when `late_ticks` is below the
+    /// interval.
+    pub omitted: u32,
+}
+
+impl Sample {
+    /// Whether the stimulus waited: it carries `late_ticks` or `omitted`.
+    pub fn waited(&self) -> bool {
+        self.late_ticks != 0 || self.omitted != 0
+    }
 }
 
 /// One periodic-mode edge (or byte start) timestamp.
@@ -112,8 +143,43 @@ pub struct SampleBatch<'a> {
     pub count: u16,
     /// Bit `i` set: sample `first_seq + i` triggered (module docs).
     pub triggered: u64,
+    /// Bit `i` set: sample `first_seq + i` waited for its slot, and its
+    /// `late_ticks` and `omitted` follow its latency code (module docs).
+    pub waited: u64,
     /// The packed samples (module docs).
     pub data: &'a [u8],
+}
+
+/// A [`SampleBatch`] as protocol 4 sent it: no `waited` bits (no sample
+/// of that protocol carries a wait). Read from older raw files only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleBatchV4<'a> {
+    /// [`SampleBatch::first_seq`].
+    pub first_seq: u64,
+    /// [`SampleBatch::base_tick`].
+    pub base_tick: u64,
+    /// [`SampleBatch::interval_ticks`].
+    pub interval_ticks: u32,
+    /// [`SampleBatch::count`].
+    pub count: u16,
+    /// [`SampleBatch::triggered`].
+    pub triggered: u64,
+    /// [`SampleBatch::data`], without any wait.
+    pub data: &'a [u8],
+}
+
+impl<'a> From<SampleBatchV4<'a>> for SampleBatch<'a> {
+    fn from(b: SampleBatchV4<'a>) -> Self {
+        SampleBatch {
+            first_seq: b.first_seq,
+            base_tick: b.base_tick,
+            interval_ticks: b.interval_ticks,
+            count: b.count,
+            triggered: b.triggered,
+            waited: 0,
+            data: b.data,
+        }
+    }
 }
 
 /// Periodic-mode edge timestamps on the wire.
@@ -130,8 +196,9 @@ pub struct EdgeBatch<'a> {
     pub data: &'a [u8],
 }
 
-// Worst case of one sample: a 10-byte stimulus delta and a 5-byte latency.
-const MAX_SAMPLE_LEN: usize = varint::MAX_LEN + 5;
+// Worst case of one sample: a 10-byte stimulus delta, a 5-byte latency,
+// and a wait's two 5-byte varints.
+const MAX_SAMPLE_LEN: usize = varint::MAX_LEN + 5 + 10;
 
 /// `a - b` as an i64, if it is one; in 64-bit arithmetic (an i128 is a
 /// long routine on a 32-bit probe).
@@ -160,6 +227,10 @@ fn encode_sample(
         Outcome::Response(t) => u64::from(t) + 1,
     };
     n += varint::write(code, &mut out[n..]).ok_or(BatchError::Overflow)?;
+    if s.waited() {
+        n += varint::write(u64::from(s.late_ticks), &mut out[n..]).ok_or(BatchError::Overflow)?;
+        n += varint::write(u64::from(s.omitted), &mut out[n..]).ok_or(BatchError::Overflow)?;
+    }
     Ok(n)
 }
 
@@ -175,6 +246,7 @@ pub struct SampleBatchBuilder {
     last_tick: u64,
     interval_ticks: u32,
     triggered: u64,
+    waited: u64,
 }
 
 impl SampleBatchBuilder {
@@ -193,6 +265,7 @@ impl SampleBatchBuilder {
             last_tick: 0,
             interval_ticks,
             triggered: 0,
+            waited: 0,
         }
     }
 
@@ -228,9 +301,11 @@ impl SampleBatchBuilder {
             self.first_seq = s.seq;
             self.base_tick = s.stimulus_tick;
             self.triggered = 0;
+            self.waited = 0;
         }
         // count < max_count <= 64: the shift is in range.
         self.triggered |= u64::from(s.triggered) << self.count;
+        self.waited |= u64::from(s.waited()) << self.count;
         self.count += 1;
         self.last_tick = s.stimulus_tick;
         Ok(())
@@ -259,6 +334,7 @@ impl SampleBatchBuilder {
             interval_ticks: self.interval_ticks,
             count: self.count,
             triggered: self.triggered,
+            waited: self.waited,
             data: &self.buf[..self.len],
         }
     }
@@ -268,6 +344,7 @@ impl SampleBatchBuilder {
         self.len = 0;
         self.count = 0;
         self.triggered = 0;
+        self.waited = 0;
     }
 }
 
@@ -315,10 +392,17 @@ impl SampleIter<'_> {
         let seq = self.batch.first_seq.checked_add(u64::from(self.index)).ok_or(BatchError::Overflow)?;
         // A bit past 63 is never set: such a batch has more samples than a
         // u64 has bits, and none of them is flagged.
-        let triggered = self.batch.triggered.checked_shr(u32::from(self.index)).is_some_and(|b| b & 1 == 1);
+        let bit = |mask: u64| mask.checked_shr(u32::from(self.index)).is_some_and(|b| b & 1 == 1);
+        let triggered = bit(self.batch.triggered);
+        let (late_ticks, omitted) = if bit(self.batch.waited) {
+            let late = u32::try_from(self.varint()?).map_err(|_| BatchError::Overflow)?;
+            (late, u32::try_from(self.varint()?).map_err(|_| BatchError::Overflow)?)
+        } else {
+            (0, 0)
+        };
         self.prev_tick = tick;
         self.index += 1;
-        Ok(Sample { seq, stimulus_tick: tick, outcome, triggered })
+        Ok(Sample { seq, stimulus_tick: tick, outcome, triggered, late_ticks, omitted })
     }
 }
 

@@ -187,6 +187,31 @@ pub fn decode_message<'a, T: Deserialize<'a>>(frame: &'a [u8]) -> Result<T, Mess
     }
 }
 
+/// Decode an intact probe frame of this protocol version or of an older
+/// one this build still reads ([`OLDEST_READABLE_VERSION`](crate::OLDEST_READABLE_VERSION)
+/// on): protocol 4 differs only in its sample batch, which had no `waited`
+/// bits ([`SampleBatchV4`](crate::SampleBatchV4)); its samples read with no
+/// wait. Anything older is a [`MessageError::VersionMismatch`].
+pub fn decode_probe_message(frame: &[u8]) -> Result<crate::ProbeMsg<'_>, MessageError> {
+    let (&version, body) = frame.split_first().ok_or(MessageError::Malformed)?;
+    if version != 4 {
+        return decode_message(frame);
+    }
+    // postcard: the enum's variant index, a varint (SampleBatch is 3, one
+    // byte), then the variant's fields.
+    const SAMPLE_BATCH: u8 = 3;
+    if body.first() == Some(&SAMPLE_BATCH) {
+        return match postcard::take_from_bytes::<crate::SampleBatchV4<'_>>(&body[1..]) {
+            Ok((b, [])) => Ok(crate::ProbeMsg::SampleBatch(b.into())),
+            _ => Err(MessageError::Malformed),
+        };
+    }
+    match postcard::take_from_bytes(body) {
+        Ok((msg, [])) => Ok(msg),
+        _ => Err(MessageError::Malformed),
+    }
+}
+
 /// Counters of a [`FrameDecoder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -29,14 +29,15 @@ mod varint;
 
 pub use batch::{
     BatchError, EdgeBatch, EdgeBatchBuilder, EdgeIter, EdgeStamp, Outcome, Sample, SampleBatch,
-    SampleBatchBuilder, SampleIter,
+    SampleBatchBuilder, SampleBatchV4, SampleIter,
 };
 pub use config::{
     byte_ticks, min_interval_ticks, timing_fault, trigger_fault, Capabilities, Config, Edge, Mode,
     ResponseLine, Stimulus, TimingFault, TriggerFault,
 };
 pub use framing::{
-    decode_message, encode_message, DecoderStats, EncodeError, Feed, FrameDecoder, FrameError, MessageError,
+    decode_message, decode_probe_message, encode_message, DecoderStats, EncodeError, Feed, FrameDecoder,
+    FrameError, MessageError,
 };
 pub use identity::{
     identity_byte, identity_index, identity_of, DEFAULT_HORIZON_INTERVALS, IDENTITY_ALPHABET, IDENTITY_COUNT,
@@ -68,7 +69,19 @@ pub use ticks::{ns_to_ticks, ticks_to_ns};
 /// rather than a bit in every sample's varint or a message per trigger);
 /// [`ErrorCode::BadTrigger`] and [`ErrorCode::NoTrigger`] refuse a
 /// threshold.
-pub const PROTOCOL_VERSION: u8 = 4;
+///
+/// Version 5: every scheduled instant is accounted for. A [`Sample`] whose
+/// stimulus waited for its slot carries how late it went out
+/// (`late_ticks`) and how many scheduled instants before it got no
+/// stimulus (`omitted`); a [`SampleBatch`] flags them with `waited`, a bit
+/// per sample, like `triggered` (one byte per batch when none waited).
+/// Nothing else changed: [`decode_probe_message`] still reads protocol 4's
+/// probe messages (an older raw file), their samples without a wait.
+pub const PROTOCOL_VERSION: u8 = 5;
+
+/// The oldest protocol version whose probe messages
+/// [`decode_probe_message`] reads.
+pub const OLDEST_READABLE_VERSION: u8 = 4;
 
 /// Largest frame on the wire, both `0x00` delimiters included.
 pub const MAX_FRAME_LEN: usize = 256;
@@ -78,9 +91,10 @@ pub const MAX_RAW_LEN: usize = MAX_FRAME_LEN - 3;
 /// Largest postcard-encoded message body.
 pub const MAX_MESSAGE_LEN: usize = MAX_RAW_LEN - 1 - 4;
 /// Largest packed sample or edge data carried in one batch. With the batch
-/// header (at most 41 bytes: the `triggered` bits add up to 10) it always
-/// fits in [`MAX_MESSAGE_LEN`].
-pub const MAX_BATCH_DATA: usize = 200;
+/// header (at most 51 bytes: the `triggered` and `waited` bits add up to
+/// 20) it always fits in [`MAX_MESSAGE_LEN`]. (196 since protocol 5, whose
+/// `waited` bits took 4 bytes of the 200 before.)
+pub const MAX_BATCH_DATA: usize = 196;
 /// Largest number of samples or edges in one batch.
 pub const MAX_BATCH_COUNT: u16 = 64;
 /// Longest error detail text a probe sends.

@@ -32,6 +32,8 @@ fn frames(n: usize, salt: u64) -> Vec<Vec<u8>> {
                         stimulus_tick: 1 << 40 | (k * 100_003),
                         outcome,
                         triggered: false,
+                        late_ticks: 0,
+                        omitted: 0,
                     })
                     .unwrap();
                 }
@@ -221,6 +223,7 @@ fn largest_messages_fit_a_frame() {
         interval_ticks: u32::MAX,
         count: u16::MAX,
         triggered: u64::MAX,
+        waited: u64::MAX,
         data: &data,
     });
     assert!(frame(&msg).len() <= MAX_FRAME_LEN);

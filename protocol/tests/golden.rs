@@ -23,6 +23,11 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
                 outcome,
                 // The timeout and the 99 999-tick answer went past a threshold.
                 triggered: i == 1 || i == 3,
+                // The last one waited 2 500 ticks for its slot, and the one
+                // before it an interval and a half: one instant got no
+                // stimulus.
+                late_ticks: [0, 0, 150_000, 2_500][i as usize],
+                omitted: u32::from(i == 2),
             })
             .unwrap();
     }
@@ -190,4 +195,83 @@ fn golden_frames_decode_back() {
             decode_message::<ProbeMsg<'_>>(&frames[0]).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
+}
+
+/// Protocol 4's probe frames (`tests/golden_v4.txt`, the bytes this file
+/// checked in before protocol 5, never re-blessed) still decode through
+/// [`decode_probe_message`], as an older raw file holds them: the sample
+/// batch with its samples as they were and no wait, every other message
+/// as protocol 5 has it. `decode_message` refuses them (another version).
+#[test]
+fn protocol_4_probe_frames_still_decode() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden_v4.txt");
+    let text = std::fs::read_to_string(path).expect("tests/golden_v4.txt is checked in");
+    let mut probe_frames = 0;
+    for line in text.lines().filter(|l| l.starts_with("probe_")) {
+        let (name, h) = line.split_once(' ').unwrap();
+        let bytes: Vec<u8> =
+            (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+        let mut dec = FrameDecoder::<MAX_FRAME_LEN>::new();
+        let frames = common::decode_all(&mut dec, &bytes, &[]);
+        assert_eq!(frames[0][0], 4, "{name} is a protocol 4 frame");
+        assert_eq!(
+            decode_message::<ProbeMsg<'_>>(&frames[0]).err(),
+            Some(MessageError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: 4 }),
+            "{name}"
+        );
+        let msg = decode_probe_message(&frames[0]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        probe_frames += 1;
+        if let ProbeMsg::SampleBatch(b) = msg {
+            let got: Vec<Sample> = b.iter().map(Result::unwrap).collect();
+            let want: Vec<(u64, u64, Outcome, bool)> = [
+                Outcome::Response(5_000),
+                Outcome::Timeout,
+                Outcome::Response(4_321),
+                Outcome::Response(99_999),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| (1000 + i as u64, 7_000_000 + i as u64 * 100_003, o, i == 1 || i == 3))
+            .collect();
+            let got_plain: Vec<_> =
+                got.iter().map(|s| (s.seq, s.stimulus_tick, s.outcome, s.triggered)).collect();
+            assert_eq!(got_plain, want);
+            assert!(got.iter().all(|s| !s.waited()), "{got:?}");
+        }
+        if let ProbeMsg::Hello(h) = msg {
+            assert_eq!(h.protocol_version, 4);
+        }
+    }
+    assert_eq!(probe_frames, 8);
+}
+
+/// A frame of protocol 5 with a sample that waited reads back its wait; a
+/// protocol 3 frame is refused as another version, not misread.
+#[test]
+fn waits_round_trip_and_older_versions_are_refused() {
+    let mut b = SampleBatchBuilder::new(1_000, 64);
+    let w = Sample {
+        seq: 7,
+        stimulus_tick: 50_000,
+        outcome: Outcome::Response(30),
+        triggered: false,
+        late_ticks: 20_500,
+        omitted: 20,
+    };
+    b.push(&Sample { seq: 6, stimulus_tick: 29_000, late_ticks: 0, omitted: 0, ..w }).unwrap();
+    b.push(&w).unwrap();
+    let f = frame(&ProbeMsg::SampleBatch(b.batch()));
+    let mut dec = FrameDecoder::<MAX_FRAME_LEN>::new();
+    let frames = common::decode_all(&mut dec, &f, &[]);
+    let Ok(ProbeMsg::SampleBatch(got)) = decode_probe_message(&frames[0]) else { panic!("a batch") };
+    assert_eq!(got.waited, 0b10);
+    let got: Vec<Sample> = got.iter().map(Result::unwrap).collect();
+    assert_eq!(got[1], w);
+    assert!(!got[0].waited());
+    let mut old = frames[0].clone();
+    old[0] = 3;
+    assert_eq!(
+        decode_probe_message(&old).err(),
+        Some(MessageError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: 3 })
+    );
 }

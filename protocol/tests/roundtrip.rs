@@ -123,7 +123,7 @@ proptest! {
     /// Arbitrary batch bytes never panic the iterators.
     #[test]
     fn garbage_batch_data_never_panics(data in prop::collection::vec(any::<u8>(), 0..64), count: u16, base: u64, iv: u32) {
-        let sb = SampleBatch { first_seq: u64::MAX - 3, base_tick: base, interval_ticks: iv, count, triggered: 0, data: &data };
+        let sb = SampleBatch { first_seq: u64::MAX - 3, base_tick: base, interval_ticks: iv, count, triggered: 0, waited: 0, data: &data };
         let _ = sb.iter().count();
         let eb = EdgeBatch { first_seq: u64::MAX - 3, base_tick: base, count, data: &data };
         let _ = eb.iter().count();
@@ -140,6 +140,8 @@ fn triggered_flags_travel_per_sample_for_a_byte_a_batch() {
             stimulus_tick: 5 + i * 1000,
             outcome: Outcome::Response(3),
             triggered: flag(i),
+            late_ticks: 0,
+            omitted: 0,
         };
         b.push(&s).unwrap();
     }
@@ -152,27 +154,65 @@ fn triggered_flags_travel_per_sample_for_a_byte_a_batch() {
     // Nothing triggered: the bits cost one byte over a batch without them.
     let plain = |t: bool| {
         let mut b = SampleBatchBuilder::new(1000, 64);
-        b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Timeout, triggered: t }).unwrap();
+        b.push(&Sample {
+            seq: 0,
+            stimulus_tick: 0,
+            outcome: Outcome::Timeout,
+            triggered: t,
+            late_ticks: 0,
+            omitted: 0,
+        })
+        .unwrap();
         let mut buf = [0u8; MAX_FRAME_LEN];
         encode_message(&ProbeMsg::SampleBatch(b.batch()), &mut buf).unwrap()
     };
     assert_eq!(plain(false), plain(true));
     // A cleared builder forgets the flags.
     b.clear();
-    b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Timeout, triggered: false }).unwrap();
+    b.push(&Sample {
+        seq: 0,
+        stimulus_tick: 0,
+        outcome: Outcome::Timeout,
+        triggered: false,
+        late_ticks: 0,
+        omitted: 0,
+    })
+    .unwrap();
     assert_eq!(b.batch().triggered, 0);
 }
 
 #[test]
 fn builder_refuses_gaps_and_backwards_ticks() {
     let mut b = SampleBatchBuilder::new(100, 8);
-    b.push(&Sample { seq: 5, stimulus_tick: 1000, outcome: Outcome::Response(7), triggered: false }).unwrap();
+    b.push(&Sample {
+        seq: 5,
+        stimulus_tick: 1000,
+        outcome: Outcome::Response(7),
+        triggered: false,
+        late_ticks: 0,
+        omitted: 0,
+    })
+    .unwrap();
     assert_eq!(
-        b.push(&Sample { seq: 7, stimulus_tick: 1100, outcome: Outcome::Timeout, triggered: false }),
+        b.push(&Sample {
+            seq: 7,
+            stimulus_tick: 1100,
+            outcome: Outcome::Timeout,
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }),
         Err(BatchError::NotContiguous { expected: 6, got: 7 })
     );
     assert_eq!(
-        b.push(&Sample { seq: 6, stimulus_tick: 999, outcome: Outcome::Timeout, triggered: false }),
+        b.push(&Sample {
+            seq: 6,
+            stimulus_tick: 999,
+            outcome: Outcome::Timeout,
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }),
         Err(BatchError::Backwards)
     );
     assert_eq!(b.len(), 1);
@@ -182,12 +222,21 @@ fn builder_refuses_gaps_and_backwards_ticks() {
             stimulus_tick: 1100 + 100 * i,
             outcome: Outcome::Timeout,
             triggered: false,
+            late_ticks: 0,
+            omitted: 0,
         })
         .unwrap();
     }
     assert!(b.is_full());
     assert_eq!(
-        b.push(&Sample { seq: 13, stimulus_tick: 9000, outcome: Outcome::Timeout, triggered: false }),
+        b.push(&Sample {
+            seq: 13,
+            stimulus_tick: 9000,
+            outcome: Outcome::Timeout,
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }),
         Err(BatchError::Full)
     );
     b.clear();
@@ -197,27 +246,71 @@ fn builder_refuses_gaps_and_backwards_ticks() {
 #[test]
 fn timeout_is_distinct_from_every_latency() {
     let mut b = SampleBatchBuilder::new(10, 4);
-    b.push(&Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(u32::MAX), triggered: false })
-        .unwrap();
-    b.push(&Sample { seq: 1, stimulus_tick: 10, outcome: Outcome::Timeout, triggered: false }).unwrap();
-    b.push(&Sample { seq: 2, stimulus_tick: 20, outcome: Outcome::Response(0), triggered: false }).unwrap();
+    b.push(&Sample {
+        seq: 0,
+        stimulus_tick: 0,
+        outcome: Outcome::Response(u32::MAX),
+        triggered: false,
+        late_ticks: 0,
+        omitted: 0,
+    })
+    .unwrap();
+    b.push(&Sample {
+        seq: 1,
+        stimulus_tick: 10,
+        outcome: Outcome::Timeout,
+        triggered: false,
+        late_ticks: 0,
+        omitted: 0,
+    })
+    .unwrap();
+    b.push(&Sample {
+        seq: 2,
+        stimulus_tick: 20,
+        outcome: Outcome::Response(0),
+        triggered: false,
+        late_ticks: 0,
+        omitted: 0,
+    })
+    .unwrap();
     let v: Vec<_> = b.batch().iter().map(|s| s.unwrap().outcome).collect();
     assert_eq!(v, [Outcome::Response(u32::MAX), Outcome::Timeout, Outcome::Response(0)]);
 }
 
 #[test]
 fn malformed_batches_are_errors() {
-    let sb =
-        SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 2, triggered: 0, data: &[1] };
+    let sb = SampleBatch {
+        first_seq: 0,
+        base_tick: 0,
+        interval_ticks: 1,
+        count: 2,
+        triggered: 0,
+        waited: 0,
+        data: &[1],
+    };
     let v: Vec<_> = sb.iter().collect();
     assert_eq!(v[1], Err(BatchError::Truncated));
-    let sb =
-        SampleBatch { first_seq: 0, base_tick: 0, interval_ticks: 1, count: 1, triggered: 0, data: &[1, 1] };
+    let sb = SampleBatch {
+        first_seq: 0,
+        base_tick: 0,
+        interval_ticks: 1,
+        count: 1,
+        triggered: 0,
+        waited: 0,
+        data: &[1, 1],
+    };
     let v: Vec<_> = sb.iter().collect();
     assert_eq!(
         v,
         [
-            Ok(Sample { seq: 0, stimulus_tick: 0, outcome: Outcome::Response(0), triggered: false }),
+            Ok(Sample {
+                seq: 0,
+                stimulus_tick: 0,
+                outcome: Outcome::Response(0),
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            }),
             Err(BatchError::TrailingData)
         ]
     );

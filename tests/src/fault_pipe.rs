@@ -60,6 +60,10 @@ pub struct Truth {
     pub flipped: u64,
     /// Batches with a flipped bit.
     pub flipped_batches: u64,
+    /// The scheduled instants the samples in dropped or damaged batches
+    /// carried as omitted (their waits skipped): lost with them, so the
+    /// host cannot count them.
+    pub omitted_lost: u64,
     /// Samples sent twice.
     pub duplicated: u64,
     /// Batches held back behind the next one.
@@ -264,16 +268,18 @@ impl Pump {
         framed.push(0);
         let kind = match self.decoder.feed(&framed) {
             Feed::Frame { frame, .. } => match decode_message::<ProbeMsg<'_>>(frame) {
-                Ok(ProbeMsg::SampleBatch(b)) => Kind::Batch(u64::from(b.count)),
-                Ok(ProbeMsg::EdgeBatch(b)) => Kind::Batch(u64::from(b.count)),
+                Ok(ProbeMsg::SampleBatch(b)) => {
+                    Kind::Batch(u64::from(b.count), b.iter().flatten().map(|s| u64::from(s.omitted)).sum())
+                }
+                Ok(ProbeMsg::EdgeBatch(b)) => Kind::Batch(u64::from(b.count), 0),
                 Ok(ProbeMsg::Stopped(s)) => Kind::Stopped(s),
                 Ok(ProbeMsg::Hello(_)) => Kind::Hello,
                 _ => Kind::Other,
             },
             _ => Kind::Other,
         };
-        let n = match kind {
-            Kind::Batch(n) => n,
+        let (n, omitted) = match kind {
+            Kind::Batch(n, omitted) => (n, omitted),
             other => {
                 let mut t = self.truth.lock().expect("truth");
                 match other {
@@ -305,6 +311,7 @@ impl Pump {
         };
         if hit(f.drop) {
             t.dropped += n;
+            t.omitted_lost += omitted;
         } else if hit(f.flip) {
             let mut damaged = token.clone();
             let at = self.rng.range(0, damaged.len() as u64 - 1) as usize;
@@ -316,6 +323,7 @@ impl Pump {
             damaged[at] ^= 1 << bit;
             t.flipped += n;
             t.flipped_batches += 1;
+            t.omitted_lost += omitted;
             out.push(damaged);
         } else if hit(f.duplicate) {
             t.duplicated += n;
@@ -355,7 +363,8 @@ impl Pump {
 }
 
 enum Kind {
-    Batch(u64),
+    /// Samples (or edges), and the omitted instants the samples carry.
+    Batch(u64, u64),
     Stopped(Stopped),
     Hello,
     Other,

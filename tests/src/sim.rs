@@ -91,6 +91,22 @@ pub enum Target {
         /// One byte on the target line, in ticks.
         byte_ticks: u64,
     },
+    /// An in-order target (like a tty) that answers every stimulus
+    /// `latency` ticks after it, except stimulus number `stall_at` (0 from
+    /// the first), which it holds for `stall` ticks: the answers queued
+    /// behind it come after it, `byte_ticks` apart (issue 42's stall).
+    Stalling {
+        /// The usual latency.
+        latency: u64,
+        /// Which stimulus stalls.
+        stall_at: u64,
+        /// How long its answer takes.
+        stall: u64,
+        /// One byte on the target line, in ticks.
+        byte_ticks: u64,
+        /// The run's timeout (horizon), in ticks.
+        timeout: u64,
+    },
     /// A periodic target on its own clock: see [`ClockedTarget`].
     Clocked(ClockedTarget),
     /// No echo: an edge every `period` ticks ± `jitter`, from `first`.
@@ -596,6 +612,16 @@ impl Sim {
                             Answer::Late(at - s)
                         }
                     }
+                }
+            }
+            Target::Stalling { latency, stall_at, stall, byte_ticks, timeout } => {
+                let l = if self.truth.len() as u64 == stall_at { stall } else { latency };
+                let at = self.last_answer.map_or(s + l, |prev| (s + l).max(prev + byte_ticks));
+                self.last_answer = Some(at);
+                if at - s <= timeout {
+                    Answer::Response(at - s)
+                } else {
+                    Answer::Late(at - s)
                 }
             }
             Target::Periodic { .. } | Target::Clocked(_) => Answer::Missed,

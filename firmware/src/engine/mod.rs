@@ -61,6 +61,10 @@ pub struct StimulusRequest {
 pub struct RunTotals {
     /// Samples (responses and timeouts) or edges taken.
     pub taken: u64,
+    /// The scheduled instants the waits of those samples skipped (their
+    /// `omitted`, summed; not sent in `Stopped`, the host sums them): a
+    /// count run ends when `taken + omitted` reaches the count.
+    pub omitted: u64,
     /// Of those, timeouts.
     pub timeouts: u64,
     /// Samples or edges taken but not sent because the output queue was full.
@@ -137,9 +141,36 @@ struct Run {
     /// an `Option` of the highest: kept on every answer, and a 64-bit
     /// `Option` max is about 20 instructions on these cores.)
     heard_until: u64,
+    /// The tick of the answer that last raised `heard_until`: when a
+    /// stimulus held for an in-order answer (its identity not yet safe to
+    /// reuse) was let go by the target.
+    heard_tick: u64,
+    /// Scheduled instants accounted for: each stimulus produced, plus the
+    /// instants its wait skipped (`omitted`). A count run ends after
+    /// `count` of them, so its samples (the host makes one per omitted
+    /// instant) are the count, however each instant is accounted.
+    instants: u64,
     /// The armed stimulus's slip when it was planned (its slot held it):
     /// already counted, so a late production adds only its delay.
     armed_slip: u32,
+    /// The armed stimulus's planned instant (its place in the schedule
+    /// plus its dither), and the scheduled instants after it that its
+    /// slip skipped when it was planned (the schedule re-anchored).
+    armed_planned: u64,
+    armed_omitted: u32,
+    /// The target held the armed stimulus past its plan (its slot let go
+    /// after the planned instant, by the target's ticks): its sample
+    /// carries the wait.
+    armed_waited: bool,
+    /// Per slot, the wait of the stimulus in it, for its sample:
+    /// `(late_ticks, omitted)` ([`latprobe_protocol::Sample::late_ticks`]),
+    /// `(0, 0)` for one that went out on its schedule.
+    waits: [(u32, u32); IDENTITY_COUNT],
+    /// Per slot, how late the probe alone sent the stimulus in it (its
+    /// tick past its planned instant, with no wait of the target's): taken
+    /// off its sample's end when the next stimulus asks whether the target
+    /// held its slot, so a probe late to send is never the target's wait.
+    probe_late: [u32; IDENTITY_COUNT],
     /// Bit `i`: the trigger output was raised for the stimulus in slot `i`
     /// (cleared when the slot takes its next stimulus).
     raised: u16,
@@ -183,9 +214,10 @@ impl Run {
         u64::from(self.config.timeout_ticks)
     }
 
-    /// Whether stimuli are still wanted: not stopping, count not sent.
+    /// Whether stimuli are still wanted: not stopping, the count of
+    /// scheduled instants not yet reached.
     fn wants_more(&self) -> bool {
-        !self.periodic && !self.stopping && self.config.count.is_none_or(|n| self.next_seq < n)
+        !self.periodic && !self.stopping && self.config.count.is_none_or(|n| self.instants < n)
     }
 }
 

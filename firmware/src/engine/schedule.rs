@@ -5,7 +5,7 @@
 //! generator and the request ids.
 
 use latprobe_protocol::{
-    Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
+    Anomalies, Config, ProbeMsg, SampleBatchBuilder, Stimulus, StopReason, IDENTITY_ALPHABET, IDENTITY_COUNT,
     MAX_BATCH_COUNT,
 };
 
@@ -138,6 +138,18 @@ impl<const Q: usize> Engine<Q> {
         // spacing rather than burst to catch up.
         let late = tick.saturating_sub(req.at);
         let interval = u64::from(run.config.interval_ticks);
+        // Its wait, for its sample, when its slot held it (the target was
+        // behind): from its planned instant to its tick, and the instants
+        // that wait skipped. A probe late by itself (a software board that
+        // did not run) is no wait of the target's: counted as a slip
+        // below, its tick the true one, nothing charged to the target.
+        let charged = run.armed_slip != 0 && run.armed_waited;
+        let wait = if charged {
+            let waited = tick.saturating_sub(run.armed_planned);
+            (u32::try_from(waited).unwrap_or(u32::MAX), run.armed_omitted)
+        } else {
+            (0, 0)
+        };
         if late >= interval {
             let a = &mut self.totals.anomalies;
             // One stimulus, one slip: one its slot held when it was planned
@@ -154,6 +166,13 @@ impl<const Q: usize> Engine<Q> {
         let i = usize::from(req.slot);
         debug_assert_eq!(i, run.slot_of(req.seq));
         run.slots[i] = Slot::Out { seq: req.seq, tick };
+        run.waits[i] = wait;
+        run.probe_late[i] = if charged {
+            0
+        } else {
+            u32::try_from(tick.saturating_sub(run.armed_planned)).unwrap_or(u32::MAX)
+        };
+        run.instants += 1 + u64::from(wait.1);
         run.raised &= !(1 << i);
         run.next_seq = req.seq + 1;
         run.next_slot = if i + 1 >= run.window { 0 } else { i + 1 };
@@ -188,7 +207,14 @@ impl<const Q: usize> Engine<Q> {
             slots: [Slot::Free; IDENTITY_COUNT],
             next: Next::Done,
             heard_until: 0,
+            heard_tick: 0,
+            instants: 0,
             armed_slip: 0,
+            armed_planned: 0,
+            armed_omitted: 0,
+            armed_waited: false,
+            waits: [(0, 0); IDENTITY_COUNT],
+            probe_late: [0; IDENTITY_COUNT],
             raised: 0,
             rng: Pcg32::new(config.seed),
             heartbeat_at: now.saturating_add(self.board.heartbeat_ticks()),
@@ -243,7 +269,10 @@ impl<const Q: usize> Engine<Q> {
         // `seq` is `next_seq` (planned, or blocked since).
         let i = run.next_slot;
         debug_assert_eq!(i, run.slot_of(seq));
-        // The end of the sample that last held the slot, if the slot is free.
+        // The end of the sample that last held the slot, if the slot is
+        // free; and whether it is let go by the probe's own reclaim timer
+        // (no later answer heard: the target silent).
+        let mut by_timer = false;
         let ended = match run.slots[i] {
             Slot::Free => None,
             Slot::Out { .. } => {
@@ -271,33 +300,34 @@ impl<const Q: usize> Engine<Q> {
                     if matches!(s, Slot::TimedOut { .. }) {
                         self.totals.anomalies.reclaimed += 1;
                     }
+                    by_timer = true;
                 }
                 Some(end)
             }
         };
         let mut at = planned.max(now.saturating_add(lead));
         let mut held = was_blocked;
+        // When the target let the slot go, by its own ticks: the end of
+        // the slot's sample and its guard (had the probe sent it on time),
+        // or the answer heard after it
+        // that freed an identity held for an in-order answer. Not the
+        // tick the probe got to it (a probe late to hear an answer is no
+        // wait of the target's), nor the probe's reclaim timer (a silent
+        // target: its stimuli are timeouts already).
+        let mut released = 0;
         if let Some(end) = ended {
             let guarded = end.saturating_add(u64::from(run.config.guard_ticks));
             held |= guarded > at;
             at = at.max(guarded);
-        }
-        // A slip is a delay the slot caused (still held, or its guard); a
-        // probe merely late to plan is not counted, its stimulus carries
-        // its actual tick either way.
-        run.armed_slip = 0;
-        if at > planned && held {
-            let slip = at - planned;
-            // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
-            run.armed_slip = u32::try_from(slip).unwrap_or(u32::MAX);
-            let a = &mut self.totals.anomalies;
-            a.slipped += 1;
-            a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
-            a.slip_max_ticks = a.slip_max_ticks.max(slip);
-            if slip >= u64::from(run.config.interval_ticks) {
-                run.sched_tick = at;
+            // Less the probe's own lateness in sending that stimulus.
+            released = guarded.saturating_sub(u64::from(run.probe_late[i]));
+            if was_blocked && run.window > 1 && !by_timer {
+                released = released.max(run.heard_tick);
             }
         }
+        run.armed_planned = planned;
+        run.armed_waited = released > planned && !by_timer;
+        account_slip(run, &mut self.totals.anomalies, planned, at, held);
         let stimulus = match run.config.stimulus {
             // The slot is the identity (`slot_of` with nine slots is
             // `identity_index`): no second fold.
@@ -340,5 +370,41 @@ impl<const Q: usize> Engine<Q> {
             Slot::Free | Slot::Out { .. } => return None,
         };
         Some(end.saturating_add(self.board.heartbeat_ticks()))
+    }
+}
+
+/// The armed stimulus's slip and wait, once its request tick `at` is known:
+/// a slip is a delay the slot caused (`held`: still held, or its guard),
+/// counted with its delay; one of an interval or more re-anchors the
+/// schedule, and, when the target held it (`run.armed_waited`), the
+/// instants it skipped are its sample's `omitted`.
+#[inline]
+fn account_slip(run: &mut Run, a: &mut Anomalies, planned: u64, at: u64, held: bool) {
+    // A slip is a delay the slot caused (still held, or its guard); a
+    // probe merely late to plan is not counted, its stimulus carries
+    // its actual tick either way.
+    run.armed_slip = 0;
+    run.armed_omitted = 0;
+    if at > planned && held {
+        let slip = at - planned;
+        // Saturated: a slip past 2^32 ticks (40 s at 100 MHz) still counts.
+        run.armed_slip = u32::try_from(slip).unwrap_or(u32::MAX);
+        a.slipped += 1;
+        a.slip_total_ticks = a.slip_total_ticks.saturating_add(slip);
+        a.slip_max_ticks = a.slip_max_ticks.max(slip);
+        let interval = u64::from(run.config.interval_ticks);
+        if slip >= interval {
+            // The instants `planned + k·interval` up to `at` get no
+            // stimulus: counted for its sample (when the target held
+            // it), so the host can put each back as a sample (rare:
+            // the division costs nothing per sample); never more than
+            // the count has left after this stimulus.
+            if run.armed_waited {
+                let left = run.config.count.map_or(u64::MAX, |n| n.saturating_sub(run.instants + 1));
+                let skipped = (slip / interval).min(left);
+                run.armed_omitted = u32::try_from(skipped).unwrap_or(u32::MAX);
+            }
+            run.sched_tick = at;
+        }
     }
 }

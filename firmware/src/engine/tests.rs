@@ -408,6 +408,8 @@ fn echo_run_measures_and_stops_at_count() {
             stimulus_tick: stim,
             outcome: Outcome::Response(lat as u32),
             triggered: false,
+            late_ticks: 0,
+            omitted: 0,
         });
         got.extend(b.drain());
     }
@@ -448,9 +450,30 @@ fn timeout_boundary_and_late_answer() {
     assert_eq!(
         samples(&got),
         [
-            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(500), triggered: false },
-            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Timeout, triggered: false },
-            Sample { seq: 2, stimulus_tick: s2, outcome: Outcome::Timeout, triggered: false },
+            Sample {
+                seq: 0,
+                stimulus_tick: s0,
+                outcome: Outcome::Response(500),
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            },
+            Sample {
+                seq: 1,
+                stimulus_tick: s1,
+                outcome: Outcome::Timeout,
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            },
+            Sample {
+                seq: 2,
+                stimulus_tick: s2,
+                outcome: Outcome::Timeout,
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            },
         ]
     );
     let s = stopped(&got);
@@ -478,8 +501,22 @@ fn late_response_is_not_matched_to_the_next_stimulus() {
     assert_eq!(
         samples(&got),
         [
-            Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Timeout, triggered: false },
-            Sample { seq: 1, stimulus_tick: s1, outcome: Outcome::Response(42), triggered: false },
+            Sample {
+                seq: 0,
+                stimulus_tick: s0,
+                outcome: Outcome::Timeout,
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            },
+            Sample {
+                seq: 1,
+                stimulus_tick: s1,
+                outcome: Outcome::Response(42),
+                triggered: false,
+                late_ticks: 0,
+                omitted: 0
+            },
         ]
     );
     // Both are reported to the host, not only counted on the probe.
@@ -605,7 +642,14 @@ fn stop_finishes_what_is_in_flight_then_stops() {
     let got = b.drain();
     assert_eq!(
         samples(&got),
-        [Sample { seq: 0, stimulus_tick: s, outcome: Outcome::Timeout, triggered: false }]
+        [Sample {
+            seq: 0,
+            stimulus_tick: s,
+            outcome: Outcome::Timeout,
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }]
     );
     assert_eq!(stopped(&got).timeouts, 1);
     // A second Stop does not wait: what is in flight is abandoned.
@@ -882,6 +926,8 @@ fn sixteen_bit_board_across_many_wraps() {
             stimulus_tick: req.at,
             outcome: Outcome::Response(lat as u32),
             triggered: false,
+            late_ticks: 0,
+            omitted: 0,
         });
         drain(&mut e, &mut rx);
     }
@@ -911,7 +957,14 @@ fn uart_echo_faster_than_the_line_is_an_earlier_stimulus_echo() {
     let got = b.drain();
     assert_eq!(
         samples(&got),
-        [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(120), triggered: false }]
+        [Sample {
+            seq: 0,
+            stimulus_tick: s0,
+            outcome: Outcome::Response(120),
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }]
     );
     assert_eq!(stopped(&got).anomalies.late, 1);
 }
@@ -927,7 +980,14 @@ fn the_uart_floor_leaves_other_modes_alone() {
     let got = b.drain();
     assert_eq!(
         samples(&got),
-        [Sample { seq: 0, stimulus_tick: s0, outcome: Outcome::Response(3), triggered: false }]
+        [Sample {
+            seq: 0,
+            stimulus_tick: s0,
+            outcome: Outcome::Response(3),
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0
+        }]
     );
     assert_eq!(stopped(&got).anomalies.late, 0);
     assert_eq!(BoardInfo::new("b", 1_000_000, TimerBits::B32, ALL).uart_echo_floor_ticks, 0);
@@ -1192,3 +1252,150 @@ fn a_held_stimulus_produced_late_too_is_one_slip() {
 }
 
 mod trigger;
+
+/// Issue 42 §1: a stall hides in a slip no more. An in-order target that
+/// stalls on stimulus 2 for 20 intervals holds every identity; stimulus 11
+/// waits for one, and the instants between its plan and its send get no
+/// stimulus. Its sample says how late it went out (`late_ticks`, so the
+/// host knows its planned instant) and how many instants got none
+/// (`omitted`); the samples on schedule say nothing.
+/// The stall of [`a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped`]
+/// in a run of `count` instants: the samples, the stimulus times (start,
+/// the planned instant of stimulus 10, its send) and the `Stopped`.
+fn stall_run(count: u64) -> (Vec<Sample>, u64, u64, Stopped) {
+    let mut b = bench();
+    b.configure(identified(Some(count)));
+    let start = b.start();
+    let mut sent = Vec::new();
+    for i in 0..10 {
+        sent.push(b.fire_byte());
+        if i < 2 {
+            let (t, byte) = sent[i];
+            b.answer(t + 50, byte);
+        }
+    }
+    let t2 = sent[2].0;
+    assert_eq!(t2, start + 2000);
+    // Stimulus 10 needs identity 1: answered, but an in-order target may
+    // still send it again until a later answer is heard.
+    assert!(b.e.stimulus_request().is_none(), "stimulus 10 waits for identity 1");
+    b.poll_at(t2 + 8001);
+    assert!(b.e.stimulus_request().is_none(), "stimulus 2 timed out, nothing later heard");
+    // The stall ends: the target answers 2 and the ones queued behind it.
+    let end = t2 + 20_000;
+    b.answer(end, sent[2].1);
+    let req = b.e.stimulus_request().expect("identity 1 is free again");
+    assert_eq!((req.seq, req.at), (10, end + LEAD as u64));
+    for (k, &(_, byte)) in sent.iter().enumerate().skip(3) {
+        b.answer(end + k as u64, byte);
+    }
+    let (t10, byte10) = b.fire_byte();
+    b.answer(t10 + 50, byte10);
+    let got = b.drain();
+    (samples(&got), start, t10, stopped(&got))
+}
+
+#[test]
+fn a_stimulus_that_waited_carries_its_wait_and_the_instants_it_skipped() {
+    // 11 stimuli and the 12 instants stimulus 10 skipped: the count.
+    let (s, start, t10, st) = stall_run(23);
+    assert_eq!(s.len(), 11);
+    let planned = start + 10_000;
+    assert_eq!(u64::from(s[10].late_ticks), t10 - planned, "timed from its planned instant");
+    // Instants planned + 1000·k, k = 1..=12, are at or before its send
+    // (12 010 ticks after its plan).
+    assert_eq!(t10 - planned, 12_010);
+    assert_eq!(s[10].omitted, 12);
+    assert!(s[..10].iter().all(|s| !s.waited()), "{s:?}");
+    assert_eq!(s[2].outcome, Outcome::Timeout);
+    assert_eq!((st.reason, st.taken), (StopReason::CountReached, 11), "11 samples, 12 instants omitted");
+    let a = st.anomalies;
+    assert_eq!((a.slipped, a.slip_max_ticks), (1, t10 - planned));
+}
+
+/// A count is of scheduled instants: a wait that skipped more instants
+/// than the count has left carries only those, and the run ends at the
+/// count (the host's samples never exceed what the schedule holds).
+#[test]
+fn omitted_instants_never_exceed_the_count() {
+    let (s, _, _, st) = stall_run(15);
+    assert_eq!(s.len(), 11);
+    assert_eq!(s[10].omitted, 4, "15 instants: 11 stimuli and 4 of the 12 it skipped");
+    assert_eq!((st.reason, st.taken), (StopReason::CountReached, 11));
+}
+
+/// A stimulus produced an interval or more after its request by a board
+/// that did not run (the probe late by itself, not the target) is a slip,
+/// but no wait of the target's: its sample carries none.
+#[test]
+fn a_stimulus_produced_intervals_late_by_the_probe_carries_no_wait() {
+    let mut b = bench();
+    b.configure(identified(Some(2)));
+    b.start();
+    let (t0, b0) = b.fire_byte();
+    b.answer(t0 + 50, b0);
+    let req = b.e.stimulus_request().expect("stimulus 1");
+    let late = req.at + 2_500;
+    b.now = late;
+    b.e.on_stimulus(late, late);
+    b.answer(late + 40, latprobe_protocol::identity_byte(1));
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s[1].outcome, Outcome::Response(40));
+    assert!(!s[0].waited() && !s[1].waited(), "{s:?}");
+    assert_eq!(stopped(&got).anomalies.slipped, 1);
+}
+
+/// A probe late to hear an answer is no wait of the target's: the target
+/// answered stimulus 0 long before stimulus 1's planned instant, but the
+/// engine got to the capture 4 intervals later (a board busy elsewhere,
+/// the rp2040 loopback's start-up). Stimulus 1 went out late, a slip, but
+/// its sample carries no wait and no omitted instants.
+#[test]
+fn an_answer_the_probe_heard_late_charges_the_next_stimulus_no_wait() {
+    let mut b = bench();
+    b.configure(echo(Some(3)));
+    b.start();
+    let t0 = b.fire();
+    b.now = t0 + 5_000;
+    b.e.on_capture(t0 + 10, b.now);
+    b.e.poll(b.now);
+    let t1 = b.fire();
+    assert!(t1 > t0 + 5_000, "stimulus 1 went out after the probe heard answer 0");
+    b.respond(t1 + 20);
+    let t2 = b.fire();
+    b.respond(t2 + 30);
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s.len(), 3);
+    assert_eq!(s[0].outcome, Outcome::Response(10));
+    assert!(s.iter().all(|s| !s.waited() && s.omitted == 0), "{s:?}");
+    assert_eq!(stopped(&got).taken, 3);
+}
+
+/// A stimulus the probe sent late by itself (the rp2040's first one, 96 µs
+/// after its plan at a 100 µs interval) and answered at once: the guard
+/// after its answer reaches past the next stimulus's plan only because the
+/// probe was late, so the next stimulus carries no wait.
+#[test]
+fn a_stimulus_the_probe_sent_late_holds_the_next_one_for_no_wait_of_the_targets() {
+    let mut b = bench();
+    b.configure(Config { dither_ticks: 0, ..echo(Some(3)) });
+    let start = b.start();
+    let req = b.e.stimulus_request().expect("stimulus 0");
+    assert_eq!(req.at, start);
+    // Produced 950 ticks late (less than the interval: no re-anchoring).
+    b.now = start + 950;
+    b.e.on_stimulus(b.now, b.now);
+    b.respond(start + 955);
+    // Its guard ends at start + 1055, past stimulus 1's plan (start + 1000).
+    let t1 = b.fire();
+    assert_eq!(t1, start + 1055, "the guard still applies");
+    b.respond(t1 + 20);
+    let t2 = b.fire();
+    b.respond(t2 + 30);
+    let got = b.drain();
+    let s = samples(&got);
+    assert_eq!(s.len(), 3);
+    assert!(s.iter().all(|s| !s.waited() && s.omitted == 0), "{s:?}");
+}

@@ -93,6 +93,7 @@ impl<const Q: usize> Engine<Q> {
                 let latency = tick - stim;
                 if seq >= run.heard_until {
                     run.heard_until = seq + 1;
+                    run.heard_tick = tick;
                 }
                 if latency <= run.timeout() {
                     // latency <= timeout_ticks, a u32: the cast is lossless.
@@ -112,7 +113,10 @@ impl<const Q: usize> Engine<Q> {
             Slot::TimedOut { seq, .. } if identity => {
                 // Its answer, after the horizon: counted, not timed; and
                 // heard, so earlier identities are free (in order).
-                run.heard_until = run.heard_until.max(seq + 1);
+                if seq >= run.heard_until {
+                    run.heard_until = seq + 1;
+                    run.heard_tick = tick;
+                }
                 a.late += 1;
                 self.stats.late_responses += 1;
                 self.plan(now);
@@ -166,6 +170,7 @@ impl<const Q: usize> Engine<Q> {
                 Slot::Answered { tick, .. } | Slot::TimedOut { tick, .. } => tick,
                 _ => 0,
             };
+            let (late_ticks, omitted) = run.waits[i];
             let triggered = self.triggered(
                 i,
                 match outcome {
@@ -177,11 +182,17 @@ impl<const Q: usize> Engine<Q> {
             run.emit_seq += 1;
             run.emit_slot = if run.emit_slot + 1 >= run.window { 0 } else { run.emit_slot + 1 };
             self.totals.taken += 1;
+            self.totals.omitted += u64::from(omitted);
+            // The scheduled instants the samples stand for (their own and
+            // the ones their waits skipped): what a count counts.
+            let counted = self.totals.taken + self.totals.omitted;
             if outcome == Outcome::Timeout {
                 self.totals.timeouts += 1;
             }
-            self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered }, now);
-            if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| self.totals.taken >= n)) {
+            self.record_sample(&Sample { seq, stimulus_tick, outcome, triggered, late_ticks, omitted }, now);
+            // The count is of scheduled instants (a waited stimulus's
+            // omitted ones included), as the schedule planned them.
+            if self.run.as_ref().is_some_and(|r| r.config.count.is_some_and(|n| counted >= n)) {
                 self.finish(StopReason::CountReached, now);
                 return;
             }

@@ -6,7 +6,7 @@
 use latprobe_protocol::EdgeBatch;
 
 use super::periodic::{CycleEvent, PeriodicFit};
-use super::{Analysis, SeqTracker, SeqVerdict, OVERFLOW_SEQS_KEPT};
+use super::{Analysis, Instant, SeqTracker, SeqVerdict, OVERFLOW_SEQS_KEPT};
 
 /// Periodic-mode edge statistics: counts and raw intervals only.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ impl Analysis {
                         self.late_edges += 1;
                         self.timed_out(cycle, tick, false);
                     } else {
-                        self.record(cycle, tick, ns, false);
+                        self.record(cycle, tick, ns, false, Instant::Sent);
                     }
                 }
                 CycleEvent::Missed { first, count } => {
@@ -82,7 +82,7 @@ impl Analysis {
                     }
                     if let Some(rows) = &mut self.rows {
                         for c in first..first.saturating_add(count) {
-                            rows.timeout(c, None, self.timeout_ns, false);
+                            rows.timeout(c, None, self.timeout_ns, false, Instant::Sent);
                         }
                     }
                 }

@@ -13,6 +13,33 @@
 //! with the censored count beside them. Every tick is converted to
 //! nanoseconds with exact integer arithmetic ([`TickConv`]).
 //!
+//! **Every scheduled instant is a sample** (coordinated omission, issue
+//! 42). A control loop sends on its schedule whether or not the target is
+//! behind; the probe, with every identity held (or one in flight and the
+//! last sample not over), waits, and the stimuli it holds back are exactly
+//! the ones that would have met the stall. So the figures are taken on the
+//! schedule's clock, as wrk2 and HdrHistogram correct for it:
+//!
+//! - a stimulus that waited for its slot (the probe's `late_ticks`) is
+//!   timed from its *planned* instant: its latency is the wait plus the
+//!   target's answer time, what a loop that queued its message then sees;
+//! - a scheduled instant that got no stimulus at all (the probe's
+//!   `omitted`: the schedule re-anchored past it) is a sample too, timed
+//!   from that instant to the answer of the stimulus that went out after
+//!   it: that stimulus stands for every message the loop would have queued
+//!   behind the stall. It is measured, not invented: the answer came then,
+//!   and an in-order target answers nothing queued behind the stall
+//!   sooner than it answered the one in front (so the figure is never
+//!   below the lower bound "from the instant to when the stall ended").
+//!   Where that answer is a timeout, or the wait takes the latency past the
+//!   timeout, the instant is a timeout sample (censored, above the
+//!   timeout), like any other.
+//!
+//! Every figure, the tail model, the histfile, gates and `compare` use this
+//! schedule view. The target's own service time (from the probe's actual
+//! send, what the probe measured before issue 42) is kept beside it in
+//! [`Analysis::service`], and reported where the two differ.
+//!
 //! The statistics room, by the state each part owns:
 //!
 //! | module | owns |
@@ -31,6 +58,8 @@
 
 use hdrhistogram::Histogram;
 use latprobe_protocol::{Outcome, SampleBatch};
+
+pub use crate::samples::Instant;
 
 mod edges;
 pub mod figure;
@@ -59,6 +88,70 @@ pub struct Worst {
     pub latency_ns: u64,
     /// Its stimulus, from the start of the measurement.
     pub at_ns_from_start: u64,
+}
+
+/// The target's service time (from the probe's actual send of each
+/// stimulus) beside the schedule view every figure uses, and what the
+/// schedule view added: the stimuli that waited and the instants that got
+/// no stimulus (module docs).
+#[derive(Debug)]
+pub struct ServiceView {
+    /// Service latencies of the measured stimuli (after calibration).
+    pub hist: Histogram<u64>,
+    /// Stimuli that timed out (censored in both views).
+    pub timeouts: u64,
+    /// The largest service latency.
+    pub max_ns: u64,
+    /// Their sum, for the mean.
+    pub sum_ns: u128,
+    /// Stimuli that waited for their slot: timed from their planned
+    /// instant in the schedule view.
+    pub waited: u64,
+    /// Scheduled instants that got no stimulus: each a sample in the
+    /// schedule view, none here.
+    pub omitted: u64,
+    /// Of those, the ones that are timeout samples (their stimulus timed
+    /// out, or the wait took them past the timeout).
+    pub omitted_censored: u64,
+    /// The smallest latency among the measured omitted instants (ns);
+    /// `u64::MAX` while there is none.
+    pub omitted_min_ns: u64,
+    /// The longest stretch of scheduled time with no stimulus: the longest
+    /// wait of a stimulus past its planned instant (ns).
+    pub longest_gap_ns: u64,
+}
+
+impl ServiceView {
+    fn new(high_ns: u64) -> Self {
+        Self {
+            hist: phases::histogram(high_ns),
+            timeouts: 0,
+            max_ns: 0,
+            sum_ns: 0,
+            waited: 0,
+            omitted: 0,
+            omitted_censored: 0,
+            omitted_min_ns: u64::MAX,
+            longest_gap_ns: 0,
+        }
+    }
+
+    /// Whether the schedule view differs from the service time at all.
+    pub fn differs(&self) -> bool {
+        self.waited + self.omitted > 0
+    }
+
+    /// Stimuli sent (each one service sample).
+    pub fn samples(&self) -> u64 {
+        self.hist.len() + self.timeouts
+    }
+
+    /// The service latency at quantile `q`, timeouts ranked on top (as
+    /// [`Analysis::quantile`]), above `timeout_ns` among them.
+    pub fn quantile(&self, q: f64, timeout_ns: u64) -> Figure {
+        let min = if self.hist.is_empty() { 0 } else { self.hist.min() };
+        phases::censored_quantile(&self.hist, self.hist.len(), self.timeouts, min, self.max_ns, timeout_ns, q)
+    }
 }
 
 /// How many overflow sequence numbers the histfile lists (cyclictest lists
@@ -147,6 +240,8 @@ pub struct Analysis {
     /// The run's worst samples with their sequence numbers and times
     /// (bounded), for the tail model.
     pub tail: tail::TailStore,
+    /// The target's service time beside the schedule view (module docs).
+    pub service: ServiceView,
     last_edge_seq: Option<u64>,
     events: Vec<CycleEvent>,
 }
@@ -195,6 +290,7 @@ impl Analysis {
             phases: phases::PhaseTallies::default(),
             rows: None,
             tail: tail::TailStore::new(),
+            service: ServiceView::new(high),
             last_edge_seq: None,
             events: Vec::new(),
             overflows: 0,
@@ -266,20 +362,136 @@ impl Analysis {
                     self.triggered_seqs.push(s.seq);
                 }
             }
-            match s.outcome {
-                Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick, s.triggered),
+            let outcome = match s.outcome {
                 Outcome::Response(t)
                     if self.probe_timeout_ns > 0 && self.conv.ns32(t) > self.probe_timeout_ns =>
                 {
                     self.beyond_timeout += 1;
-                    self.timed_out(s.seq, s.stimulus_tick, s.triggered);
+                    Outcome::Timeout
                 }
-                Outcome::Response(t) => {
-                    let raw = self.conv.ns32(t);
-                    if raw < self.floor_ns {
-                        self.below_calibration += 1;
+                o => o,
+            };
+            if let Outcome::Response(t) = outcome {
+                let raw = self.conv.ns32(t);
+                if raw < self.floor_ns {
+                    self.below_calibration += 1;
+                }
+                let ns = raw.saturating_sub(self.offset_ns);
+                self.service.hist.saturating_record(ns);
+                self.service.max_ns = self.service.max_ns.max(ns);
+                self.service.sum_ns += u128::from(ns);
+            } else {
+                self.service.timeouts += 1;
+            }
+            if !s.waited() {
+                match outcome {
+                    Outcome::Timeout => self.timed_out(s.seq, s.stimulus_tick, s.triggered),
+                    Outcome::Response(t) => {
+                        let ns = self.conv.ns32(t).saturating_sub(self.offset_ns);
+                        self.record(s.seq, s.stimulus_tick, ns, s.triggered, Instant::Sent);
                     }
-                    self.record(s.seq, s.stimulus_tick, raw.saturating_sub(self.offset_ns), s.triggered);
+                }
+                continue;
+            }
+            self.ingest_waited(&s, outcome, batch.interval_ticks);
+        }
+    }
+
+    /// A stimulus that waited `late_ticks` past its planned instant, and the
+    /// `omitted` instants after that plan that got no stimulus: each a
+    /// sample on the schedule's clock, timed to this stimulus's answer
+    /// (module docs). Rare (a stall), so none of this is on the hot path;
+    /// the instants above the timeout (the earliest ones: the latency falls
+    /// with each later instant) are counted in bulk, so an interval far
+    /// shorter than the target's answers (millions of instants a stall)
+    /// costs a few operations a second of them, not one per instant.
+    fn ingest_waited(&mut self, s: &latprobe_protocol::Sample, outcome: Outcome, interval_ticks: u32) {
+        let planned = s.stimulus_tick.saturating_sub(u64::from(s.late_ticks));
+        let step = u64::from(interval_ticks).max(1);
+        let n = u64::from(s.omitted);
+        self.service.waited += 1;
+        self.service.omitted += n;
+        self.service.longest_gap_ns = self.service.longest_gap_ns.max(self.conv.ns(u64::from(s.late_ticks)));
+        // The answer's tick, if one came in time (the service latency).
+        let answer = match outcome {
+            Outcome::Response(t) => Some(s.stimulus_tick.saturating_add(u64::from(t))),
+            Outcome::Timeout => None,
+        };
+        let at = |k: u64| planned.saturating_add(k.saturating_mul(step));
+        // From the instant to the answer, as the probe's raw latency was
+        // (the calibration then takes off the probe's own path); `None`:
+        // above the timeout.
+        let latency = |a: &Self, k: u64| {
+            let ns = a.conv.ns(answer?.saturating_sub(at(k)));
+            (a.probe_timeout_ns == 0 || ns <= a.probe_timeout_ns).then(|| ns.saturating_sub(a.offset_ns))
+        };
+        // The first instant (0: the stimulus itself) not above the timeout:
+        // a binary search, the latency falling with k.
+        let (mut lo, mut hi) = (0, n + 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if latency(self, mid).is_some() {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let first_measured = lo;
+        if first_measured > 0 {
+            self.timed_out_as(s.seq, planned, s.triggered, Instant::Late);
+            if first_measured > 1 {
+                self.timed_out_run(s.seq, at(1), first_measured - 1, step);
+            }
+        }
+        for k in first_measured..=n {
+            let ns = latency(self, k).unwrap_or(self.timeout_ns);
+            if k == 0 {
+                self.record(s.seq, planned, ns, s.triggered, Instant::Late);
+            } else {
+                self.service.omitted_min_ns = self.service.omitted_min_ns.min(ns);
+                self.record(s.seq, at(k), ns, false, Instant::Omitted);
+            }
+        }
+    }
+
+    /// `count` omitted instants from `first` every `step` ticks, all above
+    /// the timeout: as many timeout samples, counted a second at a time
+    /// (one row each in the export, which asks for them).
+    fn timed_out_run(&mut self, seq: u64, first: u64, count: u64, step: u64) {
+        self.service.omitted_censored += count;
+        self.timeouts += count;
+        self.overflows += count;
+        let room = OVERFLOW_SEQS_KEPT.saturating_sub(self.overflow_seqs.len());
+        let kept = usize::try_from(count).map_or(room, |c| c.min(room));
+        self.overflow_seqs.extend(std::iter::repeat_n(seq, kept));
+        let hz = u64::from(self.conv.hz()).max(1);
+        let rel = |tick: u64| tick.saturating_sub(self.start_tick);
+        // A second at a time: the instants of second `sec` are k in
+        // [k0, k1).
+        let mut k0 = 0;
+        while k0 < count {
+            let t0 = rel(first.saturating_add(k0.saturating_mul(step)));
+            let end = (t0 / hz).saturating_add(1).saturating_mul(hz);
+            let k1 = (k0 + (end - t0).div_ceil(step)).min(count);
+            self.timeline.push_ticks(t0, hz, None);
+            self.timeline.push_timeouts_now(k1 - k0 - 1);
+            k0 = k1;
+        }
+        // The tail keeps at most TAIL_KEPT of them (they tie); the phases
+        // and the export want each.
+        let kept = count.min(tail::TAIL_KEPT as u64);
+        for k in 0..kept {
+            let ns = self.conv.ns(rel(first.saturating_add(k.saturating_mul(step))));
+            self.tail.push(seq, ns, self.timeout_ns, true);
+        }
+        if !self.phases.is_empty() || self.rows.is_some() {
+            for k in 0..count {
+                let ns = self.conv.ns(rel(first.saturating_add(k.saturating_mul(step))));
+                if !self.phases.is_empty() {
+                    self.phases.timeout(ns);
+                }
+                if let Some(rows) = &mut self.rows {
+                    rows.timeout(seq, Some(ns), self.timeout_ns, false, Instant::Omitted);
                 }
             }
         }
@@ -287,6 +499,11 @@ impl Analysis {
 
     /// A timeout sample of the stimulus (periodic: the edge) at `tick`.
     fn timed_out(&mut self, seq: u64, tick: u64, triggered: bool) {
+        self.timed_out_as(seq, tick, triggered, Instant::Sent);
+    }
+
+    /// [`Analysis::timed_out`] of a scheduled instant of kind `kind`.
+    fn timed_out_as(&mut self, seq: u64, tick: u64, triggered: bool, kind: Instant) {
         self.timeouts += 1;
         self.overflow(seq);
         let ticks = tick.saturating_sub(self.start_tick);
@@ -296,7 +513,7 @@ impl Analysis {
         }
         self.tail.push(seq, self.conv.ns(ticks), self.timeout_ns, true);
         if let Some(rows) = &mut self.rows {
-            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns, triggered);
+            rows.timeout(seq, Some(self.conv.ns(ticks)), self.timeout_ns, triggered, kind);
         }
     }
 
@@ -310,7 +527,7 @@ impl Analysis {
     }
 
     #[inline]
-    fn record(&mut self, seq: u64, stimulus_tick: u64, ns: u64, triggered: bool) {
+    fn record(&mut self, seq: u64, stimulus_tick: u64, ns: u64, triggered: bool, kind: Instant) {
         self.responses += 1;
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
@@ -322,7 +539,7 @@ impl Analysis {
         }
         self.tail.push_with(seq, ns, || self.conv.ns(ticks));
         if let Some(rows) = &mut self.rows {
-            rows.measured(seq, self.conv.ns(ticks), ns, triggered);
+            rows.measured(seq, self.conv.ns(ticks), ns, triggered, kind);
         }
         if ns > self.max_ns || self.worst.is_none() {
             self.max_ns = self.max_ns.max(ns);

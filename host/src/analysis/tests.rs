@@ -59,6 +59,8 @@ fn stats_are_exact_and_timeouts_are_censored_overflows() {
         stimulus_tick: 500 + seq * 1000,
         outcome: lat.map_or(Outcome::Timeout, Outcome::Response),
         triggered: false,
+        late_ticks: 0,
+        omitted: 0,
     };
     let b = batch_of(&[s(0, Some(100)), s(1, None), s(2, Some(250)), s(3, Some(2000))]);
     a.ingest_samples(&b.batch());
@@ -91,6 +93,8 @@ fn ingest(a: &mut Analysis, samples: impl IntoIterator<Item = (u64, Option<u32>)
             stimulus_tick: seq * 1_000_000,
             outcome: lat.map_or(Outcome::Timeout, Outcome::Response),
             triggered: false,
+            late_ticks: 0,
+            omitted: 0,
         };
         if b.push(&s).is_err() {
             a.ingest_samples(&b.batch());
@@ -194,7 +198,15 @@ fn sequence_numbers_near_the_end_of_u64_do_not_overflow() {
     let mut a = Analysis::new(1_000_000_000, 0, u64::MAX - 1, 10, 1_000);
     let mut b = SampleBatchBuilder::new(1000, 64);
     for seq in [u64::MAX - 1, u64::MAX] {
-        b.push(&Sample { seq, stimulus_tick: 5, outcome: Outcome::Response(100), triggered: false }).unwrap();
+        b.push(&Sample {
+            seq,
+            stimulus_tick: 5,
+            outcome: Outcome::Response(100),
+            triggered: false,
+            late_ticks: 0,
+            omitted: 0,
+        })
+        .unwrap();
     }
     a.ingest_samples(&b.batch());
     a.ingest_samples(&b.batch());

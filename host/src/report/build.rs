@@ -43,6 +43,39 @@ pub fn latency_of(a: &crate::analysis::Analysis) -> Option<Latency> {
     })
 }
 
+/// The schedule view's additions and the service time beside it; `None`
+/// when every stimulus went out on its schedule (the two views agree).
+pub fn schedule_of(a: &crate::analysis::Analysis) -> Option<ScheduleReport> {
+    let v = &a.service;
+    if !v.differs() {
+        return None;
+    }
+    let timeout = a.timeout_ns();
+    let [p50, p90, p99, p99_9, p99_99] = PERCENTILES.map(|p| v.quantile(p.q, timeout).value());
+    let measured = v.hist.len();
+    Some(ScheduleReport {
+        waited: v.waited,
+        omitted: v.omitted,
+        omitted_above_timeout: v.omitted_censored,
+        omitted_min_ns: (v.omitted_min_ns != u64::MAX).then_some(v.omitted_min_ns),
+        longest_gap_ns: v.longest_gap_ns,
+        service_ns: Latency {
+            measured,
+            censored: v.timeouts,
+            censored_above: timeout,
+            min: (measured > 0).then(|| v.hist.min()),
+            mean: (measured > 0).then(|| (v.sum_ns / u128::from(measured)) as u64),
+            p50,
+            p90,
+            p99,
+            p99_9,
+            p99_99,
+            max: (v.timeouts == 0 && measured > 0).then_some(v.max_ns),
+            max_measured: (measured > 0).then_some(v.max_ns),
+        },
+    })
+}
+
 /// What the periodic accounting means for the figures.
 fn periodic_notes(p: &PeriodicReport, config: &ConfigReport, notes: &mut Vec<String>) {
     let timeout = format_ns(config.timeout_ns);
@@ -151,7 +184,13 @@ fn periodic_of(a: Option<&crate::analysis::Analysis>) -> PeriodicReport {
 }
 
 /// The notes the counts call for: what the anomalies mean for the figures.
-fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<String>) {
+fn anomaly_notes(
+    c: &Counts,
+    config: &ConfigReport,
+    echo: bool,
+    schedule: Option<&ScheduleReport>,
+    notes: &mut Vec<String>,
+) {
     let timeout = format_ns(config.timeout_ns);
     if echo && !config.identity && config.stimulus.starts_with("byte") {
         notes.push(format!(
@@ -167,6 +206,17 @@ fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<
              than the line allows) were counted, not timed: a stimulus whose answer came after its timeout \
              is a timeout sample, a latency above {timeout}",
             c.late_responses
+        ));
+    }
+    if let Some(sc) = schedule.filter(|sc| sc.waited < c.slipped) {
+        // The rest of the slips were the probe's own: a stimulus it sent an
+        // interval or more late with its slot free.
+        notes.push(format!(
+            "{} of the {} slipped stimuli went out an interval or more late with their slot free: the \
+             probe itself was late (a virtual probe's thread not run in time), not the target; their \
+             instants are not charged to it",
+            c.slipped - sc.waited,
+            c.slipped
         ));
     }
     if c.slipped > 0 {
@@ -242,17 +292,21 @@ fn anomaly_notes(c: &Counts, config: &ConfigReport, echo: bool, notes: &mut Vec<
     }
 }
 
-/// A note when the probe took clearly fewer stimuli than its schedule asks
-/// for in the time it ran (an `--interval` shorter than the probe or the
-/// target can serve): the run is complete as asked, but not at that rate.
+/// A note when the probe's schedule holds clearly fewer instants than asked
+/// for in the time it ran (an `--interval` shorter than the probe can
+/// serve): the run is complete as asked, but not at that rate. The
+/// instants that got no stimulus while the target was behind (`omitted`)
+/// are in the schedule, each a sample: a slow target alone is no reason
+/// for this note, the schedule view already counts it.
 pub fn schedule_note(
     c: &Counts,
     config: &ConfigReport,
     elapsed_ns: Option<u64>,
     echo: bool,
+    omitted: u64,
 ) -> Option<String> {
     let elapsed = elapsed_ns?;
-    let taken = c.probe_taken?;
+    let taken = c.probe_taken?.saturating_add(omitted);
     if !echo || config.interval_ns == 0 {
         return None;
     }
@@ -264,9 +318,14 @@ pub fn schedule_note(
     if expected.saturating_sub(taken) < 10 || u128::from(taken) * 10 >= u128::from(expected) * 9 {
         return None;
     }
+    let taken = if omitted > 0 {
+        format!("{taken} scheduled instants ({omitted} of them with no stimulus, each a sample)")
+    } else {
+        format!("{taken} stimuli")
+    };
     Some(format!(
-        "the probe could not keep the requested schedule: it took {taken} stimuli in {} where one every {} \
-         makes {expected}; the figures are those of the stimuli it did send (raise --interval, or lower \
+        "the probe could not keep the requested schedule: it took {taken} in {} where one every {} \
+         makes {expected}; the figures are those of the instants it kept (raise --interval, or lower \
          --timeout and --guard)",
         format_ns(elapsed),
         format_ns(config.interval_ns)
@@ -391,11 +450,19 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
             "the probe is emulated or virtual: its timestamps do not come from independent hardware".into(),
         );
     }
-    anomaly_notes(&counts, &config, req.mode.mode().is_echo(), &mut notes);
+    let schedule = a.and_then(schedule_of);
+    anomaly_notes(&counts, &config, req.mode.mode().is_echo(), schedule.as_ref(), &mut notes);
     if let Some(p) = &periodic {
         periodic_notes(p, &config, &mut notes);
     }
-    notes.extend(schedule_note(&counts, &config, state.probe_elapsed_ns(), req.mode.mode().is_echo()));
+    let omitted = a.map_or(0, |a| a.service.omitted);
+    notes.extend(schedule_note(
+        &counts,
+        &config,
+        state.probe_elapsed_ns(),
+        req.mode.mode().is_echo(),
+        omitted,
+    ));
     let mut report = Report {
         schema_version: SCHEMA_VERSION,
         tool_version: ctx.tool_version.clone(),
@@ -417,6 +484,7 @@ pub fn build(ctx: &RunContext, state: &RunState, bad_frames: u64, end: Ending) -
         probe_elapsed_ns: state.probe_elapsed_ns(),
         counts,
         latency_ns: a.and_then(latency_of),
+        schedule,
         worst: a.and_then(|a| a.worst).map(|w| WorstReport {
             seq: w.seq,
             latency_ns: w.latency_ns,

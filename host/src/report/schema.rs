@@ -48,6 +48,12 @@ pub struct Report {
     pub counts: Counts,
     /// Latency statistics over every sample, timeouts censored.
     pub latency_ns: Option<Latency>,
+    /// Where the schedule's view (every figure) and the target's service
+    /// time differ: stimuli that waited for their slot, instants that got
+    /// no stimulus, and the service time beside (issue 42); absent when
+    /// every stimulus went out on its schedule, and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleReport>,
     /// The worst measured sample.
     pub worst: Option<WorstReport>,
     /// The 1 µs histogram.
@@ -74,6 +80,30 @@ pub struct Report {
     pub verdicts: Vec<crate::model::Verdict>,
     /// Remarks.
     pub notes: Vec<String>,
+}
+
+/// Every scheduled instant is a sample (see [`crate::analysis`]): what the
+/// schedule view added to the stimuli the probe sent, and the target's
+/// service time beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleReport {
+    /// Stimuli that waited for their slot (every identity held, or the
+    /// last sample not over): timed from their planned instant.
+    pub waited: u64,
+    /// Scheduled instants that got no stimulus (the target was behind):
+    /// each a sample, timed from the instant to the answer of the stimulus
+    /// sent after it. In `counts.samples`.
+    pub omitted: u64,
+    /// Of those, the ones above the timeout (censored samples).
+    pub omitted_above_timeout: u64,
+    /// The smallest latency among the others; `null` when all are above.
+    pub omitted_min_ns: Option<u64>,
+    /// The longest wait of a stimulus past its planned instant: the longest
+    /// stretch of the schedule with no stimulus sent.
+    pub longest_gap_ns: u64,
+    /// The target's service time, from each stimulus's actual send (what
+    /// the figures were before issue 42): one sample per stimulus sent.
+    pub service_ns: Latency,
 }
 
 /// The probe's Hello in a report: its fields, and the capability names.

@@ -93,6 +93,7 @@ pub(crate) fn run(timeouts: u64) -> Report {
             ..Counts::default()
         },
         latency_ns: Some(latency),
+        schedule: None,
         worst: None,
         histogram: HistReport { bin_ns: 1000, max_us: 200, bins, overflows: timeouts, overflow_seqs: vec![] },
         target: Some(serde_json::json!({

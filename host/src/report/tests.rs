@@ -15,13 +15,27 @@ pub(super) fn run_of(outcome: impl Fn(u64) -> Outcome) -> Report {
 /// [`run_of`], with `after_hello` arriving right after the probe's Hello
 /// (where a probe's boot note comes).
 fn run_with(after_hello: &[ProbeMsg<'_>], outcome: impl Fn(u64) -> Outcome) -> Report {
+    run_waiting(after_hello, outcome, |_| (0, 0))
+}
+
+/// [`run_with`], stimulus `seq` sent `wait(seq).0` ns after its planned
+/// instant `seq` ms (later ones keep the schedule it re-anchored at), with
+/// `wait(seq).1` instants before it that got no stimulus.
+fn run_waiting(
+    after_hello: &[ProbeMsg<'_>],
+    outcome: impl Fn(u64) -> Outcome,
+    wait: impl Fn(u64) -> (u32, u32),
+) -> Report {
+    // A count is of scheduled instants: the 300 stimuli and the instants
+    // their waits left without one.
+    let instants = 300 + (0..300).map(|seq| u64::from(wait(seq).1)).sum::<u64>();
     let request = Request {
         mode: ModeArg::UartEcho,
         interval_ns: 1_000_000,
         dither_ns: 0,
         timeout_ns: None,
         guard_ns: None,
-        count: Some(300),
+        count: Some(instants),
         duration_ns: None,
         seed: 1,
         byte: None,
@@ -66,8 +80,18 @@ fn run_with(after_hello: &[ProbeMsg<'_>], outcome: impl Fn(u64) -> Outcome) -> R
     state.on_incoming(Incoming::Message(ProbeMsg::Configured(config)));
     state.on_incoming(Incoming::Message(ProbeMsg::Started { start_tick: 0, first_seq: 0 }));
     let mut b = SampleBatchBuilder::new(config.interval_ticks, 64);
+    let mut shift = 0;
     for seq in 0..300 {
-        let s = Sample { seq, stimulus_tick: seq * 1_000_000, outcome: outcome(seq), triggered: false };
+        let (late_ticks, omitted) = wait(seq);
+        shift += u64::from(late_ticks);
+        let s = Sample {
+            seq,
+            stimulus_tick: seq * 1_000_000 + shift,
+            outcome: outcome(seq),
+            triggered: false,
+            late_ticks,
+            omitted,
+        };
         if b.push(&s).is_err() {
             state.on_incoming(Incoming::Message(ProbeMsg::SampleBatch(b.batch())));
             b.clear();
@@ -209,4 +233,46 @@ fn a_probe_warning_after_its_hello_is_a_note_of_the_report_and_its_text() {
     assert!(r.notes.contains(&want), "{:?}", r.notes);
     assert!(!r.notes.iter().any(|n| n.contains("an info line")), "{:?}", r.notes);
     assert!(text::summary(&r).contains(&format!("note: {want}")), "{}", text::summary(&r));
+}
+
+/// Issue 42 §1 in the report: stimulus 100 stalls (a timeout), stimulus
+/// 109 waits 12.01 ms for its identity and 12 instants get no stimulus.
+/// The figures count 312 samples (the 12 instants timed to 109's answer,
+/// 4 of them past the 8 ms timeout, and 109 itself from its plan: 12.03
+/// ms), so p99 is censored; the service time beside it is the prompt
+/// 20 µs answers; the summary says it in words.
+#[test]
+fn a_stall_s_instants_are_samples_and_the_service_time_stands_beside() {
+    let r = run_waiting(
+        &[],
+        |seq| if seq == 100 { Outcome::Timeout } else { Outcome::Response(20_000) },
+        |seq| if seq == 109 { (12_010_000, 12) } else { (0, 0) },
+    );
+    assert_eq!((r.counts.samples, r.counts.timeouts), (312, 6), "{:?}", r.counts);
+    assert!(r.notes.iter().all(|n| !n.contains("disagrees")), "{:?}", r.notes);
+    let l = r.latency_ns.as_ref().unwrap();
+    // (The histogram's figures are within 0.1 % of the sample's.)
+    assert!(l.p90.is_some_and(|v| v < 20_100) && l.p99.is_none(), "{l:?}");
+    let sc = r.schedule.as_ref().expect("the views differ");
+    assert_eq!((sc.waited, sc.omitted, sc.omitted_above_timeout), (1, 12, 4));
+    assert_eq!((sc.omitted_min_ns, sc.longest_gap_ns), (Some(30_000), 12_010_000));
+    assert_eq!((sc.service_ns.measured, sc.service_ns.censored), (299, 1));
+    assert!(sc.service_ns.p99.is_some_and(|v| v < 20_100), "{:?}", sc.service_ns);
+    let text = text::summary(&r);
+    assert!(
+        text.contains("no stimulus was sent for up to 12.01ms while the target was behind; those 12 scheduled instants are samples of 30us or more, 4 of them above 8ms (the timeout)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 stimulus waited for the target and is timed from its planned instant"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the target's service time (from each actual send, 300 stimuli): p50 20."),
+        "{text}"
+    );
+    // The JSON keeps it, and reads back.
+    let j = json::to_string(&r);
+    let back: Report = serde_json::from_str(&j).unwrap();
+    assert_eq!(back.schedule, r.schedule);
 }

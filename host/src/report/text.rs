@@ -126,6 +126,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
             let _ = writeln!(s, "no samples: no latency figures");
         }
     }
+    if let Some(sc) = &r.schedule {
+        schedule_lines(&mut s, sc);
+    }
     let _ = writeln!(
         s,
         "samples {}  responses {}  timeouts {}  lost {}  overruns {}",
@@ -473,6 +476,47 @@ impl super::ConfigReport {
     pub fn mode_name(&self) -> &'static str {
         self.mode.mode().name()
     }
+}
+
+/// Every scheduled instant a sample (issue 42), in a user's words: the
+/// stretch with no stimulus, what its instants count as, and the target's
+/// service time beside the schedule's figures.
+fn schedule_lines(s: &mut String, sc: &super::ScheduleReport) {
+    let timeout = format_ns(sc.service_ns.censored_above);
+    if sc.omitted > 0 {
+        let what = match (sc.omitted_min_ns, sc.omitted_above_timeout) {
+            (None, _) => format!("samples above {timeout} (the timeout)"),
+            (Some(m), 0) => format!("samples of {} or more", format_ns(m)),
+            (Some(m), k) => {
+                format!("samples of {} or more, {k} of them above {timeout} (the timeout)", format_ns(m))
+            }
+        };
+        let _ = writeln!(
+            s,
+            "no stimulus was sent for up to {} while the target was behind; those {} scheduled instants are {what}",
+            format_ns(sc.longest_gap_ns),
+            sc.omitted
+        );
+    }
+    let (n, verb, pron) =
+        if sc.waited == 1 { ("stimulus", "is", "its") } else { ("stimuli", "are", "their") };
+    let _ = writeln!(
+        s,
+        "{} {n} waited for the target and {verb} timed from {pron} planned instant: every figure is what a \
+         loop sending on this schedule sees",
+        sc.waited
+    );
+    let l = &sc.service_ns;
+    let cells: Vec<String> = [("p50", l.p50), ("p99", l.p99), ("p99.9", l.p99_9), ("max", l.max)]
+        .into_iter()
+        .map(|(n, v)| format!("{n} {}", us_cell(l.figure(v))))
+        .collect();
+    let _ = writeln!(
+        s,
+        "the target's service time (from each actual send, {} stimuli): {} µs",
+        l.measured + l.censored,
+        cells.join("  ")
+    );
 }
 
 #[cfg(test)]

@@ -43,14 +43,15 @@ impl Sink for CsvSink {
         self.header()?;
         writeln!(
             self.out,
-            "{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{}",
             r.seq,
             Opt(r.time_ns),
             Opt(r.latency_ns),
             u8::from(r.censored()),
             Opt(r.bound_ns),
             Opt(r.byte),
-            u8::from(r.triggered)
+            u8::from(r.triggered),
+            r.instant.name()
         )
     }
 

@@ -13,6 +13,14 @@
 //! periodic cycle that missed its edge is a row with neither time nor
 //! latency. Rows come in the order the probe sent them (the sequence number
 //! says which stimulus or cycle each is).
+//!
+//! One row per *scheduled instant* (issue 42): a stimulus that waited for
+//! its slot is a row timed from its planned instant (`instant` = `late`),
+//! and each instant that got no stimulus at all is a row of its own
+//! (`instant` = `omitted`, its `time_ns` the instant, its `seq` that of the
+//! stimulus that went out after it and stands for it); the rest are `sent`.
+//! `latency_ns` is the schedule's view, as every figure counts it
+//! ([`crate::analysis`] says why).
 
 mod csv;
 #[cfg(feature = "parquet")]
@@ -43,6 +51,33 @@ pub struct Row {
     /// The probe raised its trigger output for this stimulus
     /// (`--trigger-above`): it went the threshold without an answer.
     pub triggered: bool,
+    /// What happened at this scheduled instant.
+    pub instant: Instant,
+}
+
+/// What happened at a scheduled instant (the `instant` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instant {
+    /// Its stimulus went out on schedule (`sent`).
+    Sent,
+    /// Its stimulus waited for its slot; the row is timed from the planned
+    /// instant (`late`).
+    Late,
+    /// No stimulus went out at it (the target was behind); the row is timed
+    /// from the instant to the answer of the stimulus sent after it
+    /// (`omitted`).
+    Omitted,
+}
+
+impl Instant {
+    /// The column's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Instant::Sent => "sent",
+            Instant::Late => "late",
+            Instant::Omitted => "omitted",
+        }
+    }
 }
 
 impl Row {
@@ -53,8 +88,8 @@ impl Row {
 }
 
 /// The names of a row's columns, in order, for both formats.
-pub const COLUMNS: [&str; 7] =
-    ["seq", "time_ns", "latency_ns", "censored", "bound_ns", "stimulus_byte", "triggered"];
+pub const COLUMNS: [&str; 8] =
+    ["seq", "time_ns", "latency_ns", "censored", "bound_ns", "stimulus_byte", "triggered", "instant"];
 
 /// Where the rows go.
 pub trait Sink: std::fmt::Debug + Send {
@@ -81,9 +116,9 @@ impl Feed {
         Self { sink, stimulus, rows: 0, error: None }
     }
 
-    /// A measured sample.
+    /// A measured sample at the scheduled instant `time_ns`.
     #[inline]
-    pub fn measured(&mut self, seq: u64, time_ns: u64, latency_ns: u64, triggered: bool) {
+    pub fn measured(&mut self, seq: u64, time_ns: u64, latency_ns: u64, triggered: bool, instant: Instant) {
         let byte = self.byte(seq);
         self.put(Row {
             seq,
@@ -92,15 +127,23 @@ impl Feed {
             bound_ns: None,
             byte,
             triggered,
+            instant,
         });
     }
 
     /// A timeout sample at `time_ns` (periodic: `None` for a missed cycle),
     /// known only to exceed `bound_ns`.
     #[inline]
-    pub fn timeout(&mut self, seq: u64, time_ns: Option<u64>, bound_ns: u64, triggered: bool) {
+    pub fn timeout(
+        &mut self,
+        seq: u64,
+        time_ns: Option<u64>,
+        bound_ns: u64,
+        triggered: bool,
+        instant: Instant,
+    ) {
         let byte = self.byte(seq);
-        self.put(Row { seq, time_ns, latency_ns: None, bound_ns: Some(bound_ns), byte, triggered });
+        self.put(Row { seq, time_ns, latency_ns: None, bound_ns: Some(bound_ns), byte, triggered, instant });
     }
 
     fn byte(&self, seq: u64) -> Option<u8> {
@@ -307,10 +350,10 @@ mod tests {
     fn the_stimulus_byte_is_the_identity_of_the_sequence_number() {
         let keep = Keep::default();
         let mut f = Feed::new(Box::new(keep.clone()), Stimulus::Identified);
-        f.measured(10, 5, 7, false);
-        f.timeout(11, Some(9), 100, true);
+        f.measured(10, 5, 7, false, Instant::Sent);
+        f.timeout(11, Some(9), 100, true, Instant::Omitted);
         let mut g = Feed::new(Box::new(keep.clone()), Stimulus::Byte(0x55));
-        g.measured(3, 1, 2, false);
+        g.measured(3, 1, 2, false, Instant::Late);
         assert_eq!(f.finish(&RunInfo::default()).unwrap(), 2);
         assert_eq!(g.finish(&RunInfo::default()).unwrap(), 1);
         let rows = keep.0.lock().unwrap().clone();
@@ -324,6 +367,7 @@ mod tests {
                 bound_ns: Some(100),
                 byte: Some(identity_byte(11)),
                 triggered: true,
+                instant: Instant::Omitted,
             }
         );
         assert_eq!(rows[2].byte, Some(0x55));
@@ -351,7 +395,7 @@ mod tests {
     fn a_write_error_is_kept_for_the_end() {
         let mut f = Feed::new(Box::new(Fails(0)), Stimulus::Byte(1));
         for s in 0..5 {
-            f.measured(s, s, s, false);
+            f.measured(s, s, s, false, Instant::Sent);
         }
         assert_eq!(f.finish(&RunInfo::default()).unwrap_err().to_string(), "disk full");
     }

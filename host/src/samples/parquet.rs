@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use parquet::basic::{Compression, Encoding};
-use parquet::data_type::{BoolType, Int32Type, Int64Type};
+use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -24,6 +24,7 @@ const SCHEMA: &str = "message latprobe_samples {
     OPTIONAL INT64 bound_ns;
     OPTIONAL INT32 stimulus_byte (INTEGER(8,false));
     REQUIRED BOOLEAN triggered;
+    REQUIRED BYTE_ARRAY instant (UTF8);
 }";
 
 /// One row group's columns, filled row by row.
@@ -36,6 +37,7 @@ struct Group {
     bound: Opt<i64>,
     byte: Opt<i32>,
     triggered: Vec<bool>,
+    instant: Vec<ByteArray>,
 }
 
 /// An optional column: the values present, and a definition level per row.
@@ -129,8 +131,11 @@ impl ParquetSink {
                 5 => {
                     col.typed::<Int32Type>().write_batch(&g.byte.values, Some(&g.byte.defs), None)?;
                 }
-                _ => {
+                6 => {
                     col.typed::<BoolType>().write_batch(&g.triggered, None, None)?;
+                }
+                _ => {
+                    col.typed::<ByteArrayType>().write_batch(&g.instant, None, None)?;
                 }
             }
             col.close()?;
@@ -144,6 +149,7 @@ impl ParquetSink {
         g.bound.clear();
         g.byte.clear();
         g.triggered.clear();
+        g.instant.clear();
         Ok(())
     }
 }
@@ -158,6 +164,7 @@ impl Sink for ParquetSink {
         g.bound.push(r.bound_ns.map(i64_of));
         g.byte.push(r.byte.map(i32::from));
         g.triggered.push(r.triggered);
+        g.instant.push(ByteArray::from(r.instant.name()));
         if g.seq.len() >= parquet_rows_per_group() {
             self.flush_group().map_err(io)?;
         }

@@ -302,15 +302,23 @@ impl RunState {
                     let (arrived, lost) = if self.periodic {
                         (a.edges.edges, a.edges.seq.lost)
                     } else {
-                        (a.samples(), a.seq.lost)
+                        // The instants that got no stimulus are samples
+                        // the probe never took.
+                        (a.samples() - a.service.omitted, a.seq.lost)
                     };
                     let count = self.configured.and_then(|c| c.count);
                     if let (StopReason::CountReached, Some(n)) = (s.reason, count) {
-                        if s.taken != n {
+                        // A count is of scheduled instants: the samples taken
+                        // and the instants their waits skipped (echo; those of
+                        // a lost sample are not known here, so with samples
+                        // lost the total may fall short, never over).
+                        let omitted = if self.periodic { 0 } else { a.service.omitted };
+                        let instants = s.taken.saturating_add(omitted);
+                        if instants > n || (lost == 0 && instants != n) {
                             self.refused += 1;
                             self.notes.push(format!(
-                                "the probe's Stopped says it reached its count of {n} with {} taken: its \
-                                 total disagrees with the request",
+                                "the probe's Stopped says it reached its count of {n} with {} taken \
+                                 ({omitted} instants omitted): its total disagrees with the request",
                                 s.taken
                             ));
                         }

@@ -96,7 +96,14 @@ pub fn samples(max: usize) -> impl Strategy<Value = (u32, Vec<Sample>)> {
                     if i > 0 {
                         tick += u64::from(interval) + u64::from(jitter);
                     }
-                    Sample { seq: first_seq + i as u64, stimulus_tick: tick, outcome, triggered: false }
+                    Sample {
+                        seq: first_seq + i as u64,
+                        stimulus_tick: tick,
+                        outcome,
+                        triggered: false,
+                        late_ticks: 0,
+                        omitted: 0,
+                    }
                 })
                 .collect();
             (interval, samples)
