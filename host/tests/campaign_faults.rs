@@ -56,13 +56,22 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 
 /// The runs (latprobe given `--raw`) working in `dir`, not their responders.
 fn runs_in(dir: &Path) -> Vec<u32> {
-    processes_in(dir)
+    let runs: Vec<u32> = processes_in(dir)
         .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--raw"))
         })
-        .collect()
+        .collect();
+    // A run's child caught between fork and exec still shows the run's
+    // command line: it is that run, not a second one.
+    runs.iter().copied().filter(|pid| !parent_of(*pid).is_some_and(|p| runs.contains(&p))).collect()
+}
+
+/// The parent of process `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("PPid:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// Finding 1: one non-UTF-8 byte in `campaign.json`, or a directory in

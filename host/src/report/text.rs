@@ -56,7 +56,9 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     }
     // cyclictest's own line: `T: 0 ( pid) P:99 I:1000 C: 100000 Min: 3 Act: 5 Avg: 4 Max: 17`,
     // without the thread, priority and "Act" that have no meaning here. C
-    // counts every sample; a censored Max is `>timeout`.
+    // counts every sample; Max stays a number, as cyclictest prints it: the
+    // largest measured latency, and when the true max is censored (above
+    // the timeout) the note says so and the lines below give the bound.
     let whole = |q: Figure| match q {
         Figure::Value(v) => (v / 1000).to_string(),
         Figure::Above(b) => Above(b).us(0),
@@ -66,7 +68,10 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
         Some(l) => (
             whole(l.figure(l.min)),
             l.mean.map_or_else(|| "-".to_string(), |m| (m / 1000).to_string()),
-            whole(l.figure(l.max)),
+            match (l.figure(l.max), l.max_measured) {
+                (Figure::Above(_), Some(m)) => (m / 1000).to_string(),
+                (f, _) => whole(f),
+            },
             l.measured,
         ),
         None => ("0".into(), "0".into(), "0".into(), 0),
@@ -74,7 +79,7 @@ pub fn summary_with(r: &Report, show_naive: bool) -> String {
     let avg_note = match (c.timeouts, measured) {
         (0, _) => String::new(),
         (_, 0) => ", none measured".to_string(),
-        (_, m) => format!(", Avg over the {m} measured"),
+        (t, m) => format!(", Avg and Max over the {m} measured, {t} above the timeout"),
     };
     // Without a sample the line would say nothing but zeros.
     if c.samples > 0 {
